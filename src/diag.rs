@@ -1,0 +1,344 @@
+//! Diagnostics: one type for every problem sealc reports, with a stable code,
+//! a lowercase message, an optional span into the spec text and a help line.
+//!
+//! The table [`CODES`] is the catalogue of every code sealc can emit. A code is
+//! part of the interface: harnesses match on it, so codes are never reused.
+
+use std::fmt;
+use std::ops::Range;
+
+/// A byte range into the spec text.
+pub type Span = Range<usize>;
+
+/// How bad a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// Every diagnostic code with a one-line description. Error tables live in
+/// source so that a test can check that every code used is listed exactly once.
+pub const CODES: &[(&str, &str)] = &[
+    ("sealc::spec::toml", "the spec is not valid TOML"),
+    (
+        "sealc::spec::unknown_key",
+        "a key the spec format does not have",
+    ),
+    (
+        "sealc::spec::missing_key",
+        "a key the spec format requires is absent",
+    ),
+    ("sealc::spec::type", "a value has the wrong TOML type"),
+    (
+        "sealc::spec::version",
+        "the spec `version` is not one sealc reads",
+    ),
+    (
+        "sealc::spec::value",
+        "a value is outside what the key accepts",
+    ),
+    (
+        "sealc::spec::interpolation",
+        "a `${var}` reference is malformed",
+    ),
+    (
+        "sealc::var::undeclared",
+        "a `${var}` reference or `--var` names no declared var",
+    ),
+    (
+        "sealc::var::missing",
+        "a var has no value from `--var`, its env var or its default",
+    ),
+    (
+        "sealc::var::cycle",
+        "var defaults refer to each other in a cycle",
+    ),
+    (
+        "sealc::var::secret",
+        "a var reads its value from an env var listed as a secret",
+    ),
+    (
+        "sealc::var::encoding",
+        "an env var read for a var or `pass` is not UTF-8",
+    ),
+    (
+        "sealc::var::flag",
+        "a `--var` flag is not of the form NAME=VALUE",
+    ),
+    (
+        "sealc::path::invalid",
+        "a path is not absolute, normalized and safe to write into a profile",
+    ),
+    (
+        "sealc::path::realpath",
+        "a path resolves on this host to a path that cannot be written into a profile",
+    ),
+    (
+        "sealc::path::device",
+        "a `write_devices` entry is not under `/dev`",
+    ),
+    (
+        "sealc::root::conflict",
+        "one path is listed in two lists that contradict each other",
+    ),
+    (
+        "sealc::launcher::chain",
+        "the launcher symlink chain cannot be walked to a regular file",
+    ),
+    (
+        "sealc::network::proxy",
+        "the proxy is not a loopback `host:port`",
+    ),
+    ("sealc::network::port", "a port is outside 1-65535"),
+    (
+        "sealc::network::host",
+        "a proxy allowlist host is not a valid host name",
+    ),
+    (
+        "sealc::network::open",
+        "the network is open: the seal does not restrict it",
+    ),
+    (
+        "sealc::env::name",
+        "an env var name is not a portable name (letters, digits, `_`)",
+    ),
+    ("sealc::env::value", "an env var value holds a NUL byte"),
+    (
+        "sealc::env::duplicate",
+        "an env var name is listed in more than one of `pass`, `set`, `secret`",
+    ),
+    (
+        "sealc::env::absent",
+        "a `pass` env var is not set while compiling, so it does not cross",
+    ),
+    (
+        "sealc::assert::shape",
+        "an `[[assert]]` does not name exactly one verdict and one kind of subject",
+    ),
+    (
+        "sealc::platform::unsupported",
+        "the target platform has no backend yet",
+    ),
+    ("sealc::io::read", "a file could not be read"),
+    ("sealc::io::write", "an output could not be written"),
+    (
+        "sealc::out::differs",
+        "an existing output differs and `--force` was not given",
+    ),
+];
+
+/// One problem, with everything needed to render it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    pub span: Option<Span>,
+    pub label: Option<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+        debug_assert!(
+            CODES.iter().any(|(c, _)| *c == code),
+            "unlisted code {code}"
+        );
+        Diagnostic {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            span: None,
+            label: None,
+            help: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
+    }
+
+    pub fn at(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
+    }
+
+    pub fn at_opt(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Error => miette::Severity::Error,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let span = self.span.clone()?;
+        let label = miette::LabeledSpan::new_with_span(self.label.clone(), span);
+        Some(Box::new(std::iter::once(label)))
+    }
+}
+
+/// A non-empty list of diagnostics: every problem found, not just the first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.0.extend(other.0);
+    }
+
+    /// Sorted by position (unspanned last), then code, so output is stable.
+    pub fn sorted(mut self) -> Self {
+        self.0.sort_by(|a, b| {
+            let ka = a
+                .span
+                .as_ref()
+                .map_or((usize::MAX, usize::MAX), |s| (s.start, s.end));
+            let kb = b
+                .span
+                .as_ref()
+                .map_or((usize::MAX, usize::MAX), |s| (s.start, s.end));
+            ka.cmp(&kb)
+                .then(a.code.cmp(b.code))
+                .then(a.message.cmp(&b.message))
+        });
+        self.0.dedup();
+        self
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Self {
+        Diagnostics(vec![d])
+    }
+}
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = levenshtein(word, c);
+        let limit = (c.len().max(word.len()) / 3).max(1);
+        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Render text for a diagnostic message: user input is shown in backticks, with
+/// control characters made visible so a message never spans lines it should not.
+pub fn quote(s: &str) -> String {
+    format!("`{}`", visible(s))
+}
+
+/// Control characters (and backslash) escaped so the text stays on one line.
+pub fn visible(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (code, _) in CODES {
+            assert!(seen.insert(*code), "duplicate code {code}");
+            assert!(code.starts_with("sealc::"));
+        }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            did_you_mean("deny_raed", ["deny_read", "allow_read"]),
+            Some("deny_read")
+        );
+        assert_eq!(did_you_mean("zzz", ["deny_read", "allow_read"]), None);
+    }
+
+    #[test]
+    fn visible_escapes_controls() {
+        assert_eq!(visible("a\nb\u{0}"), "a\\nb\\u{0}");
+    }
+}

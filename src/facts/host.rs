@@ -1,0 +1,204 @@
+//! The host, behind a trait: [`RealHost`] reads this machine; [`FakeHost`] is
+//! an in-memory host for tests, goldens and benchmarks (it reads nothing).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a path is, without following a final symlink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// Every host read sealc makes.
+pub trait Host {
+    /// An env var: `None` unset, `Some(Err(()))` not UTF-8.
+    fn env(&self, name: &str) -> Option<Result<String, ()>>;
+    /// The realpath of an existing path (None if absent or not UTF-8).
+    fn canonicalize(&self, path: &str) -> Option<String>;
+    /// What the path is, not following a final symlink (None if absent).
+    fn lstat(&self, path: &str) -> Option<Kind>;
+    /// The text of a symlink.
+    fn read_link(&self, path: &str) -> Option<String>;
+    /// The bytes of a file.
+    fn read(&self, path: &str) -> Option<Vec<u8>>;
+}
+
+/// This machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealHost;
+
+impl Host for RealHost {
+    fn env(&self, name: &str) -> Option<Result<String, ()>> {
+        std::env::var_os(name).map(|v| v.into_string().map_err(|_| ()))
+    }
+
+    fn canonicalize(&self, path: &str) -> Option<String> {
+        std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok())
+    }
+
+    fn lstat(&self, path: &str) -> Option<Kind> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        let t = m.file_type();
+        Some(if t.is_symlink() {
+            Kind::Symlink
+        } else if t.is_file() {
+            Kind::File
+        } else if t.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::Other
+        })
+    }
+
+    fn read_link(&self, path: &str) -> Option<String> {
+        std::fs::read_link(path)
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok())
+    }
+
+    fn read(&self, path: &str) -> Option<Vec<u8>> {
+        std::fs::read(path).ok()
+    }
+}
+
+/// An in-memory host: env vars, directories, files and symlinks given by the
+/// test. Paths are absolute strings.
+#[derive(Clone, Debug, Default)]
+pub struct FakeHost {
+    pub env: BTreeMap<String, String>,
+    pub dirs: BTreeSet<String>,
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub links: BTreeMap<String, String>,
+}
+
+impl FakeHost {
+    pub fn new() -> Self {
+        FakeHost::default()
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.insert(k.into(), v.into());
+        self
+    }
+    pub fn dir(mut self, p: &str) -> Self {
+        self.dirs.insert(p.into());
+        self
+    }
+    pub fn file(mut self, p: &str, bytes: &[u8]) -> Self {
+        self.files.insert(p.into(), bytes.to_vec());
+        self
+    }
+    pub fn link(mut self, p: &str, target: &str) -> Self {
+        self.links.insert(p.into(), target.into());
+        self
+    }
+
+    fn exists_plain(&self, p: &str) -> bool {
+        if p == "/" || self.dirs.contains(p) || self.files.contains_key(p) {
+            return true;
+        }
+        let prefix = format!("{p}/");
+        self.dirs.iter().any(|d| d.starts_with(&prefix))
+            || self.files.keys().any(|f| f.starts_with(&prefix))
+            || self.links.keys().any(|l| l.starts_with(&prefix))
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn parent(p: &str) -> String {
+    match p.rfind('/') {
+        Some(0) | None => "/".into(),
+        Some(i) => p[..i].into(),
+    }
+}
+
+impl Host for FakeHost {
+    fn env(&self, name: &str) -> Option<Result<String, ()>> {
+        self.env.get(name).cloned().map(Ok)
+    }
+
+    fn canonicalize(&self, path: &str) -> Option<String> {
+        let mut queue: std::collections::VecDeque<String> = path
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect();
+        let mut out = "/".to_string();
+        let mut hops = 0;
+        while let Some(c) = queue.pop_front() {
+            match c.as_str() {
+                "." => continue,
+                ".." => {
+                    out = parent(&out);
+                    continue;
+                }
+                _ => {}
+            }
+            let cand = join(&out, &c);
+            if let Some(t) = self.links.get(&cand) {
+                hops += 1;
+                if hops > 40 {
+                    return None;
+                }
+                if t.starts_with('/') {
+                    out = "/".into();
+                }
+                for (i, tc) in t.split('/').filter(|c| !c.is_empty()).enumerate() {
+                    queue.insert(i, tc.to_string());
+                }
+            } else if self.exists_plain(&cand) {
+                out = cand;
+            } else {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    fn lstat(&self, path: &str) -> Option<Kind> {
+        if self.links.contains_key(path) {
+            Some(Kind::Symlink)
+        } else if self.files.contains_key(path) {
+            Some(Kind::File)
+        } else if self.exists_plain(path) {
+            Some(Kind::Dir)
+        } else {
+            None
+        }
+    }
+
+    fn read_link(&self, path: &str) -> Option<String> {
+        self.links.get(path).cloned()
+    }
+
+    fn read(&self, path: &str) -> Option<Vec<u8>> {
+        self.files.get(path).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fake_canonicalize_follows_links() {
+        let h = FakeHost::new()
+            .dir("/private/tmp/x")
+            .link("/tmp", "private/tmp")
+            .link("/a", "/tmp/x");
+        assert_eq!(h.canonicalize("/tmp/x").as_deref(), Some("/private/tmp/x"));
+        assert_eq!(h.canonicalize("/a").as_deref(), Some("/private/tmp/x"));
+        assert_eq!(h.canonicalize("/nope"), None);
+    }
+}

@@ -1,0 +1,442 @@
+//! Stage 2, **resolve**: Spec + host → [`Facts`].
+//!
+//! This is the only module that reads the host: env vars, realpaths, symlinks
+//! and the launcher's bytes, all through the [`Host`] trait. Everything it
+//! reads is recorded in [`Facts`], so later stages (and `verify`) never read
+//! the host again. Secrets are never read here: a secret's value crosses only
+//! at run time.
+
+mod host;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use host::{FakeHost, Host, Kind, RealHost};
+
+use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics};
+use crate::spec::{interpolate, references, Spec};
+
+/// Everything read from the host at compile time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    /// The value of every declared var.
+    pub vars: BTreeMap<String, String>,
+    /// For each filesystem root (after `${var}` substitution) that exists on the compiling host, its realpath.
+    pub realpaths: BTreeMap<String, String>,
+    /// The launcher's symlink chain, first entry the launcher path, last a regular file.
+    pub launcher: Vec<ChainLink>,
+    /// The captured value of each `env.pass` name (`null` when it was not set).
+    pub env: BTreeMap<String, Option<String>>,
+}
+
+/// One entry of the launcher chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChainLink {
+    /// Absolute path of this entry.
+    pub path: String,
+    /// `symlink` or `file`.
+    pub kind: LinkKind,
+    /// For a symlink, the link text as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// For the final file, `sha256:<hex>` of its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Symlink,
+    File,
+}
+
+/// The longest symlink chain followed, as the kernel's `MAXSYMLINKS`.
+const MAX_LINKS: usize = 40;
+
+/// `--var NAME=VALUE` flags, in the order given (a later flag wins).
+pub type VarFlags = Vec<(String, String)>;
+
+/// Parse `NAME=VALUE`.
+pub fn parse_var_flag(s: &str) -> Result<(String, String), Diagnostic> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(Diagnostic::error(
+            "sealc::var::flag",
+            format!(
+                "`--var {}` is not of the form NAME=VALUE",
+                crate::diag::visible(s)
+            ),
+        )
+        .help("write `--var run=/path/to/run`")),
+    }
+}
+
+/// Resolve the spec against the host. Warnings (such as a `pass` var that is
+/// not set) come back with the facts; errors come back all at once.
+pub fn gather(
+    spec: &Spec,
+    src: &str,
+    flags: &VarFlags,
+    host: &dyn Host,
+) -> Result<(Facts, Diagnostics), Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let secrets: BTreeSet<&str> = spec.secret_names().collect();
+    let vars = resolve_vars(spec, src, flags, host, &secrets, &mut diags);
+
+    let mut realpaths = BTreeMap::new();
+    let fs = &spec.filesystem;
+    for root in fs
+        .deny_read
+        .iter()
+        .chain(&fs.allow_read)
+        .chain(&fs.metadata_only)
+        .chain(&fs.write)
+        .chain(&fs.write_devices)
+    {
+        let Ok(path) = interpolate(root, src, &vars) else {
+            continue;
+        };
+        if !path.starts_with('/') || path.contains('\0') {
+            continue; // the IR reports it, with its span
+        }
+        if let Some(real) = host.canonicalize(&path) {
+            realpaths.insert(path, real);
+        }
+    }
+
+    let mut launcher = Vec::new();
+    if let Some(l) = &spec.launcher {
+        match interpolate(&l.path, src, &vars) {
+            Ok(path) => match walk_chain(&path, host) {
+                Ok(chain) => launcher = chain,
+                Err(msg) => diags.push(
+                    Diagnostic::error("sealc::launcher::chain", msg)
+                        .at(l.path.span.clone())
+                        .label(format!("resolves to {}", quote(&path)))
+                        .help("point `launcher.path` at the agent binary or a symlink chain that ends at it"),
+                ),
+            },
+            Err(d) => diags.push(d),
+        }
+    }
+
+    let mut env = BTreeMap::new();
+    for name in &spec.env.pass {
+        let n = name.value.as_str();
+        if secrets.contains(n) || n.is_empty() || n.contains(['=', '\0']) {
+            continue; // never read a secret; the IR reports the conflict
+        }
+        match host.env(n) {
+            Some(Ok(v)) => {
+                env.insert(n.to_string(), Some(v));
+            }
+            Some(Err(())) => diags.push(
+                Diagnostic::error(
+                    "sealc::var::encoding",
+                    format!("env var `{n}` is not UTF-8"),
+                )
+                .at(name.span.clone())
+                .help("pass a UTF-8 value, or `set` the variable instead"),
+            ),
+            None => {
+                diags.push(
+                    Diagnostic::warning(
+                        "sealc::env::absent",
+                        format!("env var `{n}` is not set here, so it will not cross `env -i`"),
+                    )
+                    .at(name.span.clone())
+                    .label("not set while compiling")
+                    .help(format!(
+                        "set `{n}` before compiling, or remove it from `pass`"
+                    )),
+                );
+                env.insert(n.to_string(), None);
+            }
+        }
+    }
+
+    if diags.has_errors() {
+        return Err(diags.sorted());
+    }
+    Ok((
+        Facts {
+            vars,
+            realpaths,
+            launcher,
+            env,
+        },
+        diags.sorted(),
+    ))
+}
+
+fn resolve_vars(
+    spec: &Spec,
+    src: &str,
+    flags: &VarFlags,
+    host: &dyn Host,
+    secrets: &BTreeSet<&str>,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, String> {
+    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
+    for (k, v) in flags {
+        if spec.vars.contains_key(k) {
+            given.insert(k, v);
+        } else {
+            let mut d = Diagnostic::error(
+                "sealc::var::undeclared",
+                format!("`--var {}` names no declared var", crate::diag::visible(k)),
+            );
+            d = match did_you_mean(k, spec.vars.keys().map(String::as_str)) {
+                Some(m) => d.help(format!("did you mean `--var {m}=...`?")),
+                None => d.help("declare it under `[vars]`, or drop the flag"),
+            };
+            diags.push(d);
+        }
+    }
+    let mut r = Resolver {
+        spec,
+        src,
+        host,
+        secrets,
+        given,
+        done: BTreeMap::new(),
+        failed: BTreeSet::new(),
+        stack: Vec::new(),
+    };
+    for name in spec.vars.keys() {
+        r.resolve(name, diags);
+    }
+    r.done
+}
+
+struct Resolver<'a> {
+    spec: &'a Spec,
+    src: &'a str,
+    host: &'a dyn Host,
+    secrets: &'a BTreeSet<&'a str>,
+    given: BTreeMap<&'a str, &'a str>,
+    done: BTreeMap<String, String>,
+    failed: BTreeSet<String>,
+    stack: Vec<String>,
+}
+
+impl Resolver<'_> {
+    fn resolve(&mut self, name: &str, diags: &mut Diagnostics) -> Option<String> {
+        if let Some(v) = self.done.get(name) {
+            return Some(v.clone());
+        }
+        if self.failed.contains(name) {
+            return None;
+        }
+        let decl = self.spec.vars.get(name)?;
+        if self.stack.iter().any(|s| s == name) {
+            let cycle = self.stack.join(" → ");
+            diags.push(
+                Diagnostic::error(
+                    "sealc::var::cycle",
+                    format!("var `{name}` depends on itself: {cycle} → {name}"),
+                )
+                .at(decl.name.span.clone())
+                .help("give one of these vars a default that does not refer back"),
+            );
+            self.failed.insert(name.to_string());
+            return None;
+        }
+        let value = self.value_of(name, diags);
+        match &value {
+            Some(v) => {
+                self.done.insert(name.to_string(), v.clone());
+            }
+            None => {
+                self.failed.insert(name.to_string());
+            }
+        }
+        value
+    }
+
+    fn value_of(&mut self, name: &str, diags: &mut Diagnostics) -> Option<String> {
+        let decl = self.spec.vars.get(name)?;
+        if let Some(v) = self.given.get(name) {
+            return Some((*v).to_string());
+        }
+        if let Some(env) = &decl.env {
+            if self.secrets.contains(env.value.as_str()) {
+                diags.push(
+                    Diagnostic::error(
+                        "sealc::var::secret",
+                        format!(
+                            "var `{name}` reads `{}`, which is listed as a secret",
+                            env.value
+                        ),
+                    )
+                    .at(env.span.clone())
+                    .label("its value would be recorded")
+                    .help("a secret's value is never read at compile time; use another env var"),
+                );
+                return None;
+            }
+            match self.host.env(&env.value) {
+                Some(Ok(v)) => return Some(v),
+                Some(Err(())) => {
+                    diags.push(
+                        Diagnostic::error(
+                            "sealc::var::encoding",
+                            format!("env var `{}` is not UTF-8", env.value),
+                        )
+                        .at(env.span.clone())
+                        .help(format!("pass `--var {name}=VALUE` instead")),
+                    );
+                    return None;
+                }
+                None => {}
+            }
+        }
+        if let Some(default) = &decl.default {
+            let refs = match references(default, self.src) {
+                Ok(r) => r,
+                Err(d) => {
+                    diags.push(d);
+                    return None;
+                }
+            };
+            self.stack.push(name.to_string());
+            let mut ok = true;
+            for r in &refs {
+                if self.spec.vars.contains_key(&r.name) {
+                    ok &= self.resolve(&r.name, diags).is_some();
+                }
+            }
+            self.stack.pop();
+            if !ok {
+                return None;
+            }
+            return match interpolate(default, self.src, &self.done) {
+                Ok(v) => Some(v),
+                Err(d) => {
+                    diags.push(d);
+                    None
+                }
+            };
+        }
+        let mut help = format!("pass `--var {name}=VALUE`");
+        if let Some(env) = &decl.env {
+            help.push_str(&format!(" or set `{}`", env.value));
+        }
+        if let Some(h) = &decl.help {
+            help.push_str(&format!(" ({})", h.value));
+        }
+        let required = decl.required.as_ref().is_some_and(|r| r.value);
+        diags.push(
+            Diagnostic::error(
+                "sealc::var::missing",
+                if required {
+                    format!("required var `{name}` has no value")
+                } else {
+                    format!("var `{name}` has no value")
+                },
+            )
+            .at(decl.name.span.clone())
+            .label("no `--var`, env var or default gives it a value")
+            .help(help),
+        );
+        None
+    }
+}
+
+/// Walk the symlink chain from `path` to a regular file.
+fn walk_chain(path: &str, host: &dyn Host) -> Result<Vec<ChainLink>, String> {
+    let mut chain = Vec::new();
+    let mut cur = normalize(path);
+    for _ in 0..=MAX_LINKS {
+        match host.lstat(&cur) {
+            Some(Kind::Symlink) => {
+                let target = host
+                    .read_link(&cur)
+                    .ok_or_else(|| format!("cannot read the symlink {}", quote(&cur)))?;
+                let parent = parent(&cur);
+                let base = host
+                    .canonicalize(parent)
+                    .unwrap_or_else(|| parent.to_string());
+                let next = if target.starts_with('/') {
+                    normalize(&target)
+                } else {
+                    normalize(&format!("{base}/{target}"))
+                };
+                chain.push(ChainLink {
+                    path: cur,
+                    kind: LinkKind::Symlink,
+                    target: Some(target),
+                    digest: None,
+                });
+                cur = next;
+            }
+            Some(Kind::File) => {
+                let bytes = host
+                    .read(&cur)
+                    .ok_or_else(|| format!("cannot read the launcher file {}", quote(&cur)))?;
+                chain.push(ChainLink {
+                    path: cur,
+                    kind: LinkKind::File,
+                    target: None,
+                    digest: Some(crate::digest::sha256(&bytes)),
+                });
+                return Ok(chain);
+            }
+            Some(Kind::Dir) => {
+                return Err(format!(
+                    "launcher chain ends at the directory {}",
+                    quote(&cur)
+                ))
+            }
+            Some(Kind::Other) => {
+                return Err(format!(
+                    "launcher chain ends at {}, which is not a regular file",
+                    quote(&cur)
+                ))
+            }
+            None if chain.is_empty() => {
+                return Err(format!(
+                    "launcher {} does not exist on this host",
+                    quote(&cur)
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "launcher chain is broken: {} does not exist",
+                    quote(&cur)
+                ))
+            }
+        }
+    }
+    Err(format!(
+        "launcher chain from {} has more than {MAX_LINKS} links",
+        quote(path)
+    ))
+}
+
+fn parent(p: &str) -> &str {
+    match p.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &p[..i],
+    }
+}
+
+/// Lexical normalization: collapse `//`, `.` and `..`.
+pub fn normalize(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}

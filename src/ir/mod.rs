@@ -1,0 +1,957 @@
+//! Stage 3, **lower**: Spec + Facts → [`Ir`].
+//!
+//! The IR is validated, absolute, normalized, deduplicated and sorted. Every
+//! invariant of the contract is checked here, and every violation is reported
+//! (with the span of the offending spec value), not just the first. No IO, no
+//! clock, no env: the same spec and facts always give the same IR.
+
+mod path;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use path::{check_path, macos_aliases, PathProblem, MAX_LITERAL};
+
+use crate::diag::{quote, visible, Diagnostic, Diagnostics, Span};
+use crate::facts::{normalize, Facts, LinkKind};
+use crate::spec::{interpolate, Base, NetMode, Platform, Spanned, Spec};
+
+/// What a filesystem root means. The order is the order of the spec's lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RootKind {
+    DenyRead,
+    AllowRead,
+    MetadataOnly,
+    Write,
+    WriteDevice,
+}
+
+impl RootKind {
+    /// The spec key this kind of root is listed under.
+    pub fn key(self) -> &'static str {
+        match self {
+            RootKind::DenyRead => "filesystem.deny_read",
+            RootKind::AllowRead => "filesystem.allow_read",
+            RootKind::MetadataOnly => "filesystem.metadata_only",
+            RootKind::Write => "filesystem.write",
+            RootKind::WriteDevice => "filesystem.write_devices",
+        }
+    }
+    /// Denies reading (data or all of it).
+    pub fn is_denied(self) -> bool {
+        matches!(self, RootKind::DenyRead | RootKind::MetadataOnly)
+    }
+}
+
+/// A filesystem root with every spelling it is emitted under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    pub kind: RootKind,
+    /// The path as written, after `${var}` substitution.
+    pub path: String,
+    /// The path as written, its recorded realpath, and the macOS aliases of both.
+    pub spellings: BTreeSet<String>,
+    /// The spec text of the entry, for comments in the artifacts.
+    pub origin: String,
+    pub span: Span,
+}
+
+/// One entry of the launcher chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LauncherEntry {
+    pub path: String,
+    pub spellings: BTreeSet<String>,
+    pub kind: LinkKind,
+    /// Re-allowed by literal path because it lies under a denied root (or the base denies it).
+    pub reallow: bool,
+}
+
+/// The loopback proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proxy {
+    /// As written: `127.0.0.1`, `localhost` or `[::1]`.
+    pub host: String,
+    pub port: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetIr {
+    pub mode: NetMode,
+    pub proxy: Option<Proxy>,
+    pub hosts: BTreeSet<String>,
+    pub ports: BTreeSet<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvIr {
+    /// Exactly the names and values that cross `env -i`.
+    pub vars: BTreeMap<String, String>,
+    /// Names whose values a runner supplies at start.
+    pub secrets: BTreeSet<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecIr {
+    pub sandbox_exec: String,
+    pub timeout: Option<(String, u64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodexIr {
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Subject {
+    Path(String),
+    Remote(String),
+}
+
+/// An `[[assert]]`, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssertIr {
+    pub verdict: Verdict,
+    pub op: String,
+    pub subjects: Vec<Subject>,
+    pub span: Span,
+}
+
+/// The validated seal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ir {
+    pub name: String,
+    pub description: Option<String>,
+    pub platform: Platform,
+    pub base: Base,
+    /// Sorted by kind, then path; unique per (kind, path).
+    pub roots: Vec<Root>,
+    pub launcher: Vec<LauncherEntry>,
+    pub network: NetIr,
+    pub env: EnvIr,
+    pub exec: ExecIr,
+    pub codex: CodexIr,
+    pub asserts: Vec<AssertIr>,
+}
+
+impl Ir {
+    pub fn roots_of(&self, kind: RootKind) -> impl Iterator<Item = &Root> {
+        self.roots.iter().filter(move |r| r.kind == kind)
+    }
+}
+
+/// The default `sandbox-exec`.
+pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+/// The proxy variables set in proxy mode.
+pub const PROXY_VARS: [&str; 4] = ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"];
+/// The reasoning efforts Codex accepts.
+pub const REASONING_EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
+/// The longest timeout accepted: one week.
+pub const MAX_TIMEOUT_SECS: i64 = 7 * 24 * 3600;
+
+/// Lower a parsed spec and its facts to the IR. Warnings come back with it.
+pub fn lower(spec: &Spec, src: &str, facts: &Facts) -> Result<(Ir, Diagnostics), Diagnostics> {
+    let mut l = Lower {
+        src,
+        facts,
+        diags: Diagnostics::default(),
+    };
+    let ir = l.run(spec);
+    if l.diags.has_errors() {
+        return Err(l.diags.sorted());
+    }
+    Ok((ir, l.diags.sorted()))
+}
+
+struct Lower<'a> {
+    src: &'a str,
+    facts: &'a Facts,
+    diags: Diagnostics,
+}
+
+/// Check an env var name: a portable shell name (`[A-Za-z_][A-Za-z0-9_]*`), so
+/// it is never empty, holds no `=` or NUL, and cannot be read as an option of
+/// `env`.
+pub(crate) fn check_env_name(name: &str, span: &Span, diags: &mut Diagnostics) -> bool {
+    let problem = if name.is_empty() {
+        Some("is empty")
+    } else if name.contains('=') {
+        Some("holds `=`")
+    } else if name.contains('\0') {
+        Some("holds a NUL byte")
+    } else if !crate::spec::is_var_name(name) {
+        Some("is not a portable name")
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        diags.push(
+            Diagnostic::error(
+                "sealc::env::name",
+                format!("env var name {} {p}", quote(name)),
+            )
+            .at(span.clone())
+            .label("not a usable env var name")
+            .help(
+                "env var names are letters, digits and `_`, not starting with a digit, e.g. `PATH`",
+            ),
+        );
+        return false;
+    }
+    true
+}
+
+impl Lower<'_> {
+    fn run(&mut self, spec: &Spec) -> Ir {
+        if let Some(p) = &spec.target.platform {
+            if p.value == Platform::Linux {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::platform::unsupported",
+                        "the `linux` target has no backend yet",
+                    )
+                    .at(p.span.clone())
+                    .label("only `macos` compiles today")
+                    .help("use `platform = \"macos\"`; bubblewrap support is planned"),
+                );
+            }
+        }
+        let base = spec.base();
+        let roots = self.roots(spec);
+        let launcher = self.launcher(spec, base, &roots);
+        let network = self.network(spec);
+        let env = self.env(spec, &network);
+        let exec = self.exec(spec);
+        let codex = self.codex(spec);
+        let asserts = self.asserts(spec);
+        Ir {
+            name: spec.name.value.clone(),
+            description: spec.description.as_ref().map(|d| d.value.clone()),
+            platform: spec.platform(),
+            base,
+            roots,
+            launcher,
+            network,
+            env,
+            exec,
+            codex,
+            asserts,
+        }
+    }
+
+    fn subst(&mut self, s: &Spanned<String>) -> Option<String> {
+        match interpolate(s, self.src, &self.facts.vars) {
+            Ok(v) => Some(v),
+            Err(d) => {
+                self.diags.push(d);
+                None
+            }
+        }
+    }
+
+    /// Substitute and check a path; the error names the written and resolved forms.
+    fn path(&mut self, s: &Spanned<String>, what: &str) -> Option<String> {
+        let p = self.subst(s)?;
+        if let Err(problem) = check_path(&p) {
+            self.diags
+                .push(path_error(what, &s.value, &p, &problem).at(s.span.clone()));
+            return None;
+        }
+        Some(p)
+    }
+
+    fn roots(&mut self, spec: &Spec) -> Vec<Root> {
+        let fs = &spec.filesystem;
+        let lists = [
+            (RootKind::DenyRead, &fs.deny_read),
+            (RootKind::AllowRead, &fs.allow_read),
+            (RootKind::MetadataOnly, &fs.metadata_only),
+            (RootKind::Write, &fs.write),
+            (RootKind::WriteDevice, &fs.write_devices),
+        ];
+        let mut out: BTreeMap<(RootKind, String), Root> = BTreeMap::new();
+        for (kind, list) in lists {
+            for entry in list {
+                let Some(path) = self.path(entry, kind.key()) else {
+                    continue;
+                };
+                if kind == RootKind::WriteDevice && !path.starts_with("/dev/") {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::path::device",
+                            format!("device {} is not under `/dev`", quote(&path)),
+                        )
+                        .at(entry.span.clone())
+                        .label("`write_devices` lists devices by exact path")
+                        .help("list a device such as `/dev/null`, or move the path to `write`"),
+                    );
+                    continue;
+                }
+                let mut spellings = BTreeSet::from([path.clone()]);
+                if let Some(real) = self.facts.realpaths.get(&path) {
+                    if let Err(problem) = check_path(real) {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "sealc::path::realpath",
+                                format!(
+                                    "{} resolves on this host to {}, which {}",
+                                    quote(&path),
+                                    quote(real),
+                                    problem.message()
+                                ),
+                            )
+                            .at(entry.span.clone())
+                            .label("its realpath cannot be written into a profile")
+                            .help("resolve the symlink to a plain path, or list a different root"),
+                        );
+                        continue;
+                    }
+                    spellings.insert(real.clone());
+                }
+                if self
+                    .add_aliases(&mut spellings, entry, spec.platform())
+                    .is_none()
+                {
+                    continue;
+                }
+                out.entry((kind, path.clone())).or_insert(Root {
+                    kind,
+                    path,
+                    spellings,
+                    origin: entry.value.clone(),
+                    span: entry.span.clone(),
+                });
+            }
+        }
+        let roots: Vec<Root> = out.into_values().collect();
+        self.conflicts(&roots);
+        roots
+    }
+
+    fn add_aliases(
+        &mut self,
+        spellings: &mut BTreeSet<String>,
+        entry: &Spanned<String>,
+        platform: Platform,
+    ) -> Option<()> {
+        if platform != Platform::Macos {
+            return Some(());
+        }
+        let extra: Vec<String> = spellings.iter().filter_map(|s| macos_aliases(s)).collect();
+        for a in extra {
+            if let Err(problem) = check_path(&a) {
+                self.diags.push(
+                    path_error("its macOS alias", &entry.value, &a, &problem)
+                        .at(entry.span.clone()),
+                );
+                return None;
+            }
+            spellings.insert(a);
+        }
+        Some(())
+    }
+
+    fn conflicts(&mut self, roots: &[Root]) {
+        use RootKind::*;
+        let contradicts = |a: RootKind, b: RootKind| {
+            matches!(
+                (a, b),
+                (Write | WriteDevice, DenyRead | MetadataOnly)
+                    | (DenyRead | MetadataOnly, Write | WriteDevice)
+                    | (AllowRead, DenyRead | MetadataOnly)
+                    | (DenyRead | MetadataOnly, AllowRead)
+                    | (DenyRead, MetadataOnly)
+                    | (MetadataOnly, DenyRead)
+            )
+        };
+        let mut seen: BTreeSet<(usize, usize)> = BTreeSet::new();
+        for (i, a) in roots.iter().enumerate() {
+            for (j, b) in roots.iter().enumerate().skip(i + 1) {
+                if !contradicts(a.kind, b.kind) {
+                    continue;
+                }
+                let Some(shared) = a.spellings.intersection(&b.spellings).next() else {
+                    continue;
+                };
+                if !seen.insert((i, j)) {
+                    continue;
+                }
+                // Point at whichever entry comes later in the file.
+                let (first, second) = if a.span.start <= b.span.start {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::root::conflict",
+                        format!(
+                            "{} is listed in both `{}` and `{}`",
+                            quote(shared),
+                            first.kind.key(),
+                            second.kind.key()
+                        ),
+                    )
+                    .at(second.span.clone())
+                    .label(format!(
+                        "also in `{}` as {}",
+                        first.kind.key(),
+                        quote(&first.origin)
+                    ))
+                    .help("a path cannot be both; keep it in one list"),
+                );
+            }
+        }
+    }
+
+    fn launcher(&mut self, spec: &Spec, base: Base, roots: &[Root]) -> Vec<LauncherEntry> {
+        let chain = &self.facts.launcher;
+        let Some(l) = &spec.launcher else {
+            if !chain.is_empty() {
+                self.diags.push(Diagnostic::error(
+                    "sealc::launcher::chain",
+                    "the facts hold a launcher chain but the spec has no `[launcher]`",
+                ));
+            }
+            return Vec::new();
+        };
+        let span = l.path.span.clone();
+        let bad = |msg: String| {
+            Diagnostic::error("sealc::launcher::chain", msg)
+                .at(span.clone())
+                .label("the recorded launcher chain")
+                .help("recompile on a host where the launcher exists")
+        };
+        let Some(head) = self.subst(&l.path) else {
+            return Vec::new();
+        };
+        if chain.is_empty() {
+            self.diags.push(bad(format!(
+                "no launcher chain is recorded for {}",
+                quote(&head)
+            )));
+            return Vec::new();
+        }
+        if chain[0].path != normalize(&head) {
+            self.diags.push(bad(format!(
+                "the launcher chain starts at {}, not at the launcher {}",
+                quote(&chain[0].path),
+                quote(&head)
+            )));
+        }
+        let denied: Vec<&String> = roots
+            .iter()
+            .filter(|r| r.kind.is_denied())
+            .flat_map(|r| r.spellings.iter())
+            .collect();
+        let mut out = Vec::new();
+        for (i, link) in chain.iter().enumerate() {
+            let last = i + 1 == chain.len();
+            let shape_ok = match link.kind {
+                LinkKind::Symlink => !last && link.target.is_some() && link.digest.is_none(),
+                LinkKind::File => {
+                    last && link.target.is_none() && link.digest.as_deref().is_some_and(is_digest)
+                }
+            };
+            if !shape_ok {
+                self.diags.push(bad(format!(
+                    "launcher chain entry {} is not adjacent: each entry but the last is a symlink, the last a regular file with a digest",
+                    quote(&link.path)
+                )));
+                continue;
+            }
+            if let (Some(target), Some(next)) = (&link.target, chain.get(i + 1)) {
+                if !adjacent(&link.path, target, &next.path) {
+                    self.diags.push(bad(format!(
+                        "launcher chain entry {} links to {}, not to the next entry {}",
+                        quote(&link.path),
+                        quote(target),
+                        quote(&next.path)
+                    )));
+                }
+            }
+            if let Err(problem) = check_path(&link.path) {
+                self.diags.push(
+                    path_error("launcher chain entry", &link.path, &link.path, &problem)
+                        .at(span.clone()),
+                );
+                continue;
+            }
+            let mut spellings = BTreeSet::from([link.path.clone()]);
+            if spec.platform() == Platform::Macos {
+                spellings.extend(macos_aliases(&link.path));
+            }
+            let under_denied = spellings
+                .iter()
+                .any(|s| denied.iter().any(|d| is_within(s, d)));
+            out.push(LauncherEntry {
+                path: link.path.clone(),
+                spellings,
+                kind: link.kind,
+                reallow: under_denied || base == Base::DenyDefault,
+            });
+        }
+        out
+    }
+
+    fn network(&mut self, spec: &Spec) -> NetIr {
+        let n = &spec.network;
+        let mode = spec.net_mode();
+        if let (NetMode::Open, Some(m)) = (mode, &n.mode) {
+            self.diags.push(
+                Diagnostic::warning(
+                    "sealc::network::open",
+                    "`network.mode = \"open\"` leaves the network unrestricted",
+                )
+                .at(m.span.clone())
+                .label("no network rule is emitted")
+                .help("use `mode = \"proxy\"` with a loopback proxy and a host allowlist"),
+            );
+        }
+        let proxy = match (&n.proxy, mode) {
+            (Some(p), NetMode::Proxy) => self.proxy(p),
+            (None, NetMode::Proxy) => {
+                let span = n.mode.as_ref().map(|m| m.span.clone());
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::network::proxy",
+                        "`network.mode = \"proxy\"` needs `network.proxy`",
+                    )
+                    .at_opt(span)
+                    .help("add `proxy = \"127.0.0.1:PORT\"`"),
+                );
+                None
+            }
+            (Some(p), _) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::network::proxy",
+                        format!(
+                            "`network.proxy` is set but `network.mode` is `{}`",
+                            mode.as_str()
+                        ),
+                    )
+                    .at(p.span.clone())
+                    .label("unused unless the mode is `proxy`")
+                    .help("set `mode = \"proxy\"`, or remove `proxy`"),
+                );
+                None
+            }
+            (None, _) => None,
+        };
+        let mut hosts = BTreeSet::new();
+        for h in &n.hosts {
+            if valid_host(&h.value) {
+                hosts.insert(h.value.to_ascii_lowercase());
+            } else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::network::host",
+                        format!("{} is not a host name", quote(&h.value)),
+                    )
+                    .at(h.span.clone())
+                    .label("letters, digits, `-` and `.`; a leading `.` allows subdomains")
+                    .help("write a host such as `api.openai.com` or `.oaiusercontent.com`"),
+                );
+            }
+        }
+        let mut ports = BTreeSet::new();
+        for p in &n.ports {
+            match u16::try_from(p.value) {
+                Ok(v) if v >= 1 => {
+                    ports.insert(v);
+                }
+                _ => self
+                    .diags
+                    .push(port_error(p.value.to_string(), p.span.clone())),
+            }
+        }
+        NetIr {
+            mode,
+            proxy,
+            hosts,
+            ports,
+        }
+    }
+
+    fn proxy(&mut self, p: &Spanned<String>) -> Option<Proxy> {
+        let v = self.subst(p)?;
+        let Some((host, port)) = v.rsplit_once(':') else {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::network::proxy",
+                    format!("proxy {} has no port", quote(&v)),
+                )
+                .at(p.span.clone())
+                .help("write `127.0.0.1:PORT`"),
+            );
+            return None;
+        };
+        if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::network::proxy",
+                    format!("proxy host {} is not loopback", quote(host)),
+                )
+                .at(p.span.clone())
+                .label("the agent may reach only a proxy on this machine")
+                .help("use `127.0.0.1`, `localhost` or `[::1]`; seatbelt can name no other host"),
+            );
+            return None;
+        }
+        match port.parse::<u16>() {
+            Ok(n) if n >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => Some(Proxy {
+                host: host.to_string(),
+                port: n,
+            }),
+            _ => {
+                self.diags
+                    .push(port_error(port.to_string(), p.span.clone()));
+                None
+            }
+        }
+    }
+
+    fn env(&mut self, spec: &Spec, net: &NetIr) -> EnvIr {
+        let e = &spec.env;
+        let mut lists: BTreeMap<String, Vec<(&'static str, Span)>> = BTreeMap::new();
+        let mut note = |name: &str, list: &'static str, span: Span| {
+            lists
+                .entry(name.to_string())
+                .or_default()
+                .push((list, span));
+        };
+        for p in &e.pass {
+            note(&p.value, "pass", p.span.clone());
+        }
+        for (k, span) in &e.set_keys {
+            note(k, "set", span.clone());
+        }
+        for s in &e.secret {
+            note(&s.value, "secret", s.span.clone());
+        }
+        if net.mode == NetMode::Proxy {
+            for v in PROXY_VARS {
+                note(v, "network.mode = \"proxy\"", 0..0);
+            }
+        }
+        let mut ok_names = BTreeSet::new();
+        for (name, places) in &lists {
+            let spanned: Vec<&(&str, Span)> = places.iter().filter(|(_, s)| s.end > 0).collect();
+            if let Some((_, span)) = spanned.first() {
+                if !check_env_name(name, span, &mut self.diags) {
+                    continue;
+                }
+            }
+            let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
+            if kinds.len() > 1 {
+                let (last_kind, last_span) = spanned
+                    .last()
+                    .map(|(k, s)| (*k, s.clone()))
+                    .unwrap_or(("", 0..0));
+                let others: Vec<&str> = kinds.iter().copied().filter(|k| *k != last_kind).collect();
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::env::duplicate",
+                        format!("env var `{}` is in both `{}` and `{}`", visible(name), others.join("`, `"), last_kind),
+                    )
+                    .at(last_span)
+                    .label("listed more than once")
+                    .help("an env var crosses one way only: keep it in one of `pass`, `set`, `secret`"),
+                );
+                continue;
+            }
+            ok_names.insert(name.clone());
+        }
+        let mut vars = BTreeMap::new();
+        for p in &e.pass {
+            if !ok_names.contains(&p.value) {
+                continue;
+            }
+            match self.facts.env.get(&p.value) {
+                Some(Some(v)) => {
+                    if v.contains('\0') {
+                        self.diags.push(nul_error(&p.value, p.span.clone()));
+                    } else {
+                        vars.insert(p.value.clone(), v.clone());
+                    }
+                }
+                Some(None) => {}
+                None => self.diags.push(
+                    Diagnostic::error(
+                        "sealc::env::absent",
+                        format!("no captured value is recorded for `pass` var `{}`", p.value),
+                    )
+                    .at(p.span.clone())
+                    .help("recompile to capture it"),
+                ),
+            }
+        }
+        for (k, v) in &e.set {
+            if !ok_names.contains(k) {
+                continue;
+            }
+            let Some(val) = self.subst(v) else { continue };
+            if val.contains('\0') {
+                self.diags.push(nul_error(k, v.span.clone()));
+                continue;
+            }
+            vars.insert(k.clone(), val);
+        }
+        if let (NetMode::Proxy, Some(p)) = (net.mode, &net.proxy) {
+            let url = format!("http://{}:{}", p.host, p.port);
+            for v in ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"] {
+                vars.insert(v.to_string(), url.clone());
+            }
+            vars.insert("NO_PROXY".to_string(), String::new());
+        }
+        let secrets = e
+            .secret
+            .iter()
+            .filter(|s| ok_names.contains(&s.value))
+            .map(|s| s.value.clone())
+            .collect();
+        EnvIr { vars, secrets }
+    }
+
+    fn exec(&mut self, spec: &Spec) -> ExecIr {
+        let x = &spec.exec;
+        let sandbox_exec = match &x.sandbox_exec {
+            Some(s) => self.path(s, "exec.sandbox_exec").unwrap_or_default(),
+            None => SANDBOX_EXEC.to_string(),
+        };
+        let timeout = x.timeout.as_ref().and_then(|t| {
+            let bin = self.path(&t.bin, "exec.timeout.bin");
+            let secs = t.seconds.value;
+            if !(1..=MAX_TIMEOUT_SECS).contains(&secs) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("timeout of `{secs}` seconds is out of range"),
+                    )
+                    .at(t.seconds.span.clone())
+                    .label(format!("1 to {MAX_TIMEOUT_SECS}"))
+                    .help("give a positive number of seconds, at most one week"),
+                );
+                return None;
+            }
+            Some((bin?, secs as u64))
+        });
+        ExecIr {
+            sandbox_exec,
+            timeout,
+        }
+    }
+
+    fn codex(&mut self, spec: &Spec) -> CodexIr {
+        let c = &spec.codex;
+        if let Some(m) = &c.model {
+            if m.value.is_empty() || m.value.chars().any(char::is_control) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("model {} is not a model name", quote(&m.value)),
+                    )
+                    .at(m.span.clone())
+                    .help("write a model name such as `gpt-5.5`"),
+                );
+            }
+        }
+        if let Some(r) = &c.reasoning_effort {
+            if !REASONING_EFFORTS.contains(&r.value.as_str()) {
+                let mut d = Diagnostic::error(
+                    "sealc::spec::value",
+                    format!("`codex.reasoning_effort` cannot be {}", quote(&r.value)),
+                )
+                .at(r.span.clone())
+                .label(format!("one of: {}", REASONING_EFFORTS.join(", ")));
+                if let Some(m) = crate::diag::did_you_mean(&r.value, REASONING_EFFORTS) {
+                    d = d.help(format!("did you mean `{m}`?"));
+                }
+                self.diags.push(d);
+            }
+        }
+        CodexIr {
+            model: c.model.as_ref().map(|m| m.value.clone()),
+            reasoning_effort: c.reasoning_effort.as_ref().map(|r| r.value.clone()),
+        }
+    }
+
+    fn asserts(&mut self, spec: &Spec) -> Vec<AssertIr> {
+        let mut out = Vec::new();
+        for a in &spec.asserts {
+            let shape = |msg: &str| {
+                Diagnostic::error("sealc::assert::shape", msg.to_string())
+                    .at(a.span.clone())
+                    .help("write `allow = \"OP\"` or `deny = \"OP\"`, and `paths = [...]` or `remote = [...]`")
+            };
+            let (verdict, op) = match (&a.allow, &a.deny) {
+                (Some(op), None) => (Verdict::Allow, op),
+                (None, Some(op)) => (Verdict::Deny, op),
+                _ => {
+                    self.diags.push(shape(
+                        "an `[[assert]]` names exactly one of `allow` and `deny`",
+                    ));
+                    continue;
+                }
+            };
+            let op_ok = !op.value.is_empty()
+                && op
+                    .value
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'*');
+            if !op_ok {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::assert::shape",
+                        format!("{} is not an operation name", quote(&op.value)),
+                    )
+                    .at(op.span.clone())
+                    .help("name a seatbelt operation such as `file-read-data`"),
+                );
+                continue;
+            }
+            let subjects: Vec<Subject> = match (a.paths.is_empty(), a.remote.is_empty()) {
+                (false, true) => a
+                    .paths
+                    .iter()
+                    .filter_map(|p| self.path(p, "assert path").map(Subject::Path))
+                    .collect(),
+                (true, false) => a
+                    .remote
+                    .iter()
+                    .filter_map(|r| self.subst(r).map(Subject::Remote))
+                    .collect(),
+                _ => {
+                    self.diags.push(shape(
+                        "an `[[assert]]` names exactly one of `paths` and `remote`, not empty",
+                    ));
+                    continue;
+                }
+            };
+            out.push(AssertIr {
+                verdict,
+                op: op.value.clone(),
+                subjects,
+                span: a.span.clone(),
+            });
+        }
+        out
+    }
+}
+
+fn nul_error(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "sealc::env::value",
+        format!("the value of env var `{}` holds a NUL byte", visible(name)),
+    )
+    .at(span)
+    .help("a NUL cannot cross exec; remove it")
+}
+
+fn port_error(port: String, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "sealc::network::port",
+        format!("port {} is outside 1-65535", quote(&port)),
+    )
+    .at(span)
+    .label("not a TCP port")
+    .help("give a port from 1 to 65535")
+}
+
+fn path_error(what: &str, written: &str, resolved: &str, problem: &PathProblem) -> Diagnostic {
+    let subject = if written == resolved {
+        quote(resolved)
+    } else {
+        format!("{} (from {})", quote(resolved), quote(written))
+    };
+    let mut d = Diagnostic::error(
+        "sealc::path::invalid",
+        format!("{what} {subject} {}", problem.message()),
+    )
+    .label(problem.label());
+    if let Some(h) = problem.help(resolved) {
+        d = d.help(h);
+    }
+    d
+}
+
+fn is_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Does the symlink at `path` with text `target` lead to `next`? An absolute
+/// target must normalize to `next`; a relative one is resolved against the
+/// link's directory, which the host may have resolved further, so its final
+/// name must match.
+fn adjacent(path: &str, target: &str, next: &str) -> bool {
+    if target.starts_with('/') {
+        return normalize(target) == next;
+    }
+    let dir = match path.rfind('/') {
+        Some(0) | None => "",
+        Some(i) => &path[..i],
+    };
+    let lexical = normalize(&format!("{dir}/{target}"));
+    lexical == next || lexical.rsplit('/').next() == next.rsplit('/').next()
+}
+
+/// `p` is `root` or lies inside it.
+pub fn is_within(p: &str, root: &str) -> bool {
+    root == "/" || p == root || (p.starts_with(root) && p.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+fn valid_host(h: &str) -> bool {
+    let body = h.strip_prefix('.').unwrap_or(h);
+    !body.is_empty()
+        && h.len() <= 253
+        && body.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within() {
+        assert!(is_within("/a/b", "/a"));
+        assert!(is_within("/a", "/a"));
+        assert!(!is_within("/ab", "/a"));
+        assert!(is_within("/x", "/"));
+    }
+
+    #[test]
+    fn hosts() {
+        assert!(valid_host("api.openai.com"));
+        assert!(valid_host(".oaiusercontent.com"));
+        assert!(!valid_host(""));
+        assert!(!valid_host("a..b"));
+        assert!(!valid_host("a b"));
+        assert!(!valid_host("-a.com"));
+    }
+
+    #[test]
+    fn adjacency() {
+        assert!(adjacent("/a/b", "c", "/a/c"));
+        assert!(adjacent("/a/b", "/x/y", "/x/y"));
+        assert!(adjacent("/a/b", "../lib/c", "/real/lib/c"));
+        assert!(!adjacent("/a/b", "c", "/a/d"));
+    }
+}

@@ -1,0 +1,5 @@
+#![forbid(unsafe_code)]
+
+fn main() {
+    std::process::exit(sealc::cli::main());
+}

@@ -1,0 +1,173 @@
+//! `${var}` references inside spec strings.
+//!
+//! `${name}` is replaced by the var's value, `$${` stands for a literal `${`,
+//! and any other `$` is kept as it is (so values such as `a$b` are carried byte
+//! for byte).
+
+use std::collections::BTreeMap;
+
+use super::Spanned;
+use crate::diag::{did_you_mean, quote, Diagnostic, Span};
+
+/// One `${name}` in a string, with the span of the reference itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub name: String,
+    pub span: Span,
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Var(Reference),
+}
+
+/// Where the string's content starts in the source, when the source token is
+/// the content between its delimiters byte for byte (no escapes).
+fn content_offset(s: &Spanned<String>, src: &str) -> Option<usize> {
+    let raw = src.get(s.span.clone())?;
+    for d in ["\"\"\"", "'''", "\"", "'"] {
+        if raw.len() >= 2 * d.len() && raw.starts_with(d) && raw.ends_with(d) {
+            let inner = &raw[d.len()..raw.len() - d.len()];
+            if inner == s.value {
+                return Some(s.span.start + d.len());
+            }
+            if inner.strip_prefix('\n') == Some(s.value.as_str()) {
+                return Some(s.span.start + d.len() + 1);
+            }
+            return None;
+        }
+    }
+    None
+}
+
+fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagnostic> {
+    let base = content_offset(s, src);
+    let sub = |a: usize, b: usize| base.map_or(s.span.clone(), |o| o + a..o + b);
+    let v = s.value.as_str();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut text_start = 0;
+    let bytes = v.as_bytes();
+    while i < bytes.len() {
+        if bytes[i] == b'$' && v[i..].starts_with("$${") {
+            out.push(Piece::Text(&v[text_start..i]));
+            text_start = i + 1; // keep `${` as text
+            i += 3;
+            continue;
+        }
+        if bytes[i] == b'$' && v[i..].starts_with("${") {
+            out.push(Piece::Text(&v[text_start..i]));
+            let Some(end) = v[i + 2..].find('}') else {
+                return Err(Diagnostic::error(
+                    "sealc::spec::interpolation",
+                    "unterminated `${` reference",
+                )
+                .at(sub(i, v.len()))
+                .label("no closing `}`")
+                .help("write `${name}`, or `$${` for a literal `${`"));
+            };
+            let name = &v[i + 2..i + 2 + end];
+            let span = sub(i, i + 3 + end);
+            if !super::read::is_var_name(name) {
+                return Err(Diagnostic::error(
+                    "sealc::spec::interpolation",
+                    format!("{} is not a var name", quote(name)),
+                )
+                .at(span)
+                .label("letters, digits and `_`, not starting with a digit")
+                .help("write `${name}`, or `$${` for a literal `${`"));
+            }
+            out.push(Piece::Var(Reference {
+                name: name.to_string(),
+                span,
+            }));
+            i += 3 + end;
+            text_start = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push(Piece::Text(&v[text_start..]));
+    Ok(out)
+}
+
+/// The `${var}` references of a spec string.
+pub fn references(s: &Spanned<String>, src: &str) -> Result<Vec<Reference>, Diagnostic> {
+    Ok(pieces(s, src)?
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Var(r) => Some(r),
+            Piece::Text(_) => None,
+        })
+        .collect())
+}
+
+/// Replace every `${var}` with its value. A reference to a var without a
+/// value is an error at the reference.
+pub fn interpolate(
+    s: &Spanned<String>,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+) -> Result<String, Diagnostic> {
+    let mut out = String::with_capacity(s.value.len());
+    for p in pieces(s, src)? {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(r) => match vars.get(&r.name) {
+                Some(v) => out.push_str(v),
+                None => {
+                    let mut d = Diagnostic::error(
+                        "sealc::var::undeclared",
+                        format!("`${{{}}}` names no declared var", r.name),
+                    )
+                    .at(r.span)
+                    .label("not in `[vars]`");
+                    d = match did_you_mean(&r.name, vars.keys().map(String::as_str)) {
+                        Some(m) => d.help(format!("did you mean `${{{m}}}`?")),
+                        None => d.help(format!(
+                            "declare it: `[vars] {} = {{ required = true }}`",
+                            r.name
+                        )),
+                    };
+                    return Err(d);
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(src: &str) -> Spanned<String> {
+        let start = src.find('"').unwrap();
+        let end = src.rfind('"').unwrap() + 1;
+        Spanned::new(src[start + 1..end - 1].to_string(), start..end)
+    }
+
+    #[test]
+    fn replaces_and_escapes() {
+        let src = r#"x = "${a}/b$c$${d}""#;
+        let s = sp(src);
+        let vars = BTreeMap::from([("a".to_string(), "/A".to_string())]);
+        assert_eq!(interpolate(&s, src, &vars).unwrap(), "/A/b$c${d}");
+    }
+
+    #[test]
+    fn reference_spans_point_into_the_string() {
+        let src = r#"x = "/p/${home}/q""#;
+        let s = sp(src);
+        let r = references(&s, src).unwrap();
+        assert_eq!(&src[r[0].span.clone()], "${home}");
+    }
+
+    #[test]
+    fn unterminated_and_bad_names() {
+        let src = r#"x = "${a""#;
+        assert!(references(&sp(src), src).is_err());
+        let src = r#"x = "${1a}""#;
+        assert!(references(&sp(src), src).is_err());
+    }
+}

@@ -1,0 +1,598 @@
+//! The TOML walker: `toml`'s spanned document tree → [`Spec`], collecting
+//! every problem (cargo-deny style) instead of stopping at the first.
+
+use std::collections::BTreeMap;
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned as TSpanned;
+
+use super::*;
+use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics, Span};
+
+type Val<'i> = TSpanned<DeValue<'i>>;
+
+pub(super) fn parse(text: &str) -> Result<Spec, Diagnostics> {
+    let (doc, errors) = DeTable::parse_recoverable(text);
+    let mut cx = Cx::default();
+    for e in errors {
+        let span = e.span().unwrap_or(0..0);
+        let msg = e.message().trim_end_matches('.').to_string();
+        let msg = lowercase_first(&msg);
+        cx.push(
+            Diagnostic::error("sealc::spec::toml", format!("invalid TOML: {msg}"))
+                .at(span)
+                .help("fix the TOML syntax; see https://toml.io"),
+        );
+    }
+    if cx.diags.has_errors() {
+        return Err(cx.diags.sorted());
+    }
+    let root_span = doc.span();
+    let spec = cx.spec(doc.get_ref(), root_span);
+    match spec {
+        Some(spec) if !cx.diags.has_errors() => Ok(spec),
+        _ => Err(cx.diags.sorted()),
+    }
+}
+
+fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+#[derive(Default)]
+struct Cx {
+    diags: Diagnostics,
+}
+
+/// Reads one table: remembers the keys it was asked for and reports the rest.
+struct Table<'t, 'i> {
+    path: String,
+    span: Span,
+    entries: Vec<(&'t TSpanned<Cow<'i, str>>, &'t Val<'i>)>,
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn kind(v: &DeValue<'_>) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a datetime",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+impl<'t, 'i> Table<'t, 'i> {
+    fn new(t: &'t DeTable<'i>, path: String, span: Span) -> Self {
+        Table {
+            path,
+            span,
+            entries: t.iter().collect(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'t Val<'i>> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.get_ref().as_ref() == key)
+            .map(|(_, v)| *v)
+    }
+
+    /// Report every key not in `known`, with a suggestion.
+    fn finish(&self, cx: &mut Cx, known: &[&str]) {
+        for (k, _) in &self.entries {
+            let key = k.get_ref().as_ref();
+            if known.contains(&key) {
+                continue;
+            }
+            let what = if self.path.is_empty() {
+                format!("unknown key {}", quote(key))
+            } else {
+                format!("unknown key {} in `[{}]`", quote(key), self.path)
+            };
+            let mut d = Diagnostic::error("sealc::spec::unknown_key", what)
+                .at(k.span())
+                .label("not a key of this table");
+            d = match did_you_mean(key, known.iter().copied()) {
+                Some(s) => d.help(format!("did you mean `{s}`?")),
+                None => d.help(format!("the keys here are: {}", known.join(", "))),
+            };
+            cx.push(d);
+        }
+    }
+
+    fn missing(&self, cx: &mut Cx, key: &str, what: &str) {
+        let where_ = if self.path.is_empty() {
+            "the spec".to_string()
+        } else {
+            format!("`[{}]`", self.path)
+        };
+        cx.push(
+            Diagnostic::error(
+                "sealc::spec::missing_key",
+                format!("{where_} has no `{key}`"),
+            )
+            .at(self.span.clone())
+            .help(format!("add `{key} = {what}`")),
+        );
+    }
+}
+
+impl Cx {
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn type_error(&mut self, path: &str, v: &Val<'_>, expected: &str) {
+        self.push(
+            Diagnostic::error(
+                "sealc::spec::type",
+                format!("`{path}` must be {expected}, found {}", kind(v.get_ref())),
+            )
+            .at(v.span())
+            .label(format!("expected {expected}")),
+        );
+    }
+
+    fn string(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<String>> {
+        match v.get_ref() {
+            DeValue::String(s) => Some(Spanned::new(s.to_string(), v.span())),
+            _ => {
+                self.type_error(path, v, "a string");
+                None
+            }
+        }
+    }
+
+    fn integer(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<i64>> {
+        match v.get_ref() {
+            DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) => Some(Spanned::new(n, v.span())),
+                Err(_) => {
+                    self.push(
+                        Diagnostic::error(
+                            "sealc::spec::value",
+                            format!("`{path}` is out of range"),
+                        )
+                        .at(v.span()),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.type_error(path, v, "an integer");
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<bool>> {
+        match v.get_ref() {
+            DeValue::Boolean(b) => Some(Spanned::new(*b, v.span())),
+            _ => {
+                self.type_error(path, v, "a boolean");
+                None
+            }
+        }
+    }
+
+    fn table<'t, 'i>(&mut self, path: &str, v: &'t Val<'i>) -> Option<Table<'t, 'i>> {
+        match v.get_ref() {
+            DeValue::Table(t) => Some(Table::new(t, path.to_string(), v.span())),
+            _ => {
+                self.type_error(path, v, "a table");
+                None
+            }
+        }
+    }
+
+    fn array<'t, 'i>(&mut self, path: &str, v: &'t Val<'i>, expected: &str) -> Vec<&'t Val<'i>> {
+        match v.get_ref() {
+            DeValue::Array(a) => a.iter().collect(),
+            _ => {
+                self.type_error(path, v, expected);
+                Vec::new()
+            }
+        }
+    }
+
+    fn strings(&mut self, path: &str, v: Option<&Val<'_>>) -> Vec<Spanned<String>> {
+        let Some(v) = v else { return Vec::new() };
+        let mut out = Vec::new();
+        for (i, item) in self
+            .array(path, v, "an array of strings")
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(s) = self.string(&format!("{path}[{i}]"), item) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    fn opt_string(&mut self, t: &Table<'_, '_>, key: &str) -> Option<Spanned<String>> {
+        let v = t.get(key)?;
+        self.string(&join(&t.path, key), v)
+    }
+
+    fn enum_value<T: Copy>(
+        &mut self,
+        t: &Table<'_, '_>,
+        key: &str,
+        choices: &[(&str, T)],
+    ) -> Option<Spanned<T>> {
+        let path = join(&t.path, key);
+        let s = self.string(&path, t.get(key)?)?;
+        if let Some((_, v)) = choices.iter().find(|(n, _)| *n == s.value) {
+            return Some(Spanned::new(*v, s.span));
+        }
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        let mut d = Diagnostic::error(
+            "sealc::spec::value",
+            format!("`{path}` cannot be {}", quote(&s.value)),
+        )
+        .at(s.span)
+        .label(format!("one of: {}", names.join(", ")));
+        if let Some(m) = did_you_mean(&s.value, names.iter().copied()) {
+            d = d.help(format!("did you mean `{m}`?"));
+        } else {
+            d = d.help(format!("use one of: {}", names.join(", ")));
+        }
+        self.push(d);
+        None
+    }
+
+    fn spec(&mut self, doc: &DeTable<'_>, span: Span) -> Option<Spec> {
+        let t = Table::new(doc, String::new(), span.clone());
+        t.finish(
+            self,
+            &[
+                "version",
+                "name",
+                "description",
+                "target",
+                "vars",
+                "filesystem",
+                "launcher",
+                "network",
+                "env",
+                "exec",
+                "codex",
+                "assert",
+            ],
+        );
+        let version = match t.get("version") {
+            Some(v) => self.integer("version", v),
+            None => {
+                t.missing(self, "version", "1");
+                None
+            }
+        };
+        if let Some(v) = &version {
+            if v.value != 1 {
+                self.push(
+                    Diagnostic::error(
+                        "sealc::spec::version",
+                        format!("spec version `{}` is not supported", v.value),
+                    )
+                    .at(v.span.clone())
+                    .label("this sealc reads version 1")
+                    .help("write `version = 1`"),
+                );
+            }
+        }
+        let name = match t.get("name") {
+            Some(v) => self.string("name", v),
+            None => {
+                t.missing(self, "name", "\"my-seal\"");
+                None
+            }
+        };
+        if let Some(n) = &name {
+            let ok = !n.value.is_empty()
+                && n.value.len() <= 64
+                && n.value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+            if !ok {
+                self.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("seal name {} is not allowed", quote(&n.value)),
+                    )
+                    .at(n.span.clone())
+                    .label("letters, digits, `-`, `_` and `.` only, 1 to 64 of them")
+                    .help("a name such as `probe-rep`"),
+                );
+            }
+        }
+        let description = self.opt_string(&t, "description");
+        let target = t.get("target").map(|v| self.target(v)).unwrap_or_default();
+        let vars = t.get("vars").map(|v| self.vars(v)).unwrap_or_default();
+        let filesystem = t
+            .get("filesystem")
+            .map(|v| self.filesystem(v))
+            .unwrap_or_default();
+        let launcher = t.get("launcher").and_then(|v| self.launcher(v));
+        let network = t
+            .get("network")
+            .map(|v| self.network(v))
+            .unwrap_or_default();
+        let env = t.get("env").map(|v| self.env(v)).unwrap_or_default();
+        let exec = t.get("exec").map(|v| self.exec(v)).unwrap_or_default();
+        let codex = t.get("codex").map(|v| self.codex(v)).unwrap_or_default();
+        let asserts = t.get("assert").map(|v| self.asserts(v)).unwrap_or_default();
+        Some(Spec {
+            version: version?,
+            name: name?,
+            description,
+            target,
+            vars,
+            filesystem,
+            launcher,
+            network,
+            env,
+            exec,
+            codex,
+            asserts,
+        })
+    }
+
+    fn target(&mut self, v: &Val<'_>) -> Target {
+        let Some(t) = self.table("target", v) else {
+            return Target::default();
+        };
+        t.finish(self, &["platform", "base"]);
+        Target {
+            platform: self.enum_value(
+                &t,
+                "platform",
+                &[("macos", Platform::Macos), ("linux", Platform::Linux)],
+            ),
+            base: self.enum_value(
+                &t,
+                "base",
+                &[
+                    ("allow-default", Base::AllowDefault),
+                    ("deny-default", Base::DenyDefault),
+                ],
+            ),
+        }
+    }
+
+    fn vars(&mut self, v: &Val<'_>) -> BTreeMap<String, VarDecl> {
+        let mut out = BTreeMap::new();
+        let Some(t) = self.table("vars", v) else {
+            return out;
+        };
+        for (k, val) in &t.entries {
+            let name = k.get_ref().to_string();
+            let path = format!("vars.{name}");
+            if !is_var_name(&name) {
+                self.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("var name {} is not allowed", quote(&name)),
+                    )
+                    .at(k.span())
+                    .label("letters, digits and `_`, not starting with a digit")
+                    .help("rename the var, e.g. `proxy_port`"),
+                );
+                continue;
+            }
+            let Some(vt) = self.table(&path, val) else {
+                continue;
+            };
+            vt.finish(self, &["env", "default", "required", "help"]);
+            let decl = VarDecl {
+                name: Spanned::new(name.clone(), k.span()),
+                env: self.opt_string(&vt, "env"),
+                default: self.opt_string(&vt, "default"),
+                required: vt
+                    .get("required")
+                    .and_then(|b| self.boolean(&format!("{path}.required"), b)),
+                help: self.opt_string(&vt, "help"),
+            };
+            if let (Some(r), Some(d)) = (&decl.required, &decl.default) {
+                if r.value {
+                    self.push(
+                        Diagnostic::error(
+                            "sealc::spec::value",
+                            format!("var `{name}` is required and also has a default"),
+                        )
+                        .at(d.span.clone())
+                        .label("a required var takes no default")
+                        .help("remove `default`, or remove `required = true`"),
+                    );
+                }
+            }
+            if let Some(e) = &decl.env {
+                super::super::ir::check_env_name(&e.value, &e.span, &mut self.diags);
+            }
+            out.insert(name, decl);
+        }
+        out
+    }
+
+    fn filesystem(&mut self, v: &Val<'_>) -> Filesystem {
+        let Some(t) = self.table("filesystem", v) else {
+            return Filesystem::default();
+        };
+        t.finish(
+            self,
+            &[
+                "deny_read",
+                "allow_read",
+                "metadata_only",
+                "write",
+                "write_devices",
+            ],
+        );
+        Filesystem {
+            deny_read: self.strings("filesystem.deny_read", t.get("deny_read")),
+            allow_read: self.strings("filesystem.allow_read", t.get("allow_read")),
+            metadata_only: self.strings("filesystem.metadata_only", t.get("metadata_only")),
+            write: self.strings("filesystem.write", t.get("write")),
+            write_devices: self.strings("filesystem.write_devices", t.get("write_devices")),
+        }
+    }
+
+    fn launcher(&mut self, v: &Val<'_>) -> Option<Launcher> {
+        let t = self.table("launcher", v)?;
+        t.finish(self, &["path"]);
+        let path = match t.get("path") {
+            Some(p) => self.string("launcher.path", p),
+            None => {
+                t.missing(self, "path", "\"/path/to/agent\"");
+                None
+            }
+        };
+        Some(Launcher { path: path? })
+    }
+
+    fn network(&mut self, v: &Val<'_>) -> Network {
+        let Some(t) = self.table("network", v) else {
+            return Network::default();
+        };
+        t.finish(self, &["mode", "proxy", "hosts", "ports"]);
+        let mut ports = Vec::new();
+        if let Some(pv) = t.get("ports") {
+            for (i, item) in self
+                .array("network.ports", pv, "an array of integers")
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(p) = self.integer(&format!("network.ports[{i}]"), item) {
+                    ports.push(p);
+                }
+            }
+        }
+        Network {
+            mode: self.enum_value(
+                &t,
+                "mode",
+                &[
+                    ("none", NetMode::None),
+                    ("proxy", NetMode::Proxy),
+                    ("open", NetMode::Open),
+                ],
+            ),
+            proxy: self.opt_string(&t, "proxy"),
+            hosts: self.strings("network.hosts", t.get("hosts")),
+            ports,
+        }
+    }
+
+    fn env(&mut self, v: &Val<'_>) -> EnvSpec {
+        let Some(t) = self.table("env", v) else {
+            return EnvSpec::default();
+        };
+        t.finish(self, &["pass", "set", "secret"]);
+        let mut set = BTreeMap::new();
+        let mut set_keys = BTreeMap::new();
+        if let Some(sv) = t.get("set") {
+            if let Some(st) = self.table("env.set", sv) {
+                for (k, val) in &st.entries {
+                    let name = k.get_ref().to_string();
+                    if let Some(s) = self.string(&format!("env.set.{name}"), val) {
+                        set_keys.insert(name.clone(), k.span());
+                        set.insert(name, s);
+                    }
+                }
+            }
+        }
+        EnvSpec {
+            pass: self.strings("env.pass", t.get("pass")),
+            set,
+            set_keys,
+            secret: self.strings("env.secret", t.get("secret")),
+        }
+    }
+
+    fn exec(&mut self, v: &Val<'_>) -> Exec {
+        let Some(t) = self.table("exec", v) else {
+            return Exec::default();
+        };
+        t.finish(self, &["sandbox_exec", "timeout"]);
+        let timeout = t.get("timeout").and_then(|tv| {
+            let tt = self.table("exec.timeout", tv)?;
+            tt.finish(self, &["bin", "seconds"]);
+            let bin = match tt.get("bin") {
+                Some(b) => self.string("exec.timeout.bin", b),
+                None => {
+                    tt.missing(self, "bin", "\"/usr/bin/timeout\"");
+                    None
+                }
+            };
+            let seconds = match tt.get("seconds") {
+                Some(s) => self.integer("exec.timeout.seconds", s),
+                None => {
+                    tt.missing(self, "seconds", "240");
+                    None
+                }
+            };
+            Some(Timeout {
+                bin: bin?,
+                seconds: seconds?,
+            })
+        });
+        Exec {
+            sandbox_exec: self.opt_string(&t, "sandbox_exec"),
+            timeout,
+        }
+    }
+
+    fn codex(&mut self, v: &Val<'_>) -> Codex {
+        let Some(t) = self.table("codex", v) else {
+            return Codex::default();
+        };
+        t.finish(self, &["model", "reasoning_effort"]);
+        Codex {
+            model: self.opt_string(&t, "model"),
+            reasoning_effort: self.opt_string(&t, "reasoning_effort"),
+        }
+    }
+
+    fn asserts(&mut self, v: &Val<'_>) -> Vec<Assert> {
+        let mut out = Vec::new();
+        for (i, item) in self
+            .array("assert", v, "an array of tables (`[[assert]]`)")
+            .into_iter()
+            .enumerate()
+        {
+            let path = format!("assert[{i}]");
+            let Some(t) = self.table(&path, item) else {
+                continue;
+            };
+            t.finish(self, &["allow", "deny", "paths", "remote"]);
+            out.push(Assert {
+                span: item.span(),
+                allow: self.opt_string(&t, "allow"),
+                deny: self.opt_string(&t, "deny"),
+                paths: self.strings(&format!("{path}.paths"), t.get("paths")),
+                remote: self.strings(&format!("{path}.remote"), t.get("remote")),
+            });
+        }
+        out
+    }
+}
+
+pub(crate) fn is_var_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
