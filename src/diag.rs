@@ -279,27 +279,49 @@ pub fn did_you_mean<'a>(
     best.map(|(_, c)| c)
 }
 
+/// Optimal string alignment distance: edits, with a swap of two neighbours
+/// counted as one (the commonest typo).
 fn levenshtein(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d.iter_mut().enumerate().take(w) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1)
+                .min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+        }
+    }
+    d[a.len() * w + b.len()]
 }
 
 /// Render text for a diagnostic message: user input is shown in backticks, with
 /// control characters made visible so a message never spans lines it should not.
+/// Long values are shortened in the middle.
 pub fn quote(s: &str) -> String {
-    format!("`{}`", visible(s))
+    let v = visible(s);
+    let chars: Vec<char> = v.chars().collect();
+    if chars.len() > 100 {
+        let head: String = chars[..60].iter().collect();
+        let tail: String = chars[chars.len() - 20..].iter().collect();
+        return format!("`{head}…{tail}` ({} bytes)", s.len());
+    }
+    format!("`{v}`")
 }
 
-/// Control characters (and backslash) escaped so the text stays on one line.
+/// Control characters escaped so the text stays on one line.
 pub fn visible(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -307,7 +329,6 @@ pub fn visible(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
             c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
@@ -335,6 +356,8 @@ mod tests {
             Some("deny_read")
         );
         assert_eq!(did_you_mean("zzz", ["deny_read", "allow_read"]), None);
+        assert_eq!(did_you_mean("hoem", ["home", "run"]), Some("home"));
+        assert_eq!(did_you_mean("xhihg", ["high", "xhigh"]), Some("xhigh"));
     }
 
     #[test]

@@ -277,7 +277,7 @@ impl Lower<'_> {
         let mut out: BTreeMap<(RootKind, String), Root> = BTreeMap::new();
         for (kind, list) in lists {
             for entry in list {
-                let Some(path) = self.path(entry, kind.key()) else {
+                let Some(path) = self.path(entry, &format!("`{}` entry", kind.key())) else {
                     continue;
                 };
                 if kind == RootKind::WriteDevice && !path.starts_with("/dev/") {
@@ -722,11 +722,11 @@ impl Lower<'_> {
     fn exec(&mut self, spec: &Spec) -> ExecIr {
         let x = &spec.exec;
         let sandbox_exec = match &x.sandbox_exec {
-            Some(s) => self.path(s, "exec.sandbox_exec").unwrap_or_default(),
+            Some(s) => self.path(s, "`exec.sandbox_exec`").unwrap_or_default(),
             None => SANDBOX_EXEC.to_string(),
         };
         let timeout = x.timeout.as_ref().and_then(|t| {
-            let bin = self.path(&t.bin, "exec.timeout.bin");
+            let bin = self.path(&t.bin, "`exec.timeout.bin`");
             let secs = t.seconds.value;
             if !(1..=MAX_TIMEOUT_SECS).contains(&secs) {
                 self.diags.push(
@@ -770,9 +770,10 @@ impl Lower<'_> {
                 )
                 .at(r.span.clone())
                 .label(format!("one of: {}", REASONING_EFFORTS.join(", ")));
-                if let Some(m) = crate::diag::did_you_mean(&r.value, REASONING_EFFORTS) {
-                    d = d.help(format!("did you mean `{m}`?"));
-                }
+                d = match crate::diag::did_you_mean(&r.value, REASONING_EFFORTS) {
+                    Some(m) => d.help(format!("did you mean `{m}`?")),
+                    None => d.help(format!("use one of: {}", REASONING_EFFORTS.join(", "))),
+                };
                 self.diags.push(d);
             }
         }
@@ -820,7 +821,7 @@ impl Lower<'_> {
                 (false, true) => a
                     .paths
                     .iter()
-                    .filter_map(|p| self.path(p, "assert path").map(Subject::Path))
+                    .filter_map(|p| self.path(p, "`assert` path").map(Subject::Path))
                     .collect(),
                 (true, false) => a
                     .remote

@@ -1,0 +1,206 @@
+//! Test support: one small builder for running the CLI, golden-file
+//! comparison with unified diffs, and the in-memory demo host.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use sealc::facts::{FakeHost, VarFlags};
+
+/// Set `SEALC_BLESS=1` to rewrite golden files instead of comparing.
+pub fn blessing() -> bool {
+    std::env::var_os("SEALC_BLESS").is_some_and(|v| v == "1")
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Compare `actual` with the golden file, or write it when blessing.
+/// Returns a description of the mismatch (with a unified diff) if any.
+pub fn check_golden(path: &Path, actual: &[u8]) -> Option<String> {
+    if blessing() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, actual).unwrap();
+        return None;
+    }
+    let expected = match std::fs::read(path) {
+        Ok(e) => e,
+        Err(_) => {
+            return Some(format!(
+                "{} is missing; run with SEALC_BLESS=1",
+                path.display()
+            ))
+        }
+    };
+    if expected == actual {
+        return None;
+    }
+    let e = String::from_utf8_lossy(&expected);
+    let a = String::from_utf8_lossy(actual);
+    let diff = similar::TextDiff::from_lines(e.as_ref(), a.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header("golden", "actual")
+        .to_string();
+    Some(format!(
+        "{} differs (SEALC_BLESS=1 to accept):\n{diff}",
+        path.display()
+    ))
+}
+
+/// Panic with every golden mismatch at once.
+pub fn assert_goldens(failures: Vec<String>) {
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The in-memory host every golden is compiled on: a macOS-like layout with
+/// the `/tmp`, `/var`, `/etc` symlinks, a skill root that is a symlink, and a
+/// launcher reached through a symlink chain. Nothing is read from this machine.
+pub fn demo_host() -> FakeHost {
+    FakeHost::new()
+        .env("HOME", "/Users/agent")
+        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+        .env("LANG", "en_US.UTF-8")
+        .env("TERM", "xterm-256color")
+        .env("TMPDIR", "/var/folders/xy/T")
+        .link("/tmp", "private/tmp")
+        .link("/var", "private/var")
+        .link("/etc", "private/etc")
+        .dir("/private/tmp/sealc")
+        .dir("/private/var/folders/xy/T")
+        .dir("/private/etc")
+        .dir("/Users/agent/.codex")
+        .dir("/Users/agent/.agents")
+        .dir("/Users/agent/skill-store/skills")
+        .link(
+            "/Users/agent/.claude/skills",
+            "/Users/agent/skill-store/skills",
+        )
+        .dir("/Users/agent/src/skills")
+        .dir("/Users/agent/runs/r1/ws")
+        .dir("/opt/job/src/.git")
+        .dir("/opt/homebrew/bin")
+        .link(
+            "/Users/agent/.local/bin/codex",
+            "../lib/node_modules/@openai/codex/bin/codex.js",
+        )
+        .file(
+            "/Users/agent/.local/lib/node_modules/@openai/codex/bin/codex.js",
+            b"#!/usr/bin/env node\n// stand-in launcher\n",
+        )
+}
+
+/// Values for the vars the example specs require.
+pub fn demo_flags() -> VarFlags {
+    [
+        ("run", "/Users/agent/runs/r1"),
+        ("checkout", "/Users/agent/src/skills"),
+        ("proxy_port", "8080"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Only the demo flags the spec declares.
+pub fn flags_for(src: &str) -> VarFlags {
+    let spec = sealc::spec::parse(src).expect("spec parses");
+    demo_flags()
+        .into_iter()
+        .filter(|(k, _)| spec.vars.contains_key(k))
+        .collect()
+}
+
+/// The `.toml` files of a directory, sorted.
+pub fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// What a CLI run left behind.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Out {
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+}
+
+/// Runs `sealc` in a fresh temporary directory with a cleared environment
+/// (`HOME` points into the temp dir, so no test touches the real one).
+pub struct Sealc {
+    args: Vec<OsString>,
+    env: Vec<(String, String)>,
+    files: Vec<(String, Vec<u8>)>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Sealc {
+    pub fn new() -> Self {
+        Sealc {
+            args: Vec::new(),
+            env: Vec::new(),
+            files: Vec::new(),
+            dir: None,
+        }
+    }
+
+    /// Reuse the directory of an earlier run.
+    pub fn in_dir(mut self, dir: tempfile::TempDir) -> Self {
+        self.dir = Some(dir);
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    /// A file written into the run directory before the run.
+    pub fn file(mut self, name: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.files.push((name.into(), bytes.into()));
+        self
+    }
+
+    pub fn run(self) -> Out {
+        let dir = self.dir.unwrap_or_else(|| tempfile::tempdir().unwrap());
+        for (name, bytes) in &self.files {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        let mut cmd = assert_cmd::Command::cargo_bin("sealc").unwrap();
+        cmd.current_dir(dir.path())
+            .env_clear()
+            .env("HOME", dir.path())
+            .args(&self.args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let output = cmd.output().unwrap();
+        Out {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            dir,
+        }
+    }
+}
