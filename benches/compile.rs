@@ -1,1 +1,123 @@
-fn main() {}
+//! In-process compile benchmarks: the probe-rep spec end to end and by stage,
+//! and generated specs with many filesystem roots.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use sealc::facts::{FakeHost, VarFlags};
+
+const PROBE_REP: &str = include_str!("../specs/probe-rep.toml");
+const PROBE_REP_FILE: &str = "specs/probe-rep.toml";
+
+fn probe_flags() -> VarFlags {
+    [
+        ("run", "/Users/agent/runs/r1"),
+        ("checkout", "/Users/agent/src/skills"),
+        ("proxy_port", "8080"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn probe_host() -> FakeHost {
+    FakeHost::new()
+        .env("HOME", "/Users/agent")
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "en_US.UTF-8")
+        .env("TERM", "xterm-256color")
+        .env("TMPDIR", "/var/folders/xy/T")
+        .link("/tmp", "private/tmp")
+        .link("/var", "private/var")
+        .link("/etc", "private/etc")
+        .link(
+            "/Users/agent/.local/bin/codex",
+            "../lib/node_modules/@openai/codex/bin/codex.js",
+        )
+        .file(
+            "/Users/agent/.local/lib/node_modules/@openai/codex/bin/codex.js",
+            b"#!/usr/bin/env node\n",
+        )
+        .dir("/private/tmp")
+        .dir("/private/var/folders/xy/T")
+        .dir("/Users/agent/.codex")
+        .dir("/Users/agent/src/skills")
+}
+
+/// A spec with `n` filesystem roots: half deny_read, a quarter write and a
+/// quarter allow_read, each allow_read root inside a deny_read root.
+fn many_roots_spec(n: usize) -> String {
+    let deny = n / 2;
+    let write = n / 4;
+    let allow = n - deny - write;
+    let list = |count: usize, f: &dyn Fn(usize) -> String| {
+        let mut s = String::from("[\n");
+        for i in 0..count {
+            writeln!(s, "  \"{}\",", f(i)).unwrap();
+        }
+        s.push(']');
+        s
+    };
+    format!(
+        "version = 1\nname = \"many-roots\"\n\n[filesystem]\ndeny_read = {}\nallow_read = {}\nwrite = {}\n",
+        list(deny, &|i| format!("/data/d{i}")),
+        list(allow, &|i| format!("/data/d{i}/pub")),
+        list(write, &|i| format!("/work/w{i}")),
+    )
+}
+
+fn bench_probe_rep(c: &mut Criterion) {
+    let flags = probe_flags();
+    let host = probe_host();
+    let compiled = sealc::compile(PROBE_REP_FILE, PROBE_REP, &flags, &host)
+        .expect("probe-rep compiles on the fake host");
+
+    c.bench_function("compile probe-rep", |b| {
+        b.iter(|| {
+            sealc::compile(
+                black_box(PROBE_REP_FILE),
+                black_box(PROBE_REP),
+                black_box(&flags),
+                black_box(&host),
+            )
+        })
+    });
+
+    c.bench_function("parse probe-rep", |b| {
+        b.iter(|| sealc::spec::parse(black_box(PROBE_REP)))
+    });
+
+    c.bench_function("render seatbelt probe-rep", |b| {
+        b.iter(|| sealc::backend::seatbelt::render(black_box(&compiled.ir)))
+    });
+}
+
+fn bench_many_roots(c: &mut Criterion) {
+    let flags: VarFlags = Vec::new();
+    let host = FakeHost::new();
+    let mut group = c.benchmark_group("compile N roots");
+    for n in [1_000usize, 5_000, 10_000] {
+        let src = many_roots_spec(n);
+        sealc::compile("many-roots.toml", &src, &flags, &host)
+            .unwrap_or_else(|e| panic!("many-roots ({n}) compiles: {e:?}"));
+        group.throughput(Throughput::Elements(n as u64));
+        group.sample_size(if n >= 10_000 { 10 } else { 20 });
+        group.measurement_time(Duration::from_secs(if n >= 5_000 { 10 } else { 5 }));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &src, |b, src| {
+            b.iter(|| {
+                sealc::compile(
+                    black_box("many-roots.toml"),
+                    black_box(src),
+                    black_box(&flags),
+                    black_box(&host),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_probe_rep, bench_many_roots);
+criterion_main!(benches);

@@ -111,10 +111,7 @@ pub fn run(
 
 /// The JSON Schema of the record.
 pub fn record_schema() -> serde_json::Value {
-    let schema = schemars::generate::SchemaSettings::draft07()
-        .into_generator()
-        .into_root_schema_for::<crate::record::Record>();
-    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+    crate::spec::draft07_schema::<crate::record::Record>(false)
 }
 
 /// Render diagnostics as miette reports, without colour, so output is stable.

@@ -329,8 +329,40 @@ pub fn parse(text: &str) -> Result<Spec, Diagnostics> {
 
 /// The JSON Schema of the spec format, as committed under `schemas/`.
 pub fn json_schema() -> serde_json::Value {
-    let schema = schemars::generate::SchemaSettings::draft07()
-        .into_generator()
-        .into_root_schema_for::<Spec>();
+    draft07_schema::<Spec>(true)
+}
+
+/// A draft-07 JSON Schema of a type. With `toml`, optional keys are simply
+/// optional: TOML has no null.
+pub fn draft07_schema<T: JsonSchema>(toml: bool) -> serde_json::Value {
+    let mut settings = schemars::generate::SchemaSettings::draft07();
+    if toml {
+        settings = settings.with_transform(schemars::transform::RecursiveTransform(strip_null));
+    }
+    let schema = settings.into_generator().into_root_schema_for::<T>();
     serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+/// Remove the `null` alternative schemars adds for `Option` fields.
+fn strip_null(schema: &mut schemars::Schema) {
+    use serde_json::Value;
+    if schema.get("x-nullable") == Some(&Value::Bool(true)) {
+        schema.remove("x-nullable");
+        return;
+    }
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let t = types.remove(0);
+            schema.insert("type".into(), t);
+        }
+    }
+    if let Some(Value::Array(any)) = schema.get_mut("anyOf") {
+        any.retain(|s| s.get("type") != Some(&Value::String("null".into())));
+        if any.len() == 1 {
+            let only = any.remove(0);
+            schema.remove("anyOf");
+            schema.insert("allOf".into(), Value::Array(vec![only]));
+        }
+    }
 }

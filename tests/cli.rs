@@ -1,0 +1,221 @@
+//! The command line: compile, `--check`, `--force`, exit codes, atomic writes.
+
+mod common;
+
+use common::*;
+
+const SPEC: &str = r#"#:schema ../schemas/seal-spec.schema.json
+version = 1
+name = "cli"
+
+[vars]
+ws = { required = true }
+
+[filesystem]
+deny_read = ["/Users/Shared/secret"]
+write = ["${ws}"]
+
+[env]
+set = { A = "1" }
+"#;
+
+fn compile(extra: &[&str]) -> Sealc {
+    Sealc::new()
+        .file("spec.toml", SPEC)
+        .args(["compile", "spec.toml", "--var", "ws=/private/tmp/cli-ws"])
+        .args(extra.iter().copied())
+}
+
+const FILES: [&str; 4] = ["seal.sb", "env.json", "codex/config.toml", "seal.json"];
+
+#[test]
+fn compile_writes_every_artifact_and_the_record() {
+    let out = compile(&[]).run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for f in FILES {
+        assert!(out.path("seal").join(f).is_file(), "{f} missing");
+        assert!(
+            out.stdout.contains(&format!("seal/{f}")),
+            "stdout names {f}: {}",
+            out.stdout
+        );
+    }
+    // No temp file left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(out.path("seal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("sealc-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let sb = std::fs::read_to_string(out.path("seal/seal.sb")).unwrap();
+    assert!(sb.starts_with(";; seal `cli`"));
+    assert!(sb.contains("(allow file-write* (subpath \"/private/tmp/cli-ws\"))"));
+}
+
+#[test]
+fn out_flag_chooses_the_directory() {
+    let out = compile(&["--out", "a/b"]).run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.path("a/b/seal.json").is_file());
+    assert!(!out.path("seal").exists());
+}
+
+#[test]
+fn check_passes_on_identical_outputs_and_fails_on_drift() {
+    let first = compile(&[]).run();
+    assert_eq!(first.code, 0);
+    let same = compile(&["--check"]).in_dir(first.dir).run();
+    assert_eq!(same.code, 0, "{}{}", same.stdout, same.stderr);
+    assert!(
+        same.stdout.lines().all(|l| l.starts_with("ok")),
+        "{}",
+        same.stdout
+    );
+
+    let sb = same.path("seal/seal.sb");
+    std::fs::write(&sb, "(version 1)\n(allow default)\n").unwrap();
+    let drift = compile(&["--check"]).in_dir(same.dir).run();
+    assert_eq!(drift.code, 1);
+    assert!(
+        drift.stdout.contains("differs seal/seal.sb"),
+        "{}",
+        drift.stdout
+    );
+    // --check writes nothing.
+    assert_eq!(
+        std::fs::read_to_string(drift.path("seal/seal.sb")).unwrap(),
+        "(version 1)\n(allow default)\n"
+    );
+}
+
+#[test]
+fn check_on_an_empty_directory_reports_missing_and_writes_nothing() {
+    let out = compile(&["--check"]).run();
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("missing seal/seal.sb"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.path("seal").exists());
+}
+
+#[test]
+fn a_differing_output_is_not_replaced_without_force() {
+    let first = compile(&[]).run();
+    let env = first.path("seal/env.json");
+    std::fs::write(&env, "{}\n").unwrap();
+    let before_sb = std::fs::read(first.path("seal/seal.sb")).unwrap();
+    let refused = compile(&[]).in_dir(first.dir).run();
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("sealc::out::differs"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("--force"));
+    assert_eq!(
+        std::fs::read_to_string(&env).unwrap(),
+        "{}\n",
+        "refused run wrote env.json"
+    );
+    assert_eq!(
+        std::fs::read(refused.path("seal/seal.sb")).unwrap(),
+        before_sb
+    );
+
+    let forced = compile(&["--force"]).in_dir(refused.dir).run();
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert_ne!(
+        std::fs::read_to_string(forced.path("seal/env.json")).unwrap(),
+        "{}\n"
+    );
+}
+
+#[test]
+fn recompiling_identical_outputs_needs_no_force() {
+    let first = compile(&[]).run();
+    let again = compile(&[]).in_dir(first.dir).run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let missing_var = Sealc::new()
+        .file("spec.toml", SPEC)
+        .args(["compile", "spec.toml"])
+        .run();
+    assert_eq!(missing_var.code, 2);
+    assert!(
+        missing_var
+            .stderr
+            .contains("required var `ws` has no value"),
+        "{}",
+        missing_var.stderr
+    );
+    assert!(missing_var.stderr.contains("--var ws=VALUE"));
+    assert!(!missing_var.path("seal").exists());
+
+    let no_file = Sealc::new().args(["compile", "nope.toml"]).run();
+    assert_eq!(no_file.code, 2);
+    assert!(
+        no_file.stderr.contains("sealc::io::read"),
+        "{}",
+        no_file.stderr
+    );
+
+    let bad_flag = Sealc::new().args(["compile"]).run();
+    assert_eq!(bad_flag.code, 2);
+}
+
+#[test]
+fn an_unwritable_output_directory_is_bad_input() {
+    // A file where the output directory should be.
+    let out = compile(&["--out", "blocker"])
+        .file("blocker", "not a directory")
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("sealc::io"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.path("blocker")).unwrap(),
+        "not a directory"
+    );
+}
+
+#[test]
+fn warnings_do_not_fail_the_compile() {
+    let out = Sealc::new()
+        .file("s.toml", "version = 1\nname = \"w\"\n[network]\nmode = \"open\"\n[env]\npass = [\"SEALC_UNSET\"]\n")
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("sealc::network::open"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("sealc::env::absent"), "{}", out.stderr);
+}
+
+#[test]
+fn schema_prints_the_committed_schemas() {
+    for (which, file) in [
+        ("spec", "seal-spec.schema.json"),
+        ("record", "seal-record.schema.json"),
+    ] {
+        let out = Sealc::new().args(["schema", which]).run();
+        assert_eq!(out.code, 0);
+        let committed = std::fs::read_to_string(root().join("schemas").join(file)).unwrap();
+        assert_eq!(out.stdout, committed, "sealc schema {which}");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let help = Sealc::new().args(["--help"]).run();
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("compile"));
+    let version = Sealc::new().args(["--version"]).run();
+    assert_eq!(version.code, 0);
+    assert!(version.stdout.contains(env!("CARGO_PKG_VERSION")));
+}

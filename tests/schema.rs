@@ -1,0 +1,40 @@
+//! The committed JSON Schemas are fresh: regenerated from the types, they
+//! match `schemas/` byte for byte. `SEALC_BLESS=1` rewrites them.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn committed_schemas_are_fresh() {
+    let spec = sealc::record::canonical_json(&sealc::spec::json_schema());
+    let record = sealc::record::canonical_json(&sealc::cli::record_schema());
+    let mut failures = Vec::new();
+    failures.extend(check_golden(
+        &root().join("schemas/seal-spec.schema.json"),
+        spec.as_bytes(),
+    ));
+    failures.extend(check_golden(
+        &root().join("schemas/seal-record.schema.json"),
+        record.as_bytes(),
+    ));
+    assert_goldens(failures);
+}
+
+#[test]
+fn every_example_spec_is_an_instance_of_the_spec_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/seal-spec.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for spec in toml_files(&root().join("specs")) {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let value: serde_json::Value = toml::from_str(&text).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", spec.display());
+    }
+}
