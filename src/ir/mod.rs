@@ -319,13 +319,25 @@ impl Lower<'_> {
                 {
                     continue;
                 }
-                out.entry((kind, path.clone())).or_insert(Root {
+                let root = Root {
                     kind,
-                    path,
+                    path: path.clone(),
                     spellings,
                     origin: entry.value.clone(),
                     span: entry.span.clone(),
-                });
+                };
+                // Duplicates collapse; the smallest spelling of the entry is kept
+                // as its origin, so the order of the list does not show.
+                match out.entry((kind, path)) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(root);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        if root.origin < o.get().origin {
+                            o.insert(root);
+                        }
+                    }
+                }
             }
         }
         let roots: Vec<Root> = out.into_values().collect();

@@ -1,0 +1,202 @@
+//! The compiled profile of the example specs carries every meaning of the
+//! contract, read rule by rule (the SBPL evaluator will prove the same
+//! decisions; these tests pin the emission discipline).
+
+mod common;
+
+use common::*;
+
+fn compile(path: &str) -> (sealc::Compiled, String) {
+    let src = std::fs::read_to_string(root().join(path)).unwrap();
+    let c = sealc::compile("s.toml", &src, &flags_for(&src), &demo_host()).unwrap();
+    let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
+    (c, sb)
+}
+
+fn rules(sb: &str) -> Vec<&str> {
+    sb.lines().filter(|l| l.starts_with('(')).collect()
+}
+
+fn index_of(sb: &str, rule: &str) -> usize {
+    rules(sb)
+        .iter()
+        .position(|l| *l == rule)
+        .unwrap_or_else(|| panic!("missing rule {rule}\n{sb}"))
+}
+
+#[test]
+fn emission_discipline_holds_for_every_spec() {
+    let mut specs = toml_files(&root().join("specs"));
+    specs.extend(toml_files(&root().join("tests/golden")));
+    for spec in specs {
+        let rel = spec
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let (_, sb) = compile(&rel);
+        let lines: Vec<&str> = sb.lines().collect();
+        let rules = rules(&sb);
+        assert_eq!(rules[0], "(version 1)", "{rel}");
+        assert!(
+            rules[1] == "(allow default)" || rules[1] == "(deny default)",
+            "{rel}"
+        );
+        for r in &rules[2..] {
+            let ops_only = !r.contains(" (");
+            assert!(
+                !ops_only || *r == "(allow process-fork)",
+                "{rel}: unfiltered rule after the default: {r}"
+            );
+            assert!(
+                !r.contains("#\"") && !r.contains("(regex"),
+                "{rel}: regex emitted: {r}"
+            );
+        }
+        // Every rule after the default has a comment right above it.
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with('(') && !l.starts_with("(version") && !l.ends_with("default)") {
+                assert!(
+                    lines[i - 1].starts_with("; "),
+                    "{rel}: no comment above {l}"
+                );
+            }
+        }
+        // Every string literal is under 1025 bytes.
+        for lit in sb.split('"').skip(1).step_by(2) {
+            assert!(lit.len() < 1025, "{rel}: literal of {} bytes", lit.len());
+        }
+    }
+}
+
+#[test]
+fn probe_rep_denies_every_spelling_of_every_denied_root() {
+    let (c, sb) = compile("specs/probe-rep.toml");
+    for p in [
+        "/var/folders/xy/T",
+        "/private/var/folders/xy/T",
+        "/tmp",
+        "/private/tmp",
+        "/Users/agent",
+        "/Users/agent/.codex",
+        "/Users/agent/src/skills",
+        "/Users/agent/.claude/skills",
+        "/Users/agent/skill-store/skills",
+    ] {
+        index_of(&sb, &format!("(deny file-read* (subpath \"{p}\"))"));
+    }
+    // Laundering: link and clone denied on every denied and stat-only root, in every spelling.
+    for root in c.ir.roots.iter().filter(|r| r.kind.is_denied()) {
+        let filters: Vec<String> = root
+            .spellings
+            .iter()
+            .map(|s| format!("(subpath \"{s}\")"))
+            .collect();
+        index_of(
+            &sb,
+            &format!("(deny file-link file-clone {})", filters.join(" ")),
+        );
+    }
+    // Stat-only: data denied, metadata allowed, after it.
+    let d = index_of(
+        &sb,
+        "(deny file-read* (subpath \"/Users/agent/runs/r1/dispatch\"))",
+    );
+    let m = index_of(
+        &sb,
+        "(allow file-read-metadata (subpath \"/Users/agent/runs/r1/dispatch\"))",
+    );
+    assert!(d < m);
+    // Re-allowed write roots come after the deny of the root that contains them.
+    let home = index_of(&sb, "(deny file-read* (subpath \"/Users/agent\"))");
+    let ws = index_of(
+        &sb,
+        "(allow file-read* (subpath \"/Users/agent/runs/r1/ws\"))",
+    );
+    assert!(home < ws);
+    // Ancestors of re-allowed roots are stat-able.
+    assert!(sb.contains("(literal \"/Users/agent/runs\")"));
+    // Launcher chain re-allowed by literal path, both entries.
+    index_of(
+        &sb,
+        "(allow file-read* (literal \"/Users/agent/.local/bin/codex\"))",
+    );
+    index_of(&sb, "(allow file-read* (literal \"/Users/agent/.local/lib/node_modules/@openai/codex/bin/codex.js\"))");
+    // Writes: an allow-list; only the four devices.
+    let all = index_of(&sb, "(deny file-write* (subpath \"/\"))");
+    for dev in ["/dev/null", "/dev/zero", "/dev/dtracehelper", "/dev/tty"] {
+        assert!(index_of(&sb, &format!("(allow file-write* (literal \"{dev}\"))")) > all);
+    }
+    assert!(!sb.contains("(allow file-write* (subpath \"/dev\"))"));
+    // Network: only the loopback proxy.
+    let deny = index_of(
+        &sb,
+        "(deny network* (remote ip \"*:*\") (local ip \"*:*\") (subpath \"/\"))",
+    );
+    let proxy = index_of(
+        &sb,
+        "(allow network-outbound (remote tcp \"localhost:8080\"))",
+    );
+    assert!(deny < proxy);
+}
+
+#[test]
+fn a_denied_root_inside_a_write_root_cannot_be_written_or_moved() {
+    let (_, sb) = compile("tests/golden/nested-roots.toml");
+    let d = "/Users/agent/runs/r1/ws/.harness/secrets";
+    let allow = index_of(
+        &sb,
+        "(allow file-write* (subpath \"/Users/agent/runs/r1/ws\"))",
+    );
+    let deny = index_of(&sb, &format!("(deny file-write* (subpath \"{d}\"))"));
+    assert!(allow < deny);
+    let unlink = index_of(
+        &sb,
+        "(deny file-write-unlink (literal \"/Users/agent/runs/r1/ws\") (literal \"/Users/agent/runs/r1/ws/.harness\"))",
+    );
+    assert!(unlink > deny);
+    // And it stays unreadable although the write root re-allows reads around it.
+    let ws = index_of(
+        &sb,
+        "(allow file-read* (subpath \"/Users/agent/runs/r1/ws\"))",
+    );
+    let sec = index_of(&sb, &format!("(deny file-read* (subpath \"{d}\"))"));
+    assert!(ws < sec);
+}
+
+#[test]
+fn nested_allow_and_deny_follow_depth() {
+    let (_, sb) = compile("tests/golden/nested-roots.toml");
+    let outer = index_of(&sb, "(deny file-read* (subpath \"/Users/agent\"))");
+    let pub_ = index_of(&sb, "(allow file-read* (subpath \"/Users/agent/pub\"))");
+    let private = index_of(
+        &sb,
+        "(deny file-read* (subpath \"/Users/agent/pub/private\"))",
+    );
+    assert!(outer < pub_ && pub_ < private);
+    // Inside the stat-only root: the denied root loses metadata too, the open one keeps it.
+    let meta = index_of(
+        &sb,
+        "(allow file-read-metadata (subpath \"/Users/agent/runs/r1/dispatch\"))",
+    );
+    let hidden = index_of(
+        &sb,
+        "(deny file-read-metadata (subpath \"/Users/agent/runs/r1/dispatch/hidden\"))",
+    );
+    assert!(meta < hidden);
+}
+
+#[test]
+fn deny_default_starts_from_the_documented_base() {
+    let (_, sb) = compile("specs/deny-default.toml");
+    assert!(sb.contains("(deny default)"));
+    index_of(&sb, "(allow file-read* (subpath \"/usr\"))");
+    index_of(&sb, "(allow file-read* (subpath \"/opt/job/src\"))");
+    let src = index_of(&sb, "(allow file-read* (subpath \"/opt/job/src\"))");
+    let git = index_of(&sb, "(deny file-read* (subpath \"/opt/job/src/.git\"))");
+    assert!(src < git);
+    index_of(
+        &sb,
+        "(deny network* (remote ip \"*:*\") (local ip \"*:*\") (subpath \"/\"))",
+    );
+}

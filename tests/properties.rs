@@ -1,0 +1,236 @@
+//! Property tests: order does not matter, compiles are reproducible, values
+//! cross byte for byte, and no input makes the compiler panic or emit a
+//! string literal that breaks out of its quotes.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use sealc::facts::{FakeHost, VarFlags};
+
+const POOL: &[&str] = &[
+    "/Users/agent",
+    "/Users/agent/.codex",
+    "/Users/agent/src",
+    "/Users/agent/src/pub",
+    "/tmp",
+    "/tmp/run",
+    "/tmp/run/ws",
+    "/tmp/run/ws/.secret",
+    "/var/folders/x",
+    "/etc/ssh",
+    "/opt/a",
+    "/opt/a/b",
+    "/opt/a/b/c",
+    "/private/tmp/other",
+    "/srv",
+    "/srv/data",
+];
+
+#[derive(Clone, Debug)]
+struct Gen {
+    base: &'static str,
+    mode: &'static str,
+    deny: Vec<&'static str>,
+    allow: Vec<&'static str>,
+    meta: Vec<&'static str>,
+    write: Vec<&'static str>,
+    set: BTreeMap<String, String>,
+    pass: Vec<&'static str>,
+    secret: Vec<&'static str>,
+    hosts: Vec<&'static str>,
+}
+
+fn gen() -> impl Strategy<Value = Gen> {
+    // Each pool path gets one role at most, so no list contradicts another.
+    (
+        prop::sample::select(vec!["allow-default", "deny-default"]),
+        prop::sample::select(vec!["none", "proxy", "open"]),
+        prop::collection::vec(0u8..6, POOL.len()),
+        prop::collection::btree_map("[A-Z][A-Z0-9_]{0,6}", "[ -~]{0,12}", 0..4),
+        prop::sample::subsequence(
+            vec!["api.openai.com", "chatgpt.com", ".oaiusercontent.com"],
+            0..3,
+        ),
+    )
+        .prop_map(|(base, mode, roles, set, hosts)| {
+            let pick = |r: u8| -> Vec<&'static str> {
+                POOL.iter()
+                    .zip(&roles)
+                    .filter(|(_, x)| **x == r)
+                    .map(|(p, _)| *p)
+                    .collect()
+            };
+            let set: BTreeMap<String, String> = set
+                .into_iter()
+                .filter(|(k, _)| {
+                    !["PATH", "LANG", "OPENAI_API_KEY"].contains(&k.as_str())
+                        && !k.ends_with("PROXY")
+                })
+                .collect();
+            Gen {
+                base,
+                mode,
+                deny: pick(1),
+                allow: pick(2),
+                meta: pick(3),
+                write: pick(4),
+                set,
+                pass: vec!["PATH", "LANG"],
+                secret: vec!["OPENAI_API_KEY"],
+                hosts,
+            }
+        })
+}
+
+fn q(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn list(items: &[&str]) -> String {
+    format!(
+        "[{}]",
+        items.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Render the spec, sections and keys in the given order, arrays permuted.
+fn render(g: &Gen, reversed: bool, perm: &[usize]) -> String {
+    let shuffle = |v: &[&'static str]| -> Vec<&'static str> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by_key(|i| perm.get(*i).copied().unwrap_or(*i));
+        if reversed {
+            idx.reverse();
+        }
+        idx.into_iter().map(|i| v[i]).collect()
+    };
+    let mut sections = vec![
+        format!("[target]\nbase = {}\nplatform = \"macos\"\n", q(g.base)),
+        {
+            let mut keys = vec![
+                format!("deny_read = {}", list(&shuffle(&g.deny))),
+                format!("allow_read = {}", list(&shuffle(&g.allow))),
+                format!("metadata_only = {}", list(&shuffle(&g.meta))),
+                format!("write = {}", list(&shuffle(&g.write))),
+                format!(
+                    "write_devices = {}",
+                    list(&shuffle(&["/dev/null", "/dev/tty"]))
+                ),
+            ];
+            if reversed {
+                keys.reverse();
+            }
+            format!("[filesystem]\n{}\n", keys.join("\n"))
+        },
+        {
+            let mut keys = vec![
+                format!("mode = {}", q(g.mode)),
+                format!("hosts = {}", list(&shuffle(&g.hosts))),
+            ];
+            if g.mode == "proxy" {
+                keys.push("proxy = \"127.0.0.1:${port}\"".into());
+            }
+            if reversed {
+                keys.reverse();
+            }
+            format!("[network]\n{}\n", keys.join("\n"))
+        },
+        {
+            let mut set: Vec<String> = g
+                .set
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", q(v)))
+                .collect();
+            if reversed {
+                set.reverse();
+            }
+            format!(
+                "[env]\nsecret = {}\nset = {{ {} }}\npass = {}\n",
+                list(&g.secret),
+                set.join(", "),
+                list(&shuffle(&g.pass))
+            )
+        },
+        "[vars]\nport = { default = \"8080\" }\nunused = { default = \"x\" }\n".to_string(),
+        "[codex]\nreasoning_effort = \"high\"\nmodel = \"gpt-5.5\"\n".to_string(),
+    ];
+    if reversed {
+        sections.reverse();
+    }
+    format!("version = 1\nname = \"prop\"\n{}", sections.join("\n"))
+}
+
+fn host() -> FakeHost {
+    common::demo_host()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C")
+}
+
+fn artifacts(src: &str) -> BTreeMap<String, Vec<u8>> {
+    let c = sealc::compile("prop.toml", src, &VarFlags::new(), &host()).unwrap_or_else(|d| {
+        panic!(
+            "{}\n{}",
+            src,
+            sealc::cli::render_diagnostics(&d, "prop.toml", src)
+        );
+    });
+    let mut files = c.files;
+    files.remove("seal.json");
+    files
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    #[test]
+    fn key_and_array_order_do_not_change_the_artifacts(g in gen(), perm in prop::collection::vec(0usize..32, 16)) {
+        let a = artifacts(&render(&g, false, &[]));
+        let b = artifacts(&render(&g, true, &perm));
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn two_compiles_give_identical_records(g in gen()) {
+        let src = render(&g, false, &[]);
+        let one = sealc::compile("p.toml", &src, &VarFlags::new(), &host()).unwrap();
+        let two = sealc::compile("p.toml", &src, &VarFlags::new(), &host()).unwrap();
+        prop_assert_eq!(&one.files, &two.files);
+        prop_assert_eq!(one.record.binding, two.record.binding);
+    }
+
+    #[test]
+    fn set_values_cross_byte_for_byte(value in "[^\u{0}]{0,40}") {
+        // `${` starts a reference; `$${` writes a literal `${`.
+        let src = format!("version = 1\nname = \"v\"\n[env]\nset = {{ V = {} }}\n", q(&value.replace("${", "$${")));
+        let c = sealc::compile("v.toml", &src, &VarFlags::new(), &FakeHost::new()).unwrap();
+        let env: serde_json::Value = serde_json::from_slice(&c.files["env.json"]).unwrap();
+        prop_assert_eq!(env["env"]["V"].as_str(), Some(value.as_str()));
+        let want = format!("V={value}");
+        prop_assert!(env["argv_prefix"].as_array().unwrap().iter().any(|a| a.as_str() == Some(want.as_str())));
+        let cfg: toml::Table = toml::from_str(std::str::from_utf8(&c.files["codex/config.toml"]).unwrap()).unwrap();
+        prop_assert_eq!(cfg["shell_environment_policy"]["set"]["V"].as_str(), Some(value.as_str()));
+    }
+
+    #[test]
+    fn no_path_breaks_out_of_a_profile_string(path in "/[ -~\u{80}-\u{10ffff}\n\t\r]{0,40}") {
+        let src = format!("version = 1\nname = \"p\"\n[filesystem]\ndeny_read = [{}]\n", q(&path));
+        match sealc::compile("p.toml", &src, &VarFlags::new(), &FakeHost::new()) {
+            Ok(c) => {
+                let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
+                prop_assert!(sealc::ir::check_path(&path).is_ok());
+                for line in sb.lines().filter(|l| !l.starts_with(';')) {
+                    // Outside comments, quotes pair up and nothing is escaped.
+                    prop_assert_eq!(line.matches('"').count() % 2, 0, "{}", line);
+                    prop_assert!(!line.contains('\\'), "{}", line);
+                }
+                let rule = format!("(deny file-read* (subpath \"{path}\"))");
+                prop_assert!(sb.contains(&rule));
+            }
+            Err(d) => {
+                prop_assert!(sealc::ir::check_path(&path).is_err());
+                prop_assert!(d.0.iter().all(|x| x.span.is_some()));
+            }
+        }
+    }
+}
