@@ -105,10 +105,10 @@ fn render(g: &Gen, reversed: bool, perm: &[usize]) -> String {
         }
         idx.into_iter().map(|i| v[i]).collect()
     };
-    let mut sections = vec![
+    let mut sections = [
         format!("[target]\nbase = {}\nplatform = \"macos\"\n", q(g.base)),
         {
-            let mut keys = vec![
+            let mut keys = [
                 format!("deny_read = {}", list(&shuffle(&g.deny))),
                 format!("allow_read = {}", list(&shuffle(&g.allow))),
                 format!("metadata_only = {}", list(&shuffle(&g.meta))),
