@@ -104,7 +104,11 @@ fn bench_many_roots(c: &mut Criterion) {
             .unwrap_or_else(|e| panic!("many-roots ({n}) compiles: {e:?}"));
         group.throughput(Throughput::Elements(n as u64));
         group.sample_size(if n >= 10_000 { 10 } else { 20 });
-        group.measurement_time(Duration::from_secs(if n >= 5_000 { 10 } else { 5 }));
+        group.measurement_time(Duration::from_secs(match n {
+            0..=1_000 => 5,
+            1_001..=5_000 => 10,
+            _ => 15,
+        }));
         group.bench_with_input(BenchmarkId::from_parameter(n), &src, |b, src| {
             b.iter(|| {
                 sealc::compile(
