@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::diag::visible;
-use crate::ir::{is_within, Ir, Root, RootKind};
+use crate::ir::{Ir, PathSet, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -296,10 +296,10 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
 
 fn metadata_rules(ir: &Ir) -> Vec<Rule> {
     let mut rules = Vec::new();
-    let meta: Vec<&String> = ir
-        .roots_of(RootKind::MetadataOnly)
-        .flat_map(|r| r.spellings.iter())
-        .collect();
+    let meta = PathSet::new(
+        ir.roots_of(RootKind::MetadataOnly)
+            .flat_map(|r| r.spellings.iter()),
+    );
     if !meta.is_empty() {
         let mut s = Sorted::new();
         for root in &ir.roots {
@@ -309,7 +309,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule> {
                 RootKind::WriteDevice => continue,
             };
             for sp in &root.spellings {
-                let inside_meta = meta.iter().any(|m| is_within(sp, m) && sp != *m);
+                let inside_meta = meta.covers_strictly(sp);
                 if root.kind == RootKind::MetadataOnly || inside_meta {
                     let mut c = origin(root, sp);
                     if root.kind == RootKind::MetadataOnly {
@@ -326,13 +326,13 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule> {
         rules.extend(s.finish());
     }
     // Ancestors of every re-allowed path, so getcwd and stat work on the way down.
-    let denied: Vec<&String> = ir
-        .roots
-        .iter()
-        .filter(|r| r.kind.is_denied())
-        .flat_map(|r| r.spellings.iter())
-        .collect();
-    let needs = |a: &str| ir.base == Base::DenyDefault || denied.iter().any(|d| is_within(a, d));
+    let denied = PathSet::new(
+        ir.roots
+            .iter()
+            .filter(|r| r.kind.is_denied())
+            .flat_map(|r| r.spellings.iter()),
+    );
+    let needs = |a: &str| ir.base == Base::DenyDefault || denied.covers(a);
     let mut done: BTreeSet<String> = BTreeSet::new();
     if ir.base == Base::DenyDefault {
         let filters: Vec<Filter> = DENY_DEFAULT_METADATA
@@ -416,10 +416,10 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
             Filter::Subpath("/".into()),
         ),
     );
-    let writable: Vec<&String> = ir
-        .roots_of(RootKind::Write)
-        .flat_map(|r| r.spellings.iter())
-        .collect();
+    let writable = PathSet::new(
+        ir.roots_of(RootKind::Write)
+            .flat_map(|r| r.spellings.iter()),
+    );
     for root in &ir.roots {
         for sp in &root.spellings {
             match root.kind {
@@ -443,23 +443,19 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
                         Filter::Literal(sp.clone()),
                     ),
                 ),
-                RootKind::DenyRead | RootKind::MetadataOnly
-                    if writable.iter().any(|w| is_within(sp, w)) =>
-                {
-                    s.push(
-                        sp,
-                        3,
-                        rule(
-                            format!(
-                                "{}: inside a write root, so not writable, creatable or removable",
-                                origin(root, sp)
-                            ),
-                            Action::Deny,
-                            "file-write*",
-                            Filter::Subpath(sp.clone()),
+                RootKind::DenyRead | RootKind::MetadataOnly if writable.covers(sp) => s.push(
+                    sp,
+                    3,
+                    rule(
+                        format!(
+                            "{}: inside a write root, so not writable, creatable or removable",
+                            origin(root, sp)
                         ),
-                    )
-                }
+                        Action::Deny,
+                        "file-write*",
+                        Filter::Subpath(sp.clone()),
+                    ),
+                ),
                 _ => {}
             }
         }
@@ -470,11 +466,11 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
     for root in ir.roots.iter().filter(|r| r.kind.is_denied()) {
         let mut filters = BTreeSet::new();
         for sp in &root.spellings {
-            if !writable.iter().any(|w| is_within(sp, w)) {
+            if !writable.covers(sp) {
                 continue;
             }
             for a in ancestors(sp) {
-                if writable.iter().any(|w| is_within(&a, w)) {
+                if writable.covers(&a) {
                     filters.insert(Filter::Literal(a));
                 }
             }

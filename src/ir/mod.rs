@@ -381,42 +381,48 @@ impl Lower<'_> {
                     | (MetadataOnly, DenyRead)
             )
         };
+        // Roots that share a spelling, found through an index rather than by
+        // comparing every pair.
+        let mut by_spelling: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, r) in roots.iter().enumerate() {
+            for sp in &r.spellings {
+                by_spelling.entry(sp.as_str()).or_default().push(i);
+            }
+        }
         let mut seen: BTreeSet<(usize, usize)> = BTreeSet::new();
-        for (i, a) in roots.iter().enumerate() {
-            for (j, b) in roots.iter().enumerate().skip(i + 1) {
-                if !contradicts(a.kind, b.kind) {
-                    continue;
-                }
-                let Some(shared) = a.spellings.intersection(&b.spellings).next() else {
-                    continue;
-                };
-                if !seen.insert((i, j)) {
-                    continue;
-                }
-                // Point at whichever entry comes later in the file.
-                let (first, second) = if a.span.start <= b.span.start {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
-                self.diags.push(
-                    Diagnostic::error(
-                        "sealc::root::conflict",
-                        format!(
-                            "{} is listed in both `{}` and `{}`",
-                            quote(shared),
+        for (shared, ids) in &by_spelling {
+            for (x, &i) in ids.iter().enumerate() {
+                for &j in &ids[x + 1..] {
+                    let (a, b) = (&roots[i], &roots[j]);
+                    if i == j || !contradicts(a.kind, b.kind) || !seen.insert((i.min(j), i.max(j)))
+                    {
+                        continue;
+                    }
+                    // Point at whichever entry comes later in the file.
+                    let (first, second) = if a.span.start <= b.span.start {
+                        (a, b)
+                    } else {
+                        (b, a)
+                    };
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::root::conflict",
+                            format!(
+                                "{} is listed in both `{}` and `{}`",
+                                quote(shared),
+                                first.kind.key(),
+                                second.kind.key()
+                            ),
+                        )
+                        .at(second.span.clone())
+                        .label(format!(
+                            "also in `{}` as {}",
                             first.kind.key(),
-                            second.kind.key()
-                        ),
-                    )
-                    .at(second.span.clone())
-                    .label(format!(
-                        "also in `{}` as {}",
-                        first.kind.key(),
-                        quote(&first.origin)
-                    ))
-                    .help("a path cannot be both; keep it in one list"),
-                );
+                            quote(&first.origin)
+                        ))
+                        .help("a path cannot be both; keep it in one list"),
+                    );
+                }
             }
         }
     }
@@ -456,11 +462,12 @@ impl Lower<'_> {
                 quote(&head)
             )));
         }
-        let denied: Vec<&String> = roots
-            .iter()
-            .filter(|r| r.kind.is_denied())
-            .flat_map(|r| r.spellings.iter())
-            .collect();
+        let denied = PathSet::new(
+            roots
+                .iter()
+                .filter(|r| r.kind.is_denied())
+                .flat_map(|r| r.spellings.iter()),
+        );
         let mut out = Vec::new();
         for (i, link) in chain.iter().enumerate() {
             let last = i + 1 == chain.len();
@@ -498,9 +505,7 @@ impl Lower<'_> {
             if spec.platform() == Platform::Macos {
                 spellings.extend(macos_aliases(&link.path));
             }
-            let under_denied = spellings
-                .iter()
-                .any(|s| denied.iter().any(|d| is_within(s, d)));
+            let under_denied = spellings.iter().any(|s| denied.covers(s));
             out.push(LauncherEntry {
                 path: link.path.clone(),
                 spellings,
@@ -923,6 +928,48 @@ pub fn is_within(p: &str, root: &str) -> bool {
     root == "/" || p == root || (p.starts_with(root) && p.as_bytes().get(root.len()) == Some(&b'/'))
 }
 
+/// A set of absolute paths that answers "is this path inside one of them" in
+/// O(depth · log n), by looking up the path and each of its ancestors.
+#[derive(Clone, Debug, Default)]
+pub struct PathSet(BTreeSet<String>);
+
+impl PathSet {
+    pub fn new<'a>(paths: impl IntoIterator<Item = &'a String>) -> Self {
+        PathSet(paths.into_iter().cloned().collect())
+    }
+
+    /// `p` is one of the paths or lies inside one.
+    pub fn covers(&self, p: &str) -> bool {
+        if self.0.contains(p) || self.0.contains("/") {
+            return true;
+        }
+        let mut end = p.len();
+        while let Some(i) = p[..end].rfind('/') {
+            if i == 0 {
+                break;
+            }
+            if self.0.contains(&p[..i]) {
+                return true;
+            }
+            end = i;
+        }
+        false
+    }
+
+    /// `p` lies strictly inside one of the paths.
+    pub fn covers_strictly(&self, p: &str) -> bool {
+        match p.rfind('/') {
+            Some(0) => p != "/" && self.0.contains("/"),
+            Some(i) => self.covers(&p[..i]),
+            None => false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 fn valid_host(h: &str) -> bool {
     let body = h.strip_prefix('.').unwrap_or(h);
     !body.is_empty()
@@ -941,6 +988,16 @@ fn valid_host(h: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_set() {
+        let s = PathSet::new(&["/a/b".to_string(), "/x".to_string()]);
+        assert!(s.covers("/a/b") && s.covers("/a/b/c") && s.covers("/x/y/z"));
+        assert!(!s.covers("/a") && !s.covers("/a/bc") && !s.covers("/y"));
+        assert!(s.covers_strictly("/a/b/c") && !s.covers_strictly("/a/b"));
+        let root = PathSet::new(&["/".to_string()]);
+        assert!(root.covers("/q") && root.covers_strictly("/q") && !root.covers_strictly("/"));
+    }
 
     #[test]
     fn within() {
