@@ -149,7 +149,7 @@ fn write_value(v: &Value, indent: usize, out: &mut String) {
             out.push_str("{\n");
             for (i, k) in keys.iter().enumerate() {
                 pad(indent + 1, out);
-                out.push_str(&Value::String((*k).clone()).to_string());
+                write_str(k, out);
                 out.push_str(": ");
                 write_value(&map[k.as_str()], indent + 1, out);
                 if i + 1 < keys.len() {
@@ -162,8 +162,31 @@ fn write_value(v: &Value, indent: usize, out: &mut String) {
         }
         Value::Array(_) => out.push_str("[]"),
         Value::Object(_) => out.push_str("{}"),
+        Value::String(s) => write_str(s, out),
         scalar => out.push_str(&scalar.to_string()),
     }
+}
+
+/// A JSON string, escaped as serde_json escapes it.
+fn write_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 fn pad(n: usize, out: &mut String) {
@@ -175,6 +198,20 @@ fn pad(n: usize, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_does() {
+        for s in [
+            "plain",
+            "q\"b\\s",
+            "\n\r\t\u{8}\u{c}\u{1}\u{1f}",
+            "é ☃ \u{7f}",
+        ] {
+            let mut ours = String::new();
+            write_str(s, &mut ours);
+            assert_eq!(ours, serde_json::to_string(s).unwrap());
+        }
+    }
 
     #[test]
     fn canonical_sorts_and_indents() {
