@@ -323,6 +323,9 @@ pub fn quote(s: &str) -> String {
 
 /// Control characters escaped so the text stays on one line.
 pub fn visible(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -72,14 +72,9 @@ fn compile_parsed(
 ) -> Result<Compiled, Diagnostics> {
     let (ir, warnings) = ir::lower(spec, src, &facts)?;
     let mut files = backend::render_all(&ir);
-    let record = Record::new(
-        spec_file,
-        src,
-        &facts,
-        &files,
-        backend::env::argv_prefix(&ir),
-    );
-    files.insert(record::FILE.to_string(), record.to_canonical().into_bytes());
+    let argv = backend::env::argv_prefix(&ir);
+    let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
+    files.insert(record::FILE.to_string(), bytes.into_bytes());
     Ok(Compiled {
         ir,
         facts,

@@ -79,6 +79,20 @@ impl Record {
         artifacts: &std::collections::BTreeMap<String, Vec<u8>>,
         argv_prefix: Vec<String>,
     ) -> Record {
+        Record::with_bytes(spec_file, spec_text, facts, artifacts, argv_prefix).0
+    }
+
+    /// Build a record and its canonical bytes, serializing it once: the
+    /// canonical form without `binding` is hashed, then the `binding` line is
+    /// put in its sorted place (between `artifacts` and `exec`, the only
+    /// top-level line that starts `  "exec": `, since strings hold no raw newline).
+    pub fn with_bytes(
+        spec_file: &str,
+        spec_text: &str,
+        facts: &Facts,
+        artifacts: &std::collections::BTreeMap<String, Vec<u8>>,
+        argv_prefix: Vec<String>,
+    ) -> (Record, String) {
         let mut r = Record {
             schema: SCHEMA.to_string(),
             sealc_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -99,17 +113,24 @@ impl Record {
             exec: ExecRecord { argv_prefix },
             binding: String::new(),
         };
-        r.binding = r.compute_binding();
-        r
+        let without = r.canonical_without_binding();
+        r.binding = sha256(without.as_bytes());
+        let line = format!("\n  \"binding\": \"{}\",\n  \"exec\": ", r.binding);
+        let bytes = without.replacen("\n  \"exec\": ", &line, 1);
+        (r, bytes)
     }
 
-    /// `sha256` over the canonical JSON of the record without `binding`.
-    pub fn compute_binding(&self) -> String {
+    fn canonical_without_binding(&self) -> String {
         let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
             m.remove("binding");
         }
-        sha256(canonical_json(&v).as_bytes())
+        canonical_json(&v)
+    }
+
+    /// `sha256` over the canonical JSON of the record without `binding`.
+    pub fn compute_binding(&self) -> String {
+        sha256(self.canonical_without_binding().as_bytes())
     }
 
     /// The record's bytes in canonical form.
@@ -170,22 +191,29 @@ fn write_value(v: &Value, indent: usize, out: &mut String) {
 /// A JSON string, escaped as serde_json escapes it.
 fn write_str(s: &str, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                use std::fmt::Write as _;
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(esc);
         }
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -198,6 +226,24 @@ fn pad(n: usize, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_canonical_form_equals_the_plain_one() {
+        let facts = Facts {
+            vars: [("a".to_string(), "x\n  \"exec\": y".to_string())].into(),
+            ..Facts::default()
+        };
+        let files = [("seal.sb".to_string(), b"(version 1)\n".to_vec())].into();
+        let (r, bytes) = Record::with_bytes(
+            "s.toml",
+            "name = \"exec\"\n",
+            &facts,
+            &files,
+            vec!["a".into()],
+        );
+        assert_eq!(bytes, r.to_canonical());
+        assert_eq!(r.binding, r.compute_binding());
+    }
 
     #[test]
     fn strings_are_escaped_as_serde_json_does() {

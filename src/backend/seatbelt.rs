@@ -15,6 +15,7 @@
 //! - Regexes are never emitted; strings are validated by the IR and escaped
 //!   again here; every rule has a comment naming the spec entry it came from.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -29,19 +30,19 @@ enum Action {
 }
 
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Filter {
-    Subpath(String),
-    Literal(String),
+enum Filter<'a> {
+    Subpath(Cow<'a, str>),
+    Literal(Cow<'a, str>),
     /// Any other filter, already in SBPL syntax (built in this file from
     /// fixed text and numbers only).
-    Raw(String),
+    Raw(Cow<'a, str>),
 }
 
-struct Rule {
+struct Rule<'a> {
     comment: String,
     action: Action,
     ops: Vec<&'static str>,
-    filters: Vec<Filter>,
+    filters: Vec<Filter<'a>>,
 }
 
 /// The system base of `deny-default`: what a command-line program needs to
@@ -155,6 +156,12 @@ fn emit(r: &Rule, out: &mut String) {
 /// control characters; escaping them here as well keeps the profile
 /// well-formed even if that invariant were ever bypassed.
 pub fn lit(s: &str) -> String {
+    if !s
+        .bytes()
+        .any(|b| b == b'"' || b == b'\\' || b < 0x20 || b == 0x7f)
+    {
+        return format!("\"{s}\"");
+    }
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for c in s.chars() {
@@ -203,23 +210,23 @@ fn depth(p: &str) -> usize {
 
 /// Path rules sorted so the deepest path comes last; ties (one path) keep the
 /// given rank order, so a literal re-allow follows a subpath deny of the same path.
-struct Sorted(Vec<(usize, String, u8, Rule)>);
+struct Sorted<'a>(Vec<(usize, &'a str, u8, Rule<'a>)>);
 
-impl Sorted {
+impl<'a> Sorted<'a> {
     fn new() -> Self {
         Sorted(Vec::new())
     }
-    fn push(&mut self, path: &str, rank: u8, rule: Rule) {
-        self.0.push((depth(path), path.to_string(), rank, rule));
+    fn push(&mut self, path: &'a str, rank: u8, rule: Rule<'a>) {
+        self.0.push((depth(path), path, rank, rule));
     }
-    fn finish(mut self) -> Vec<Rule> {
+    fn finish(mut self) -> Vec<Rule<'a>> {
         self.0
             .sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
         self.0.into_iter().map(|(_, _, _, r)| r).collect()
     }
 }
 
-fn rule(comment: String, action: Action, op: &'static str, filter: Filter) -> Rule {
+fn rule<'a>(comment: String, action: Action, op: &'static str, filter: Filter<'a>) -> Rule<'a> {
     Rule {
         comment,
         action,
@@ -228,7 +235,7 @@ fn rule(comment: String, action: Action, op: &'static str, filter: Filter) -> Ru
     }
 }
 
-fn read_rules(ir: &Ir) -> Vec<Rule> {
+fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let mut s = Sorted::new();
     if ir.base == Base::DenyDefault {
         for p in DENY_DEFAULT_READ_ROOTS {
@@ -239,7 +246,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
                     "deny-default base".into(),
                     Action::Allow,
                     "file-read*",
-                    Filter::Subpath(p.to_string()),
+                    Filter::Subpath((*p).into()),
                 ),
             );
         }
@@ -251,7 +258,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
                     "deny-default base".into(),
                     Action::Allow,
                     "file-read*",
-                    Filter::Literal(p.to_string()),
+                    Filter::Literal((*p).into()),
                 ),
             );
         }
@@ -266,9 +273,9 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
         };
         for sp in &root.spellings {
             let f = if literal {
-                Filter::Literal(sp.clone())
+                Filter::Literal(sp.as_str().into())
             } else {
-                Filter::Subpath(sp.clone())
+                Filter::Subpath(sp.as_str().into())
             };
             s.push(sp, rank, rule(origin(root, sp), action, "file-read*", f));
         }
@@ -286,7 +293,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
                     .to_lowercase(),
                     Action::Allow,
                     "file-read*",
-                    Filter::Literal(sp.clone()),
+                    Filter::Literal(sp.as_str().into()),
                 ),
             );
         }
@@ -294,7 +301,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule> {
     s.finish()
 }
 
-fn metadata_rules(ir: &Ir) -> Vec<Rule> {
+fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let mut rules = Vec::new();
     let meta = PathSet::new(
         ir.roots_of(RootKind::MetadataOnly)
@@ -318,7 +325,12 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule> {
                     s.push(
                         sp,
                         0,
-                        rule(c, action, "file-read-metadata", Filter::Subpath(sp.clone())),
+                        rule(
+                            c,
+                            action,
+                            "file-read-metadata",
+                            Filter::Subpath(sp.as_str().into()),
+                        ),
                     );
                 }
             }
@@ -337,7 +349,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule> {
     if ir.base == Base::DenyDefault {
         let filters: Vec<Filter> = DENY_DEFAULT_METADATA
             .iter()
-            .map(|p| Filter::Literal(p.to_string()))
+            .map(|p| Filter::Literal((*p).into()))
             .collect();
         done.extend(DENY_DEFAULT_METADATA.iter().map(|p| p.to_string()));
         done.insert("/".into());
@@ -372,7 +384,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule> {
         for sp in spellings {
             for a in ancestors(sp) {
                 if needs(&a) && done.insert(a.clone()) {
-                    filters.push(Filter::Literal(a));
+                    filters.push(Filter::Literal(a.into()));
                 }
             }
         }
@@ -404,7 +416,7 @@ fn ancestors(p: &str) -> Vec<String> {
     out
 }
 
-fn write_rules(ir: &Ir) -> Vec<Rule> {
+fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let mut s = Sorted::new();
     s.push(
         "/",
@@ -430,7 +442,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
                         origin(root, sp),
                         Action::Allow,
                         "file-write*",
-                        Filter::Subpath(sp.clone()),
+                        Filter::Subpath(sp.as_str().into()),
                     ),
                 ),
                 RootKind::WriteDevice => s.push(
@@ -440,7 +452,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
                         origin(root, sp),
                         Action::Allow,
                         "file-write*",
-                        Filter::Literal(sp.clone()),
+                        Filter::Literal(sp.as_str().into()),
                     ),
                 ),
                 RootKind::DenyRead | RootKind::MetadataOnly if writable.covers(sp) => s.push(
@@ -453,7 +465,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
                         ),
                         Action::Deny,
                         "file-write*",
-                        Filter::Subpath(sp.clone()),
+                        Filter::Subpath(sp.as_str().into()),
                     ),
                 ),
                 _ => {}
@@ -471,7 +483,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
             }
             for a in ancestors(sp) {
                 if writable.covers(&a) {
-                    filters.insert(Filter::Literal(a));
+                    filters.insert(Filter::Literal(a.into()));
                 }
             }
         }
@@ -497,7 +509,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule> {
     rules
 }
 
-fn launder_rules(ir: &Ir) -> Vec<Rule> {
+fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
     ir.roots
         .iter()
         .filter(|r| r.kind.is_denied())
@@ -508,13 +520,13 @@ fn launder_rules(ir: &Ir) -> Vec<Rule> {
             filters: root
                 .spellings
                 .iter()
-                .map(|s| Filter::Subpath(s.clone()))
+                .map(|s| Filter::Subpath(s.as_str().into()))
                 .collect(),
         })
         .collect()
 }
 
-fn network_rules(ir: &Ir) -> Vec<Rule> {
+fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let deny_all = || Rule {
         comment: format!(
             "network.mode = \"{}\": no IP traffic in or out, no unix sockets",
@@ -541,7 +553,7 @@ fn network_rules(ir: &Ir) -> Vec<Rule> {
                     ),
                     action: Action::Allow,
                     ops: vec!["network-outbound"],
-                    filters: vec![Filter::Raw(format!("(remote tcp \"localhost:{}\")", p.port))],
+                    filters: vec![Filter::Raw(Cow::Owned(format!("(remote tcp \"localhost:{}\")", p.port)))],
                 });
             }
             rules
@@ -549,20 +561,28 @@ fn network_rules(ir: &Ir) -> Vec<Rule> {
     }
 }
 
-fn base_rules(ir: &Ir) -> Vec<Rule> {
+fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let mut exec_filters: Vec<Filter> = ["/System", "/bin", "/sbin", "/usr"]
         .iter()
-        .map(|p| Filter::Subpath(p.to_string()))
+        .map(|p| Filter::Subpath((*p).into()))
         .collect();
     for root in ir
         .roots
         .iter()
         .filter(|r| matches!(r.kind, RootKind::AllowRead | RootKind::Write))
     {
-        exec_filters.extend(root.spellings.iter().map(|s| Filter::Subpath(s.clone())));
+        exec_filters.extend(
+            root.spellings
+                .iter()
+                .map(|s| Filter::Subpath(s.as_str().into())),
+        );
     }
     for e in &ir.launcher {
-        exec_filters.extend(e.spellings.iter().map(|s| Filter::Literal(s.clone())));
+        exec_filters.extend(
+            e.spellings
+                .iter()
+                .map(|s| Filter::Literal(s.as_str().into())),
+        );
     }
     exec_filters.sort();
     exec_filters.dedup();

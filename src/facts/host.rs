@@ -101,10 +101,12 @@ impl FakeHost {
         if p == "/" || self.dirs.contains(p) || self.files.contains_key(p) {
             return true;
         }
+        // Something lies below `p`: the first key after `p/` in each sorted map.
         let prefix = format!("{p}/");
-        self.dirs.iter().any(|d| d.starts_with(&prefix))
-            || self.files.keys().any(|f| f.starts_with(&prefix))
-            || self.links.keys().any(|l| l.starts_with(&prefix))
+        let below = |k: Option<&String>| k.is_some_and(|k| k.starts_with(&prefix));
+        below(self.dirs.range(prefix.clone()..).next())
+            || below(self.files.range(prefix.clone()..).next().map(|(k, _)| k))
+            || below(self.links.range(prefix.clone()..).next().map(|(k, _)| k))
     }
 }
 
