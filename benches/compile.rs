@@ -123,5 +123,17 @@ fn bench_many_roots(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_probe_rep, bench_many_roots);
+fn bench_verify(c: &mut Criterion) {
+    let compiled = sealc::compile(PROBE_REP_FILE, PROBE_REP, &probe_flags(), &probe_host())
+        .expect("probe-rep compiles on the fake host");
+    let files = compiled.files;
+    let lookup = |n: &str| files.get(n).cloned();
+    let outcome = sealc::verify::verify(&files["seal.json"], &lookup);
+    assert_eq!(outcome.report.verdict(), sealc::verify::Verdict::Verified);
+    c.bench_function("verify probe-rep record", |b| {
+        b.iter(|| sealc::verify::verify(black_box(&files["seal.json"]), &lookup))
+    });
+}
+
+criterion_group!(benches, bench_probe_rep, bench_many_roots, bench_verify);
 criterion_main!(benches);

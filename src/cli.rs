@@ -50,12 +50,38 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Recompile a record and compare: digests, binding, invariants, and the artifact files.
+    Verify {
+        /// The record (seal.json).
+        record: PathBuf,
+        /// Directory of the artifact files (default: the record's directory).
+        #[arg(long, value_name = "DIR")]
+        artifacts: Option<PathBuf>,
+        /// Also re-resolve the facts on this host and report each one.
+        #[arg(long)]
+        live: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// A Codex config after a run, to compare with the generated one.
+        #[arg(long, value_name = "PATH", requires = "workspace")]
+        codex_config: Option<PathBuf>,
+        /// The agent's workspace: the one `[projects."<DIR>"]` entry Codex may add.
+        #[arg(long, value_name = "DIR", requires = "codex_config")]
+        workspace: Option<PathBuf>,
+    },
     /// Print a JSON Schema (also committed under schemas/).
     Schema {
         /// Which schema.
         #[arg(value_enum, default_value = "spec")]
         which: Which,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -98,6 +124,28 @@ pub fn run(
             check,
             force,
         } => compile(&spec, &vars, &dir, check, force, out, err),
+        Command::Verify {
+            record,
+            artifacts,
+            live,
+            format,
+            codex_config,
+            workspace,
+        } => {
+            let opts = VerifyArgs {
+                record,
+                artifacts,
+                live,
+                codex_config: codex_config.zip(workspace),
+            };
+            let report = verify(&opts);
+            let text = match format {
+                Format::Text => report.to_text(),
+                Format::Json => report.to_json(),
+            };
+            let _ = write!(out, "{text}");
+            report.verdict().exit_code()
+        }
         Command::Schema { which } => {
             let v = match which {
                 Which::Spec => crate::spec::json_schema(),
@@ -107,6 +155,62 @@ pub fn run(
             OK
         }
     }
+}
+
+struct VerifyArgs {
+    record: PathBuf,
+    artifacts: Option<PathBuf>,
+    live: bool,
+    codex_config: Option<(PathBuf, PathBuf)>,
+}
+
+/// Read the record and the artifact files beside it (or in `--artifacts`),
+/// then verify; the live and Codex-config checks come after.
+fn verify(a: &VerifyArgs) -> crate::verify::Report {
+    use crate::facts::Host as _;
+    let bytes = match std::fs::read(&a.record) {
+        Ok(b) => b,
+        Err(e) => {
+            return crate::verify::Report {
+                unusable: Some(format!(
+                    "cannot read the record {}: {e}",
+                    quote(&a.record.display().to_string())
+                )),
+                ..Default::default()
+            }
+        }
+    };
+    let dir = match &a.artifacts {
+        Some(d) => d.clone(),
+        None => a.record.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    // Only the artifact names recompilation produces are ever opened.
+    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let outcome = crate::verify::verify(&bytes, &files);
+    let mut report = outcome.report;
+    if let (true, Some(record)) = (a.live, &outcome.record) {
+        crate::verify::live_facts(record, &RealHost, &mut report);
+    }
+    if let (Some((cfg, ws)), Some(recompiled)) = (&a.codex_config, &outcome.recompiled) {
+        match std::fs::read(cfg) {
+            Ok(after) => {
+                let given = ws.display().to_string();
+                let mut workspaces = vec![given.clone()];
+                workspaces.extend(RealHost.canonicalize(&given).filter(|r| *r != given));
+                let generated = recompiled
+                    .get(crate::backend::CODEX)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                crate::verify::check_codex_config(generated, &after, &workspaces, &mut report);
+            }
+            Err(e) => report.checks.push(crate::verify::Check {
+                subject: "codex config".into(),
+                status: crate::verify::Status::Drift,
+                detail: format!("cannot read {}: {e}", quote(&cfg.display().to_string())),
+            }),
+        }
+    }
+    report
 }
 
 /// The JSON Schema of the record.

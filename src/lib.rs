@@ -19,6 +19,7 @@ pub mod facts;
 pub mod ir;
 pub mod record;
 pub mod spec;
+pub mod verify;
 
 use std::collections::BTreeMap;
 

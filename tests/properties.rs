@@ -234,3 +234,14 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn verify_never_accepts_or_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let none = |_: &str| None;
+        let outcome = sealc::verify::verify(&bytes, &none);
+        prop_assert_eq!(outcome.report.verdict(), sealc::verify::Verdict::Unusable);
+    }
+}
