@@ -17,49 +17,52 @@ pub const SCHEMA: &str = "sealc.record/v1";
 /// File name of the record.
 pub const FILE: &str = "seal.json";
 
-/// The record, `seal.json`.
+/// The record, `seal.json`. Fields are declared in sorted order (here and in
+/// every type it holds), so serializing the struct gives the canonical key
+/// order directly; `canonical_json` stays the definition, and a test checks
+/// that the two agree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "sealc record")]
 pub struct Record {
+    /// Every artifact, sorted by file name.
+    pub artifacts: Vec<ArtifactRecord>,
+    /// `sha256:<hex>` over the canonical JSON of every other field.
+    pub binding: String,
+    /// How the sandbox is started.
+    pub exec: ExecRecord,
+    /// Everything read from the host at compile time.
+    pub facts: Facts,
     /// Always `sealc.record/v1`.
     pub schema: String,
     /// The sealc version that wrote the record.
     pub sealc_version: String,
     /// The spec, byte for byte.
     pub spec: SpecRecord,
-    /// Everything read from the host at compile time.
-    pub facts: Facts,
-    /// Every artifact, sorted by file name.
-    pub artifacts: Vec<ArtifactRecord>,
-    /// How the sandbox is started.
-    pub exec: ExecRecord,
-    /// `sha256:<hex>` over the canonical JSON of every other field.
-    pub binding: String,
 }
 
 /// The spec, byte for byte.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpecRecord {
+    /// `sha256:<hex>` of the text.
+    pub digest: String,
     /// The spec's file name (no directories).
     pub file: String,
     /// The spec's text.
     pub text: String,
-    /// `sha256:<hex>` of the text.
-    pub digest: String,
 }
 
 /// One artifact.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactRecord {
-    /// Path relative to the record's directory.
-    pub file: String,
     /// Length in bytes.
     pub bytes: u64,
     /// `sha256:<hex>` of the bytes.
     pub digest: String,
+    /// Path relative to the record's directory.
+    pub file: String,
 }
 
 /// How the sandbox is started.
@@ -113,10 +116,13 @@ impl Record {
             exec: ExecRecord { argv_prefix },
             binding: String::new(),
         };
-        let without = r.canonical_without_binding();
+        // Serialize once with an empty binding, hash the form without the
+        // binding line, then fill the digest in.
+        let with_empty = direct_canonical(&r);
+        let empty_line = "\n  \"binding\": \"\",";
+        let without = with_empty.replacen(empty_line, "", 1);
         r.binding = sha256(without.as_bytes());
-        let line = format!("\n  \"binding\": \"{}\",\n  \"exec\": ", r.binding);
-        let bytes = without.replacen("\n  \"exec\": ", &line, 1);
+        let bytes = with_empty.replacen(empty_line, &format!("\n  \"binding\": \"{}\",", r.binding), 1);
         (r, bytes)
     }
 
@@ -137,6 +143,15 @@ impl Record {
     pub fn to_canonical(&self) -> String {
         canonical_json(&serde_json::to_value(self).unwrap_or(Value::Null))
     }
+}
+
+/// The canonical form straight from the struct (its fields are declared in
+/// sorted order): serde_json's pretty printer indents by two spaces and writes
+/// `[]` and `{}` for empty containers, as `canonical_json` does.
+fn direct_canonical(r: &Record) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+    s.push('\n');
+    s
 }
 
 /// Canonical JSON: object keys sorted by their bytes, two-space indentation,

@@ -22,30 +22,30 @@ use crate::spec::{interpolate, references, Spec};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Facts {
-    /// The value of every declared var.
-    pub vars: BTreeMap<String, String>,
-    /// For each filesystem root (after `${var}` substitution) that exists on the compiling host, its realpath.
-    pub realpaths: BTreeMap<String, String>,
-    /// The launcher's symlink chain, first entry the launcher path, last a regular file.
-    pub launcher: Vec<ChainLink>,
     /// The captured value of each `env.pass` name (`null` when it was not set).
     pub env: BTreeMap<String, Option<String>>,
+    /// The launcher's symlink chain, first entry the launcher path, last a regular file.
+    pub launcher: Vec<ChainLink>,
+    /// For each filesystem root (after `${var}` substitution) that exists on the compiling host, its realpath.
+    pub realpaths: BTreeMap<String, String>,
+    /// The value of every declared var.
+    pub vars: BTreeMap<String, String>,
 }
 
 /// One entry of the launcher chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChainLink {
-    /// Absolute path of this entry.
-    pub path: String,
-    /// `symlink` or `file`.
-    pub kind: LinkKind,
-    /// For a symlink, the link text as stored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
     /// For the final file, `sha256:<hex>` of its bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// `symlink` or `file`.
+    pub kind: LinkKind,
+    /// Absolute path of this entry.
+    pub path: String,
+    /// For a symlink, the link text as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
