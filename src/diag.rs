@@ -323,10 +323,17 @@ pub fn quote(s: &str) -> String {
 
 /// Control characters escaped so the text stays on one line.
 pub fn visible(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
     let mut out = String::with_capacity(s.len());
+    push_visible(s, &mut out);
+    out
+}
+
+/// [`visible`], appended to `out`.
+pub fn push_visible(s: &str, out: &mut String) {
+    if !s.chars().any(char::is_control) {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\n' => out.push_str("\\n"),
@@ -336,7 +343,6 @@ pub fn visible(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 #[cfg(test)]

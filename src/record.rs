@@ -122,7 +122,11 @@ impl Record {
         let empty_line = "\n  \"binding\": \"\",";
         let without = with_empty.replacen(empty_line, "", 1);
         r.binding = sha256(without.as_bytes());
-        let bytes = with_empty.replacen(empty_line, &format!("\n  \"binding\": \"{}\",", r.binding), 1);
+        let bytes = with_empty.replacen(
+            empty_line,
+            &format!("\n  \"binding\": \"{}\",", r.binding),
+            1,
+        );
         (r, bytes)
     }
 

@@ -3,7 +3,7 @@
 //! prefix that starts the sandbox. No shell stands anywhere between the spec
 //! and the child: values are argv elements, carried byte for byte.
 
-use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::backend::SEATBELT;
 use crate::ir::Ir;
@@ -26,23 +26,58 @@ pub fn argv_prefix(ir: &Ir) -> Vec<String> {
     argv
 }
 
+/// `env.json`. Fields are declared in sorted order, so the serialized struct
+/// is already in the canonical form (`record::canonical_json`; a test checks).
+#[derive(serde::Serialize)]
+struct EnvFile<'a> {
+    argv_prefix: Vec<String>,
+    env: &'a BTreeMap<String, String>,
+    proxy: Option<ProxyAllowlist<'a>>,
+    schema: &'static str,
+    seal: &'a str,
+    secrets: &'a BTreeSet<String>,
+}
+
+/// The host and port allowlist, for the proxy that listens on the loopback port.
+#[derive(serde::Serialize)]
+struct ProxyAllowlist<'a> {
+    hosts: &'a BTreeSet<String>,
+    listen: String,
+    ports: &'a BTreeSet<u16>,
+}
+
 /// Render `env.json`.
 pub fn render(ir: &Ir) -> Vec<u8> {
-    // The host and port allowlist, for the proxy that listens on the loopback port.
-    let proxy = ir.network.proxy.as_ref().map(|p| {
-        json!({
-            "listen": format!("{}:{}", p.host, p.port),
-            "hosts": ir.network.hosts,
-            "ports": ir.network.ports,
-        })
-    });
-    let value = json!({
-        "schema": SCHEMA,
-        "proxy": proxy,
-        "seal": ir.name,
-        "env": ir.env.vars,
-        "secrets": ir.env.secrets,
-        "argv_prefix": argv_prefix(ir),
-    });
-    crate::record::canonical_json(&value).into_bytes()
+    let file = EnvFile {
+        argv_prefix: argv_prefix(ir),
+        env: &ir.env.vars,
+        proxy: ir.network.proxy.as_ref().map(|p| ProxyAllowlist {
+            hosts: &ir.network.hosts,
+            listen: format!("{}:{}", p.host, p.port),
+            ports: &ir.network.ports,
+        }),
+        schema: SCHEMA,
+        seal: &ir.name,
+        secrets: &ir.env.secrets,
+    };
+    let mut out = serde_json::to_vec_pretty(&file).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_direct_form_is_canonical() {
+        let src = "version = 1\nname = \"e\"\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:1\"\nhosts = [\"b.com\", \"a.com\"]\n[env]\nset = { Z = \"1\", A = \"\\n\" }\nsecret = [\"K\"]\n";
+        let c = crate::compile("e.toml", src, &Vec::new(), &crate::facts::FakeHost::new()).unwrap();
+        let bytes = &c.files["env.json"];
+        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(
+            crate::record::canonical_json(&v).as_bytes(),
+            bytes.as_slice()
+        );
+    }
 }

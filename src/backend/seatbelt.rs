@@ -38,8 +38,55 @@ enum Filter<'a> {
     Raw(Cow<'a, str>),
 }
 
+/// The comment above a rule: fixed or formatted text, or the spec entry a
+/// root came from (written straight into the profile, without a temporary).
+enum Comment<'a> {
+    Text(Cow<'a, str>),
+    Root {
+        root: &'a Root,
+        note: &'static str,
+        suffix: &'static str,
+    },
+}
+
+impl From<&'static str> for Comment<'_> {
+    fn from(s: &'static str) -> Self {
+        Comment::Text(Cow::Borrowed(s))
+    }
+}
+
+impl From<String> for Comment<'_> {
+    fn from(s: String) -> Self {
+        Comment::Text(Cow::Owned(s))
+    }
+}
+
+impl Comment<'_> {
+    fn with_suffix(self, suffix: &'static str) -> Self {
+        match self {
+            Comment::Root { root, note, .. } => Comment::Root { root, note, suffix },
+            text => text,
+        }
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Comment::Text(t) => crate::diag::push_visible(t, out),
+            Comment::Root { root, note, suffix } => {
+                out.push_str(root.kind.key());
+                out.push_str(" \"");
+                crate::diag::push_visible(&root.origin, out);
+                out.push_str("\" (");
+                out.push_str(note);
+                out.push(')');
+                out.push_str(suffix);
+            }
+        }
+    }
+}
+
 struct Rule<'a> {
-    comment: String,
+    comment: Comment<'a>,
     action: Action,
     ops: Vec<&'static str>,
     filters: Vec<Filter<'a>>,
@@ -125,8 +172,9 @@ fn header(ir: &Ir, out: &mut String) {
 }
 
 fn emit(r: &Rule, out: &mut String) {
-    let _ = writeln!(out, "; {}", visible(&r.comment));
-    out.push('(');
+    out.push_str("; ");
+    r.comment.write(out);
+    out.push_str("\n(");
     out.push_str(match r.action {
         Action::Allow => "allow",
         Action::Deny => "deny",
@@ -138,10 +186,14 @@ fn emit(r: &Rule, out: &mut String) {
     for f in &r.filters {
         match f {
             Filter::Subpath(p) => {
-                let _ = write!(out, " (subpath {})", lit(p));
+                out.push_str(" (subpath ");
+                push_lit(p, out);
+                out.push(')');
             }
             Filter::Literal(p) => {
-                let _ = write!(out, " (literal {})", lit(p));
+                out.push_str(" (literal ");
+                push_lit(p, out);
+                out.push(')');
             }
             Filter::Raw(s) => {
                 out.push(' ');
@@ -156,26 +208,31 @@ fn emit(r: &Rule, out: &mut String) {
 /// control characters; escaping them here as well keeps the profile
 /// well-formed even if that invariant were ever bypassed.
 pub fn lit(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    push_lit(s, &mut o);
+    o
+}
+
+fn push_lit(s: &str, o: &mut String) {
+    o.push('"');
     if !s
         .bytes()
         .any(|b| b == b'"' || b == b'\\' || b < 0x20 || b == 0x7f)
     {
-        return format!("\"{s}\"");
-    }
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(o, "\\x{:02x}", c as u32);
+        o.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => o.push_str("\\\""),
+                '\\' => o.push_str("\\\\"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    let _ = write!(o, "\\x{:02x}", c as u32);
+                }
+                c => o.push(c),
             }
-            c => o.push(c),
         }
     }
     o.push('"');
-    o
 }
 
 fn spelling_note(root: &Root, sp: &str) -> &'static str {
@@ -191,13 +248,12 @@ fn spelling_note(root: &Root, sp: &str) -> &'static str {
     }
 }
 
-fn origin(root: &Root, sp: &str) -> String {
-    format!(
-        "{} \"{}\" ({})",
-        root.kind.key(),
-        root.origin,
-        spelling_note(root, sp)
-    )
+fn origin<'a>(root: &'a Root, sp: &str) -> Comment<'a> {
+    Comment::Root {
+        root,
+        note: spelling_note(root, sp),
+        suffix: "",
+    }
 }
 
 fn depth(p: &str) -> usize {
@@ -226,7 +282,12 @@ impl<'a> Sorted<'a> {
     }
 }
 
-fn rule<'a>(comment: String, action: Action, op: &'static str, filter: Filter<'a>) -> Rule<'a> {
+fn rule<'a>(
+    comment: Comment<'a>,
+    action: Action,
+    op: &'static str,
+    filter: Filter<'a>,
+) -> Rule<'a> {
     Rule {
         comment,
         action,
@@ -287,10 +348,14 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 7,
                 rule(
                     format!(
-                        "launcher chain entry \"{}\" ({:?}), re-allowed by literal path",
-                        e.path, e.kind
+                        "launcher chain entry \"{}\" ({}), re-allowed by literal path",
+                        e.path,
+                        match e.kind {
+                            crate::facts::LinkKind::Symlink => "symlink",
+                            crate::facts::LinkKind::File => "file",
+                        }
                     )
-                    .to_lowercase(),
+                    .into(),
                     Action::Allow,
                     "file-read*",
                     Filter::Literal(sp.as_str().into()),
@@ -320,7 +385,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 if root.kind == RootKind::MetadataOnly || inside_meta {
                     let mut c = origin(root, sp);
                     if root.kind == RootKind::MetadataOnly {
-                        c.push_str(": stat only");
+                        c = c.with_suffix(": stat only");
                     }
                     s.push(
                         sp,
@@ -345,14 +410,14 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
             .flat_map(|r| r.spellings.iter()),
     );
     let needs = |a: &str| ir.base == Base::DenyDefault || denied.covers(a);
-    let mut done: BTreeSet<String> = BTreeSet::new();
+    let mut done: BTreeSet<&str> = BTreeSet::new();
     if ir.base == Base::DenyDefault {
         let filters: Vec<Filter> = DENY_DEFAULT_METADATA
             .iter()
             .map(|p| Filter::Literal((*p).into()))
             .collect();
-        done.extend(DENY_DEFAULT_METADATA.iter().map(|p| p.to_string()));
-        done.insert("/".into());
+        done.extend(DENY_DEFAULT_METADATA.iter().copied());
+        done.insert("/");
         rules.push(Rule {
             comment: "deny-default base: symlinks and directories walked to reach system files"
                 .into(),
@@ -383,7 +448,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
         let mut filters = Vec::new();
         for sp in spellings {
             for a in ancestors(sp) {
-                if needs(&a) && done.insert(a.clone()) {
+                if needs(a) && done.insert(a) {
                     filters.push(Filter::Literal(a.into()));
                 }
             }
@@ -391,7 +456,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
         if !filters.is_empty() {
             filters.sort();
             rules.push(Rule {
-                comment,
+                comment: comment.into(),
                 action: Action::Allow,
                 ops: vec!["file-read-metadata"],
                 filters,
@@ -401,19 +466,15 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
     rules
 }
 
-/// Proper ancestors of an absolute path, `/` first.
-fn ancestors(p: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if p == "/" {
-        return out;
-    }
-    out.push("/".to_string());
-    let mut i = 1;
-    while let Some(j) = p[i..].find('/') {
-        out.push(p[..i + j].to_string());
-        i += j + 1;
-    }
-    out
+/// Proper ancestors of an absolute path, `/` first, as slices of it.
+fn ancestors(p: &str) -> impl Iterator<Item = &str> {
+    let root = (p != "/").then_some("/");
+    let inner = p
+        .match_indices('/')
+        .map(|(i, _)| i)
+        .filter(|&i| i > 0)
+        .map(move |i| &p[..i]);
+    root.into_iter().chain(inner)
 }
 
 fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
@@ -459,9 +520,8 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     sp,
                     3,
                     rule(
-                        format!(
-                            "{}: inside a write root, so not writable, creatable or removable",
-                            origin(root, sp)
+                        origin(root, sp).with_suffix(
+                            ": inside a write root, so not writable, creatable or removable",
                         ),
                         Action::Deny,
                         "file-write*",
@@ -482,7 +542,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 continue;
             }
             for a in ancestors(sp) {
-                if writable.covers(&a) {
+                if writable.covers(a) {
                     filters.insert(Filter::Literal(a.into()));
                 }
             }
@@ -493,7 +553,8 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     "{} \"{}\": its writable ancestors cannot be renamed or removed",
                     root.kind.key(),
                     root.origin
-                ),
+                )
+                .into(),
                 action: Action::Deny,
                 ops: vec!["file-write-unlink"],
                 filters: filters.into_iter().collect(),
@@ -514,7 +575,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
         .iter()
         .filter(|r| r.kind.is_denied())
         .map(|root| Rule {
-            comment: format!("{} \"{}\": derived, always", root.kind.key(), root.origin),
+            comment: format!("{} \"{}\": derived, always", root.kind.key(), root.origin).into(),
             action: Action::Deny,
             ops: vec!["file-link", "file-clone"],
             filters: root
@@ -531,7 +592,8 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         comment: format!(
             "network.mode = \"{}\": no IP traffic in or out, no unix sockets",
             ir.network.mode.as_str()
-        ),
+        )
+        .into(),
         action: Action::Deny,
         ops: vec!["network*"],
         filters: vec![
@@ -550,7 +612,7 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     comment: format!(
                         "network.proxy \"{}:{}\": outbound TCP to the loopback proxy only (localhost is 127.0.0.1 and ::1)",
                         p.host, p.port
-                    ),
+                    ).into(),
                     action: Action::Allow,
                     ops: vec!["network-outbound"],
                     filters: vec![Filter::Raw(Cow::Owned(format!("(remote tcp \"localhost:{}\")", p.port)))],
@@ -647,8 +709,11 @@ mod tests {
 
     #[test]
     fn ancestors_of_a_path() {
-        assert_eq!(ancestors("/a/b/c"), ["/", "/a", "/a/b"]);
-        assert!(ancestors("/").is_empty());
-        assert_eq!(ancestors("/a"), ["/"]);
+        fn a(p: &str) -> Vec<&str> {
+            ancestors(p).collect()
+        }
+        assert_eq!(a("/a/b/c"), ["/", "/a", "/a/b"]);
+        assert!(a("/").is_empty());
+        assert_eq!(a("/a"), ["/"]);
     }
 }

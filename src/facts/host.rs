@@ -102,26 +102,13 @@ impl FakeHost {
             return true;
         }
         // Something lies below `p`: the first key after `p/` in each sorted map.
+        use std::ops::Bound::{Included, Unbounded};
         let prefix = format!("{p}/");
         let below = |k: Option<&String>| k.is_some_and(|k| k.starts_with(&prefix));
-        below(self.dirs.range(prefix.clone()..).next())
-            || below(self.files.range(prefix.clone()..).next().map(|(k, _)| k))
-            || below(self.links.range(prefix.clone()..).next().map(|(k, _)| k))
-    }
-}
-
-fn join(dir: &str, name: &str) -> String {
-    if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
-fn parent(p: &str) -> String {
-    match p.rfind('/') {
-        Some(0) | None => "/".into(),
-        Some(i) => p[..i].into(),
+        let from = (Included(prefix.as_str()), Unbounded);
+        below(self.dirs.range::<str, _>(from).next())
+            || below(self.files.range::<str, _>(from).next().map(|(k, _)| k))
+            || below(self.links.range::<str, _>(from).next().map(|(k, _)| k))
     }
 }
 
@@ -131,41 +118,46 @@ impl Host for FakeHost {
     }
 
     fn canonicalize(&self, path: &str) -> Option<String> {
-        let mut queue: std::collections::VecDeque<String> = path
-            .split('/')
-            .filter(|c| !c.is_empty())
-            .map(String::from)
-            .collect();
-        let mut out = "/".to_string();
+        // `out` is the resolved prefix ("" stands for "/"); `pending` the
+        // rest still to walk, replaced whenever a symlink is followed.
+        let mut out = String::with_capacity(path.len());
+        let mut pending = path.to_string();
         let mut hops = 0;
-        while let Some(c) = queue.pop_front() {
-            match c.as_str() {
-                "." => continue,
-                ".." => {
-                    out = parent(&out);
-                    continue;
+        'walk: loop {
+            let mut comps = pending.split('/').filter(|c| !c.is_empty()).peekable();
+            while let Some(c) = comps.next() {
+                match c {
+                    "." => continue,
+                    ".." => {
+                        let cut = out.rfind('/').unwrap_or(0);
+                        out.truncate(cut);
+                        continue;
+                    }
+                    _ => {}
                 }
-                _ => {}
-            }
-            let cand = join(&out, &c);
-            if let Some(t) = self.links.get(&cand) {
-                hops += 1;
-                if hops > 40 {
+                let len = out.len();
+                out.push('/');
+                out.push_str(c);
+                if let Some(t) = self.links.get(out.as_str()) {
+                    hops += 1;
+                    if hops > 40 {
+                        return None;
+                    }
+                    out.truncate(len);
+                    if t.starts_with('/') {
+                        out.clear();
+                    }
+                    let rest: Vec<&str> = comps.collect();
+                    pending = format!("{t}/{}", rest.join("/"));
+                    continue 'walk;
+                }
+                if !self.exists_plain(&out) {
                     return None;
                 }
-                if t.starts_with('/') {
-                    out = "/".into();
-                }
-                for (i, tc) in t.split('/').filter(|c| !c.is_empty()).enumerate() {
-                    queue.insert(i, tc.to_string());
-                }
-            } else if self.exists_plain(&cand) {
-                out = cand;
-            } else {
-                return None;
             }
+            break;
         }
-        Some(out)
+        Some(if out.is_empty() { "/".to_string() } else { out })
     }
 
     fn lstat(&self, path: &str) -> Option<Kind> {

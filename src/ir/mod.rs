@@ -255,11 +255,11 @@ impl Lower<'_> {
     }
 
     /// Substitute and check a path; the error names the written and resolved forms.
-    fn path(&mut self, s: &Spanned<String>, what: &str) -> Option<String> {
+    fn path(&mut self, s: &Spanned<String>, what: impl std::fmt::Display) -> Option<String> {
         let p = self.subst(s)?;
         if let Err(problem) = check_path(&p) {
             self.diags
-                .push(path_error(what, &s.value, &p, &problem).at(s.span.clone()));
+                .push(path_error(&what.to_string(), &s.value, &p, &problem).at(s.span.clone()));
             return None;
         }
         Some(p)
@@ -277,7 +277,7 @@ impl Lower<'_> {
         let mut out: BTreeMap<(RootKind, String), Root> = BTreeMap::new();
         for (kind, list) in lists {
             for entry in list {
-                let Some(path) = self.path(entry, &format!("`{}` entry", kind.key())) else {
+                let Some(path) = self.path(entry, format_args!("`{}` entry", kind.key())) else {
                     continue;
                 };
                 if kind == RootKind::WriteDevice && !path.starts_with("/dev/") {
@@ -931,11 +931,11 @@ pub fn is_within(p: &str, root: &str) -> bool {
 /// A set of absolute paths that answers "is this path inside one of them" in
 /// O(depth · log n), by looking up the path and each of its ancestors.
 #[derive(Clone, Debug, Default)]
-pub struct PathSet(BTreeSet<String>);
+pub struct PathSet<'a>(BTreeSet<&'a str>);
 
-impl PathSet {
-    pub fn new<'a>(paths: impl IntoIterator<Item = &'a String>) -> Self {
-        PathSet(paths.into_iter().cloned().collect())
+impl<'a> PathSet<'a> {
+    pub fn new(paths: impl IntoIterator<Item = &'a String>) -> Self {
+        PathSet(paths.into_iter().map(String::as_str).collect())
     }
 
     /// `p` is one of the paths or lies inside one.
@@ -991,11 +991,13 @@ mod tests {
 
     #[test]
     fn path_set() {
-        let s = PathSet::new(&["/a/b".to_string(), "/x".to_string()]);
+        let paths = ["/a/b".to_string(), "/x".to_string()];
+        let s = PathSet::new(&paths);
         assert!(s.covers("/a/b") && s.covers("/a/b/c") && s.covers("/x/y/z"));
         assert!(!s.covers("/a") && !s.covers("/a/bc") && !s.covers("/y"));
         assert!(s.covers_strictly("/a/b/c") && !s.covers_strictly("/a/b"));
-        let root = PathSet::new(&["/".to_string()]);
+        let slash = ["/".to_string()];
+        let root = PathSet::new(&slash);
         assert!(root.covers("/q") && root.covers_strictly("/q") && !root.covers_strictly("/"));
     }
 

@@ -93,6 +93,9 @@ fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagn
 
 /// The `${var}` references of a spec string.
 pub fn references(s: &Spanned<String>, src: &str) -> Result<Vec<Reference>, Diagnostic> {
+    if !s.value.contains('$') {
+        return Ok(Vec::new());
+    }
     Ok(pieces(s, src)?
         .into_iter()
         .filter_map(|p| match p {
@@ -109,6 +112,9 @@ pub fn interpolate(
     src: &str,
     vars: &BTreeMap<String, String>,
 ) -> Result<String, Diagnostic> {
+    if !s.value.contains('$') {
+        return Ok(s.value.clone());
+    }
     let mut out = String::with_capacity(s.value.len());
     for p in pieces(s, src)? {
         match p {

@@ -217,8 +217,10 @@ impl Cx {
             .into_iter()
             .enumerate()
         {
-            if let Some(s) = self.string(&format!("{path}[{i}]"), item) {
-                out.push(s);
+            // The common case first, without building the item's path.
+            match item.get_ref() {
+                DeValue::String(s) => out.push(Spanned::new(s.to_string(), item.span())),
+                _ => self.type_error(&format!("{path}[{i}]"), item, "a string"),
             }
         }
         out
@@ -226,7 +228,10 @@ impl Cx {
 
     fn opt_string(&mut self, t: &Table<'_, '_>, key: &str) -> Option<Spanned<String>> {
         let v = t.get(key)?;
-        self.string(&join(&t.path, key), v)
+        match v.get_ref() {
+            DeValue::String(s) => Some(Spanned::new(s.to_string(), v.span())),
+            _ => self.string(&join(&t.path, key), v),
+        }
     }
 
     fn enum_value<T: Copy>(
