@@ -67,7 +67,6 @@ pub fn render(ir: &Ir) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
 
     #[test]
     fn the_direct_form_is_canonical() {
