@@ -18,6 +18,23 @@ pub(crate) use read::is_var_name;
 
 use crate::diag::{Diagnostics, Span};
 
+/// A path as the schema accepts it: absolute (or starting with a `${var}`),
+/// no empty, `.` or `..` segment, no trailing `/`, no `"`, `\` or control
+/// character. (No look-ahead: Taplo's regex engine has none.)
+pub const PATH_PATTERN: &str = r#"^(/|(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+)|\$\{[A-Za-z_][A-Za-z0-9_]*\})(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+))*)$"#;
+/// A device path under `/dev`.
+pub const DEVICE_PATTERN: &str = r#"^/dev/[^/"\\\x00-\x1f\x7f]+(/[^/"\\\x00-\x1f\x7f]+)*$"#;
+/// An env var name: a portable shell name.
+pub const ENV_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
+/// A loopback proxy address; the port may be a `${var}`.
+pub const PROXY_PATTERN: &str = r"^(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5}|\$\{[A-Za-z_][A-Za-z0-9_]*\})$";
+/// A host name; a leading `.` allows subdomains.
+pub const HOST_PATTERN: &str = r"^\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$";
+/// A seal name.
+pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
+/// A seatbelt operation name.
+pub const OP_PATTERN: &str = r"^[a-z*-]+$";
+
 /// A user value with the byte range it came from in the spec text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spanned<T> {
@@ -52,8 +69,10 @@ impl<T: JsonSchema> JsonSchema for Spanned<T> {
 #[schemars(title = "sealc seal spec")]
 pub struct Spec {
     /// Spec format version. Only `1` exists.
+    #[schemars(range(min = 1, max = 1), extend("examples" = [1]))]
     pub version: Spanned<i64>,
-    /// Short name of the seal; appears in the profile header and the record.
+    /// Short name of the seal; appears in the profile header and the record. Letters, digits, `.`, `_`, `-`.
+    #[schemars(pattern(NAME_PATTERN), extend("examples" = ["probe-rep"]))]
     pub name: Spanned<String>,
     /// What this seal is for.
     #[serde(default)]
@@ -91,11 +110,13 @@ pub struct Spec {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
-    /// `macos` compiles to a seatbelt profile.
+    /// `macos` compiles to a seatbelt profile run with `sandbox-exec -f`.
     #[serde(default)]
+    #[schemars(extend("default" = "macos"))]
     pub platform: Option<Spanned<Platform>>,
-    /// `allow-default` allows what is not denied; `deny-default` starts from a small system base.
+    /// `allow-default` allows what is not denied; `deny-default` starts from a small system base. Writes are an allow-list under both.
     #[serde(default)]
+    #[schemars(extend("default" = "allow-default"))]
     pub base: Option<Spanned<Base>>,
 }
 
@@ -145,12 +166,15 @@ pub struct VarDecl {
     pub name: Spanned<String>,
     /// Environment variable read for the value when no `--var` is given.
     #[serde(default)]
+    #[schemars(pattern(ENV_NAME_PATTERN), extend("examples" = ["HOME"]))]
     pub env: Option<Spanned<String>>,
     /// Value used when neither `--var` nor `env` gives one; may use `${var}`.
     #[serde(default)]
+    #[schemars(extend("examples" = ["${home}/.codex"]))]
     pub default: Option<Spanned<String>>,
     /// The value must come from `--var` or `env`; no default is allowed.
     #[serde(default)]
+    #[schemars(extend("default" = false))]
     pub required: Option<Spanned<bool>>,
     /// Shown when a required value is missing.
     #[serde(default)]
@@ -161,20 +185,25 @@ pub struct VarDecl {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Filesystem {
-    /// Roots whose contents and metadata may not be read (recursively).
+    /// Roots whose contents and metadata may not be read (recursively), in every spelling (as written, realpath, macOS `/private` alias). Link and clone are denied on them too.
     #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${home}", "${checkout}"]]))]
     pub deny_read: Vec<Spanned<String>>,
-    /// Roots re-allowed for reading inside a denied root.
+    /// Roots re-allowed for reading inside a denied root; their ancestors get `file-read-metadata`.
     #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)))]
     pub allow_read: Vec<Spanned<String>>,
     /// Roots that may be stat'ed but not read, listed, written, linked or cloned.
     #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${run}/dispatch"]]))]
     pub metadata_only: Vec<Spanned<String>>,
-    /// The only roots that may be written (recursively); also readable.
+    /// The only roots that may be written (recursively); also readable. Everything else is `file-write*` denied.
     #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${run}/ws"]]))]
     pub write: Vec<Spanned<String>>,
     /// Devices that may be written, by exact path under `/dev`.
     #[serde(default)]
+    #[schemars(inner(pattern(DEVICE_PATTERN)), extend("examples" = [["/dev/null", "/dev/tty"]]))]
     pub write_devices: Vec<Spanned<String>>,
 }
 
@@ -182,7 +211,8 @@ pub struct Filesystem {
 #[derive(Clone, Debug, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Launcher {
-    /// Path of the agent binary or the first symlink to it.
+    /// Path of the agent binary or the first symlink to it; the chain is walked, recorded with the final file's digest, and each entry under a denied root is re-allowed by literal path.
+    #[schemars(pattern(PATH_PATTERN), extend("examples" = ["${home}/.local/bin/codex"]))]
     pub path: Spanned<String>,
 }
 
@@ -190,17 +220,21 @@ pub struct Launcher {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// `none` denies all network; `proxy` allows only the loopback proxy; `open` adds no rule.
+    /// `none` denies all network; `proxy` allows only outbound TCP to the loopback proxy; `open` adds no rule.
     #[serde(default)]
+    #[schemars(extend("default" = "none"))]
     pub mode: Option<Spanned<NetMode>>,
-    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`).
+    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`); the port may be a `${var}`. Sets `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`.
     #[serde(default)]
+    #[schemars(pattern(PROXY_PATTERN), extend("examples" = ["127.0.0.1:${proxy_port}"]))]
     pub proxy: Option<Spanned<String>>,
-    /// Hosts the proxy may let through; a leading `.` allows subdomains.
+    /// Hosts the proxy may let through; a leading `.` allows subdomains. Recorded in `env.json` for the proxy.
     #[serde(default)]
+    #[schemars(inner(pattern(HOST_PATTERN)), extend("examples" = [["api.openai.com", ".oaiusercontent.com"]]))]
     pub hosts: Vec<Spanned<String>>,
     /// Ports the proxy may let through.
     #[serde(default)]
+    #[schemars(inner(range(min = 1, max = 65535)), extend("examples" = [[443]]))]
     pub ports: Vec<Spanned<i64>>,
 }
 
@@ -230,16 +264,19 @@ impl NetMode {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvSpec {
-    /// Names whose values are captured at compile time and recorded.
+    /// Names whose values are captured at compile time and recorded. Never list a secret here.
     #[serde(default)]
+    #[schemars(inner(pattern(ENV_NAME_PATTERN)), extend("examples" = [["PATH", "LANG", "TERM"]]))]
     pub pass: Vec<Spanned<String>>,
-    /// Names set to fixed values; values may use `${var}`.
+    /// Names set to fixed values; values may use `${var}` and are carried byte for byte.
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, "examples" = [{"HOME": "${run}/home"}]))]
     pub set: BTreeMap<String, Spanned<String>>,
     #[schemars(skip)]
     pub set_keys: BTreeMap<String, Span>,
     /// Names whose values a runner reads from its own environment at start; never written anywhere.
     #[serde(default)]
+    #[schemars(inner(pattern(ENV_NAME_PATTERN)), extend("examples" = [["OPENAI_API_KEY"]]))]
     pub secret: Vec<Spanned<String>>,
 }
 
@@ -249,6 +286,7 @@ pub struct EnvSpec {
 pub struct Exec {
     /// Path of `sandbox-exec`.
     #[serde(default)]
+    #[schemars(pattern(PATH_PATTERN), extend("default" = "/usr/bin/sandbox-exec"))]
     pub sandbox_exec: Option<Spanned<String>>,
     /// Wall-clock limit.
     #[serde(default)]
@@ -260,8 +298,10 @@ pub struct Exec {
 #[serde(deny_unknown_fields)]
 pub struct Timeout {
     /// Path of `timeout`.
+    #[schemars(pattern(PATH_PATTERN), extend("examples" = ["/usr/bin/timeout"]))]
     pub bin: Spanned<String>,
-    /// Seconds before the agent is stopped.
+    /// Seconds before the agent is stopped (1 to 604800, one week).
+    #[schemars(range(min = 1, max = 604800), extend("examples" = [240]))]
     pub seconds: Spanned<i64>,
 }
 
@@ -269,11 +309,13 @@ pub struct Timeout {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Codex {
-    /// Model name.
+    /// Model name, written to the generated config as `model`.
     #[serde(default)]
+    #[schemars(length(min = 1), extend("examples" = ["gpt-5.5"]))]
     pub model: Option<Spanned<String>>,
-    /// Reasoning effort.
+    /// Reasoning effort, written as `model_reasoning_effort`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["none", "minimal", "low", "medium", "high", "xhigh"]))]
     pub reasoning_effort: Option<Spanned<String>>,
 }
 
@@ -283,14 +325,17 @@ pub struct Codex {
 pub struct Assert {
     #[schemars(skip)]
     pub span: Span,
-    /// Operation that must be allowed.
+    /// Operation that must be allowed, e.g. `file-write-data`.
     #[serde(default)]
+    #[schemars(pattern(OP_PATTERN))]
     pub allow: Option<Spanned<String>>,
-    /// Operation that must be denied.
+    /// Operation that must be denied, e.g. `file-read-data`.
     #[serde(default)]
+    #[schemars(pattern(OP_PATTERN))]
     pub deny: Option<Spanned<String>>,
     /// Paths the verdict holds for.
     #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)))]
     pub paths: Vec<Spanned<String>>,
     /// `host:port` endpoints the verdict holds for.
     #[serde(default)]
