@@ -70,6 +70,14 @@ enum Command {
         #[arg(long, value_name = "DIR", requires = "codex_config")]
         workspace: Option<PathBuf>,
     },
+    /// Check a spec without a host: the JSON Schema, the compiler's checks, and advice.
+    Lint {
+        /// The seal spec (TOML).
+        spec: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Print a JSON Schema (also committed under schemas/).
     Schema {
         /// Which schema.
@@ -145,6 +153,42 @@ pub fn run(
             };
             let _ = write!(out, "{text}");
             report.verdict().exit_code()
+        }
+        Command::Lint { spec, format } => {
+            let display = spec.display().to_string();
+            let src = match std::fs::read_to_string(&spec) {
+                Ok(s) => s,
+                Err(e) => {
+                    let d = Diagnostic::error(
+                        "sealc::io::read",
+                        format!("cannot read spec {}: {e}", quote(&display)),
+                    );
+                    let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
+                    return BAD_INPUT;
+                }
+            };
+            let diags = crate::lint::lint(&src);
+            match format {
+                Format::Text => {
+                    let _ = write!(out, "{}", render_diagnostics(&diags, &display, &src));
+                    let count = |sev| diags.0.iter().filter(|d| d.severity == sev).count();
+                    let _ = writeln!(
+                        out,
+                        "{display}: {} error(s), {} warning(s), {} advice",
+                        count(crate::diag::Severity::Error),
+                        count(crate::diag::Severity::Warning),
+                        count(crate::diag::Severity::Advice)
+                    );
+                }
+                Format::Json => {
+                    let _ = write!(out, "{}", crate::lint::to_json(&diags, &display, &src));
+                }
+            }
+            if diags.has_errors() {
+                DIFFERS
+            } else {
+                OK
+            }
         }
         Command::Schema { which } => {
             let v = match which {

@@ -13,118 +13,209 @@ pub type Span = Range<usize>;
 /// How bad a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
+    Advice,
     Warning,
     Error,
 }
 
-/// Every diagnostic code with a one-line description. Error tables live in
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Advice => "advice",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// Every diagnostic code with a one-line description and an example that
+/// raises it (spec text, or a command). Error tables live in
 /// source so that a test can check that every code used is listed exactly once.
-pub const CODES: &[(&str, &str)] = &[
-    ("sealc::spec::toml", "the spec is not valid TOML"),
+pub const CODES: &[(&str, &str, &str)] = &[
+    (
+        "sealc::spec::toml",
+        "the spec is not valid TOML",
+        "name = \"unterminated",
+    ),
     (
         "sealc::spec::unknown_key",
         "a key the spec format does not have",
+        "[filesystem]\ndeny_raed = [\"/x\"]",
     ),
     (
         "sealc::spec::missing_key",
         "a key the spec format requires is absent",
+        "name = \"no-version\"",
     ),
-    ("sealc::spec::type", "a value has the wrong TOML type"),
+    (
+        "sealc::spec::type",
+        "a value has the wrong TOML type",
+        "[filesystem]\ndeny_read = \"/x\"",
+    ),
     (
         "sealc::spec::version",
         "the spec `version` is not one sealc reads",
+        "version = 2",
     ),
     (
         "sealc::spec::value",
         "a value is outside what the key accepts",
+        "[network]\nmode = \"proxied\"",
     ),
     (
         "sealc::spec::interpolation",
         "a `${var}` reference is malformed",
+        "[filesystem]\ndeny_read = [\"${home\"]",
     ),
     (
         "sealc::var::undeclared",
         "a `${var}` reference or `--var` names no declared var",
+        "[filesystem]\ndeny_read = [\"${hoem}/.ssh\"]",
     ),
     (
         "sealc::var::missing",
         "a var has no value from `--var`, its env var or its default",
+        "[vars]\nrun = { required = true }   # and no --var run=...",
     ),
     (
         "sealc::var::cycle",
         "var defaults refer to each other in a cycle",
+        "[vars]\na = { default = \"${b}\" }\nb = { default = \"${a}\" }",
     ),
     (
         "sealc::var::secret",
         "a var reads its value from an env var listed as a secret",
+        "[vars]\nk = { env = \"OPENAI_API_KEY\" }\n[env]\nsecret = [\"OPENAI_API_KEY\"]",
     ),
     (
         "sealc::var::encoding",
         "an env var read for a var or `pass` is not UTF-8",
+        "# HOME holds bytes that are not UTF-8 while compiling\n[vars]\nhome = { env = \"HOME\" }",
     ),
     (
         "sealc::var::flag",
         "a `--var` flag is not of the form NAME=VALUE",
+        "# sealc compile spec.toml --var run",
     ),
     (
         "sealc::path::invalid",
         "a path is not absolute, normalized and safe to write into a profile",
+        "[filesystem]\ndeny_read = [\"/Users/agent/\"]",
     ),
     (
         "sealc::path::realpath",
         "a path resolves on this host to a path that cannot be written into a profile",
+        "# a root whose realpath on this host holds a `\"`\n[filesystem]\ndeny_read = [\"/Users/agent/link\"]",
     ),
     (
         "sealc::path::device",
         "a `write_devices` entry is not under `/dev`",
+        "[filesystem]\nwrite_devices = [\"/etc/hosts\"]",
     ),
     (
         "sealc::root::conflict",
         "one path is listed in two lists that contradict each other",
+        "[filesystem]\ndeny_read = [\"/r\"]\nwrite = [\"/r\"]",
     ),
     (
         "sealc::launcher::chain",
         "the launcher symlink chain cannot be walked to a regular file",
+        "[launcher]\npath = \"/nonexistent/codex\"",
     ),
     (
         "sealc::network::proxy",
         "the proxy is not a loopback `host:port`",
+        "[network]\nmode = \"proxy\"\nproxy = \"10.0.0.1:8080\"",
     ),
-    ("sealc::network::port", "a port is outside 1-65535"),
+    (
+        "sealc::network::port",
+        "a port is outside 1-65535",
+        "[network]\nports = [0]",
+    ),
     (
         "sealc::network::host",
         "a proxy allowlist host is not a valid host name",
+        "[network]\nhosts = [\"evil host\"]",
     ),
     (
         "sealc::network::open",
         "the network is open: the seal does not restrict it",
+        "[network]\nmode = \"open\"",
     ),
     (
         "sealc::env::name",
         "an env var name is not a portable name (letters, digits, `_`)",
+        "[env]\nset = { \"A=B\" = \"x\" }",
     ),
-    ("sealc::env::value", "an env var value holds a NUL byte"),
+    (
+        "sealc::env::value",
+        "an env var value holds a NUL byte",
+        "[env]\nset = { A = \"x\\u0000y\" }",
+    ),
     (
         "sealc::env::duplicate",
         "an env var name is listed in more than one of `pass`, `set`, `secret`",
+        "[env]\npass = [\"HOME\"]\nset = { HOME = \"/r/home\" }",
     ),
     (
         "sealc::env::absent",
         "a `pass` env var is not set while compiling, so it does not cross",
+        "# TERM unset while compiling\n[env]\npass = [\"TERM\"]",
     ),
     (
         "sealc::assert::shape",
         "an `[[assert]]` does not name exactly one verdict and one kind of subject",
+        "[[assert]]\ndeny = \"file-read-data\"",
     ),
     (
         "sealc::platform::unsupported",
         "the target platform has no backend yet",
+        "[target]\nplatform = \"linux\"",
     ),
-    ("sealc::io::read", "a file could not be read"),
-    ("sealc::io::write", "an output could not be written"),
+    (
+        "sealc::lint::schema",
+        "the spec does not match the JSON Schema (the editor's view)",
+        "# a value the JSON Schema refuses that no other check names",
+    ),
+    (
+        "sealc::lint::allow_outside_deny",
+        "an `allow_read` root lies in no denied root, so it changes nothing",
+        "[filesystem]\nallow_read = [\"/opt/tools\"]",
+    ),
+    (
+        "sealc::lint::redundant_root",
+        "a root lies inside another root of the same list",
+        "[filesystem]\ndeny_read = [\"/u\", \"/u/.ssh\"]",
+    ),
+    (
+        "sealc::lint::deny_inside_write",
+        "a denied root lies inside a write root, so move-blocking rules are added",
+        "[filesystem]\nwrite = [\"/r/ws\"]\ndeny_read = [\"/r/ws/.harness\"]",
+    ),
+    (
+        "sealc::lint::unused_var",
+        "a var is declared but never used",
+        "[vars]\nunused = { default = \"/x\" }",
+    ),
+    (
+        "sealc::lint::secret_pass",
+        "a `pass` name looks like a secret; its value would be recorded",
+        "[env]\npass = [\"GITHUB_TOKEN\"]",
+    ),
+    (
+        "sealc::io::read",
+        "a file could not be read",
+        "# sealc compile missing.toml",
+    ),
+    (
+        "sealc::io::write",
+        "an output could not be written",
+        "# sealc compile spec.toml --out /read-only/dir",
+    ),
     (
         "sealc::out::differs",
         "an existing output differs and `--force` was not given",
+        "# sealc compile spec.toml, after seal/seal.sb was edited",
     ),
 ];
 
@@ -142,7 +233,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>) -> Self {
         debug_assert!(
-            CODES.iter().any(|(c, _)| *c == code),
+            CODES.iter().any(|(c, _, _)| *c == code),
             "unlisted code {code}"
         );
         Diagnostic {
@@ -158,6 +249,13 @@ impl Diagnostic {
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
+    }
+
+    pub fn advice(code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Advice,
             ..Diagnostic::error(code, message)
         }
     }
@@ -202,6 +300,7 @@ impl miette::Diagnostic for Diagnostic {
 
     fn severity(&self) -> Option<miette::Severity> {
         Some(match self.severity {
+            Severity::Advice => miette::Severity::Advice,
             Severity::Warning => miette::Severity::Warning,
             Severity::Error => miette::Severity::Error,
         })
@@ -218,6 +317,27 @@ impl miette::Diagnostic for Diagnostic {
         let label = miette::LabeledSpan::new_with_span(self.label.clone(), span);
         Some(Box::new(std::iter::once(label)))
     }
+}
+
+/// `docs/diagnostics.md`, generated from [`CODES`].
+pub fn catalogue() -> String {
+    let mut out = String::from(
+        "# sealc diagnostics\n\nEvery code sealc reports, with what it means and an example that raises it. \
+         Generated from `CODES` in `src/diag.rs`; a test fails when this file is stale \
+         (`SEALC_BLESS=1 cargo test --test catalogue` rewrites it).\n",
+    );
+    let mut section = "";
+    for (code, desc, example) in CODES {
+        let group = code.split("::").nth(1).unwrap_or("");
+        if group != section {
+            section = group;
+            out.push_str(&format!("\n## `{group}`\n"));
+        }
+        out.push_str(&format!(
+            "\n### `{code}`\n\n{desc}.\n\n```toml\n{example}\n```\n"
+        ));
+    }
+    out
 }
 
 /// A non-empty list of diagnostics: every problem found, not just the first.
@@ -352,7 +472,7 @@ mod tests {
     #[test]
     fn codes_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for (code, _) in CODES {
+        for (code, _, _) in CODES {
             assert!(seen.insert(*code), "duplicate code {code}");
             assert!(code.starts_with("sealc::"));
         }

@@ -17,6 +17,7 @@ pub mod diag;
 pub mod digest;
 pub mod facts;
 pub mod ir;
+pub mod lint;
 pub mod record;
 pub mod spec;
 pub mod verify;

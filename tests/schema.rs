@@ -38,3 +38,24 @@ fn every_example_spec_is_an_instance_of_the_spec_schema() {
         assert!(errors.is_empty(), "{}: {errors:?}", spec.display());
     }
 }
+
+#[test]
+fn the_spec_schema_refuses_every_schema_bad_fixture() {
+    // The same fixtures `.ci/run` feeds to `taplo lint`, which must fail on each.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/seal-spec.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let bad = toml_files(&root().join("tests/schema-bad"));
+    assert!(bad.len() >= 15);
+    for spec in bad {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let value: serde_json::Value = toml::from_str(&text).unwrap();
+        assert!(
+            !validator.is_valid(&value),
+            "{} passes the schema",
+            spec.display()
+        );
+    }
+}

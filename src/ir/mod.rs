@@ -156,10 +156,30 @@ pub const MAX_TIMEOUT_SECS: i64 = 7 * 24 * 3600;
 
 /// Lower a parsed spec and its facts to the IR. Warnings come back with it.
 pub fn lower(spec: &Spec, src: &str, facts: &Facts) -> Result<(Ir, Diagnostics), Diagnostics> {
+    lower_mode(spec, src, facts, false)
+}
+
+/// Lower for `lint`: `facts` hold symbolic values (`/${name}`) for vars that
+/// need the host, and no host facts; the checks that need them are skipped.
+pub fn lower_symbolic(
+    spec: &Spec,
+    src: &str,
+    facts: &Facts,
+) -> Result<(Ir, Diagnostics), Diagnostics> {
+    lower_mode(spec, src, facts, true)
+}
+
+fn lower_mode(
+    spec: &Spec,
+    src: &str,
+    facts: &Facts,
+    symbolic: bool,
+) -> Result<(Ir, Diagnostics), Diagnostics> {
     let mut l = Lower {
         src,
         facts,
         diags: Diagnostics::default(),
+        symbolic,
     };
     let ir = l.run(spec);
     if l.diags.has_errors() {
@@ -172,6 +192,9 @@ struct Lower<'a> {
     src: &'a str,
     facts: &'a Facts,
     diags: Diagnostics,
+    /// Lint mode: vars without a host-free value are symbolic (`/${name}`),
+    /// and checks that need host facts (launcher chain, captured env) are skipped.
+    symbolic: bool,
 }
 
 /// Check an env var name: a portable shell name (`[A-Za-z_][A-Za-z0-9_]*`), so
@@ -246,6 +269,8 @@ impl Lower<'_> {
 
     fn subst(&mut self, s: &Spanned<String>) -> Option<String> {
         match interpolate(s, self.src, &self.facts.vars) {
+            // A symbolic value `/${x}` after a `/` would read as `//`.
+            Ok(v) if self.symbolic => Some(v.replace("//${", "/${")),
             Ok(v) => Some(v),
             Err(d) => {
                 self.diags.push(d);
@@ -438,6 +463,10 @@ impl Lower<'_> {
             }
             return Vec::new();
         };
+        if self.symbolic {
+            self.path(&l.path, "`launcher.path`");
+            return Vec::new();
+        }
         let span = l.path.span.clone();
         let bad = |msg: String| {
             Diagnostic::error("sealc::launcher::chain", msg)
@@ -621,6 +650,12 @@ impl Lower<'_> {
             );
             return None;
         }
+        if self.symbolic && port.contains("${") {
+            return Some(Proxy {
+                host: host.to_string(),
+                port: 0,
+            });
+        }
         match port.parse::<u16>() {
             Ok(n) if n >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => Some(Proxy {
                 host: host.to_string(),
@@ -699,6 +734,7 @@ impl Lower<'_> {
                     }
                 }
                 Some(None) => {}
+                None if self.symbolic => {}
                 None => self.diags.push(
                     Diagnostic::error(
                         "sealc::env::absent",

@@ -27,9 +27,11 @@ pub const DEVICE_PATTERN: &str = r#"^/dev/[^/"\\\x00-\x1f\x7f]+(/[^/"\\\x00-\x1f
 /// An env var name: a portable shell name.
 pub const ENV_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
 /// A loopback proxy address; the port may be a `${var}`.
-pub const PROXY_PATTERN: &str = r"^(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5}|\$\{[A-Za-z_][A-Za-z0-9_]*\})$";
+pub const PROXY_PATTERN: &str =
+    r"^(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5}|\$\{[A-Za-z_][A-Za-z0-9_]*\})$";
 /// A host name; a leading `.` allows subdomains.
-pub const HOST_PATTERN: &str = r"^\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$";
+pub const HOST_PATTERN: &str =
+    r"^\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$";
 /// A seal name.
 pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 /// A seatbelt operation name.

@@ -1,0 +1,411 @@
+//! `sealc lint`: everything that can be said about a spec without a host.
+//!
+//! Three layers, all reported together: the JSON Schema (what an editor with
+//! Taplo shows, mapped back to TOML spans), the compiler's own checks run on
+//! symbolic var values (`/${name}` for any var whose value needs the host),
+//! and warnings that help people write good seals.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+use toml::de::{DeTable, DeValue};
+
+use crate::diag::{quote, Diagnostic, Diagnostics, Span};
+use crate::facts::{FakeHost, VarFlags};
+use crate::ir::{Ir, PathSet, RootKind};
+use crate::spec::{references, Base, Spanned, Spec};
+
+/// The committed spec schema, the one editors use.
+pub const SPEC_SCHEMA: &str = include_str!("../schemas/seal-spec.schema.json");
+
+/// Lint spec text. Every finding, sorted by position.
+pub fn lint(src: &str) -> Diagnostics {
+    let mut out = Diagnostics::default();
+    let schema = schema_findings(src);
+    let spec = match crate::spec::parse(src) {
+        Ok(spec) => Some(spec),
+        Err(d) => {
+            out.extend(d);
+            None
+        }
+    };
+    if let Some(spec) = &spec {
+        compiler_findings(spec, src, &mut out);
+    }
+    // The schema says much of what the compiler says; keep a schema finding
+    // only where no other finding already points.
+    for d in schema.0 {
+        let overlaps = d.span.as_ref().is_some_and(|s| {
+            out.0
+                .iter()
+                .filter_map(|o| o.span.as_ref())
+                .any(|o| o.start < s.end.max(s.start + 1) && s.start < o.end.max(o.start + 1))
+        });
+        if !overlaps {
+            out.push(d);
+        }
+    }
+    out.sorted()
+}
+
+fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) {
+    // Host-free var values: defaults where they need no env, `/${name}`
+    // otherwise. Nothing is read from this machine.
+    let mut host_free = spec.clone();
+    host_free.launcher = None;
+    let flags: VarFlags = spec
+        .vars
+        .iter()
+        .filter(|(_, v)| v.default.is_none())
+        .map(|(k, _)| (k.clone(), format!("/${{{k}}}")))
+        .collect();
+    let facts = match crate::facts::gather(&host_free, src, &flags, &FakeHost::new()) {
+        Ok((facts, _host_warnings)) => facts,
+        Err(d) => {
+            out.extend(Diagnostics(
+                d.0.into_iter()
+                    .filter(|x| x.code != "sealc::env::absent")
+                    .collect(),
+            ));
+            return;
+        }
+    };
+    match crate::ir::lower_symbolic(spec, src, &facts) {
+        Ok((ir, warnings)) => {
+            out.extend(warnings);
+            smells(spec, src, &ir, out);
+        }
+        Err(d) => out.extend(d),
+    }
+}
+
+/// Warnings that help people write good seals.
+fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
+    let spellings = |kinds: &[RootKind]| -> Vec<&String> {
+        ir.roots
+            .iter()
+            .filter(|r| kinds.contains(&r.kind))
+            .flat_map(|r| r.spellings.iter())
+            .collect()
+    };
+    let denied_paths = spellings(&[RootKind::DenyRead, RootKind::MetadataOnly]);
+    let denied = PathSet::new(denied_paths.iter().copied());
+    let write_paths = spellings(&[RootKind::Write]);
+    let writable = PathSet::new(write_paths.iter().copied());
+    for root in &ir.roots {
+        if root.kind == RootKind::AllowRead
+            && ir.base == Base::AllowDefault
+            && !root.spellings.iter().any(|s| denied.covers(s))
+        {
+            out.push(
+                Diagnostic::warning(
+                    "sealc::lint::allow_outside_deny",
+                    format!("`filesystem.allow_read` entry {} lies in no denied root, so it changes nothing", quote(&root.origin)),
+                )
+                .at(root.span.clone())
+                .label("already readable under `allow-default`")
+                .help("remove it, or deny a parent of it in `deny_read`"),
+            );
+        }
+        // Redundant: the nearest root that contains this one is of the same list.
+        if root.kind != RootKind::WriteDevice {
+            if let Some(parent) = nearest_enclosing(ir, &root.path) {
+                if parent.kind == root.kind {
+                    out.push(
+                        Diagnostic::advice(
+                            "sealc::lint::redundant_root",
+                            format!(
+                                "{} lies inside {}, also in `{}`",
+                                quote(&root.origin),
+                                quote(&parent.origin),
+                                root.kind.key()
+                            ),
+                        )
+                        .at(root.span.clone())
+                        .label("covered by a shallower root of the same list")
+                        .help("remove it, unless it is a symlink that leads elsewhere: then keep it, so its realpath is covered too"),
+                    );
+                }
+            }
+        }
+        if root.kind.is_denied() && root.spellings.iter().any(|s| writable.covers(s)) {
+            out.push(
+                Diagnostic::advice(
+                    "sealc::lint::deny_inside_write",
+                    format!("{} lies inside a write root", quote(&root.origin)),
+                )
+                .at(root.span.clone())
+                .label("needs the move-blocking rules")
+                .help("sealc denies writes in it and renames of its writable ancestors, so it cannot be moved out from under its rule; move it out of the write root if you can"),
+            );
+        }
+    }
+
+    // Vars declared but never used.
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for s in spec_strings(spec) {
+        if let Ok(refs) = references(s, src) {
+            used.extend(refs.into_iter().map(|r| r.name));
+        }
+    }
+    for (name, decl) in &spec.vars {
+        if !used.contains(name) {
+            out.push(
+                Diagnostic::warning(
+                    "sealc::lint::unused_var",
+                    format!("var `{name}` is declared but never used"),
+                )
+                .at(decl.name.span.clone())
+                .label("no `${...}` refers to it")
+                .help(format!("remove it, or use it as `${{{name}}}`")),
+            );
+        }
+    }
+
+    // A `pass` that looks like a secret.
+    for p in &spec.env.pass {
+        let upper = p.value.to_ascii_uppercase();
+        if ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
+            .iter()
+            .any(|w| upper.contains(w))
+        {
+            out.push(
+                Diagnostic::warning(
+                    "sealc::lint::secret_pass",
+                    format!("`{}` looks like a secret, and `pass` records its value", p.value),
+                )
+                .at(p.span.clone())
+                .label("its value would be written to env.json, the Codex config and seal.json")
+                .help(format!("list `{}` under `env.secret` instead: the runner supplies it, nothing records it", p.value)),
+            );
+        }
+    }
+}
+
+/// The deepest root (of any list but `write_devices`) that strictly contains `path`.
+fn nearest_enclosing<'a>(ir: &'a Ir, path: &str) -> Option<&'a crate::ir::Root> {
+    let mut best: Option<&crate::ir::Root> = None;
+    for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
+        if r.path != path
+            && crate::ir::is_within(path, &r.path)
+            && best.is_none_or(|b| r.path.len() > b.path.len())
+        {
+            best = Some(r);
+        }
+    }
+    best
+}
+
+/// Every string of the spec that may hold `${var}` references.
+fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
+    let fs = &spec.filesystem;
+    let mut v: Vec<&Spanned<String>> = fs
+        .deny_read
+        .iter()
+        .chain(&fs.allow_read)
+        .chain(&fs.metadata_only)
+        .chain(&fs.write)
+        .chain(&fs.write_devices)
+        .chain(spec.env.set.values())
+        .collect();
+    v.extend(spec.launcher.as_ref().map(|l| &l.path));
+    v.extend(spec.network.proxy.as_ref());
+    v.extend(spec.exec.sandbox_exec.as_ref());
+    v.extend(spec.exec.timeout.as_ref().map(|t| &t.bin));
+    v.extend(spec.vars.values().filter_map(|d| d.default.as_ref()));
+    for a in &spec.asserts {
+        v.extend(a.paths.iter().chain(&a.remote));
+    }
+    v
+}
+
+fn schema_validator() -> &'static Option<jsonschema::Validator> {
+    static V: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    V.get_or_init(|| {
+        let schema: Value = serde_json::from_str(SPEC_SCHEMA).ok()?;
+        jsonschema::draft7::new(&schema).ok()
+    })
+}
+
+/// Validate against the committed schema; map each error to a TOML span.
+fn schema_findings(src: &str) -> Diagnostics {
+    let mut out = Diagnostics::default();
+    let Ok(value) = toml::from_str::<Value>(src) else {
+        return out;
+    };
+    let Ok(doc) = DeTable::parse(src) else {
+        return out;
+    };
+    let Some(validator) = schema_validator() else {
+        return out;
+    };
+    for e in validator.iter_errors(&value) {
+        let pointer = e.instance_path().to_string();
+        let mut segments: Vec<String> = pointer
+            .split('/')
+            .skip(1)
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        // An unexpected key: point at the key itself.
+        let mut key_span = false;
+        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+            e.kind()
+        {
+            if let Some(k) = unexpected.first() {
+                segments.push(k.clone());
+                key_span = true;
+            }
+        }
+        let span = span_of(&doc, &segments, key_span);
+        let at = if pointer.is_empty() {
+            "the spec".to_string()
+        } else {
+            format!("`{}`", pointer_to_dotted(&pointer))
+        };
+        out.push(
+            Diagnostic::error(
+                "sealc::lint::schema",
+                format!("{at}: {}", lowercase_first(&e.to_string())),
+            )
+            .at_opt(span)
+            .label("the schema refuses this")
+            .help("see `schemas/seal-spec.schema.json`, or hover the key in an editor with Taplo"),
+        );
+    }
+    out
+}
+
+fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn pointer_to_dotted(p: &str) -> String {
+    let mut out = String::new();
+    for seg in p.split('/').skip(1) {
+        if seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// The span of the value (or, with `key`, of the last key) at a path.
+fn span_of(doc: &toml::Spanned<DeTable<'_>>, segments: &[String], key: bool) -> Option<Span> {
+    let mut span = doc.span();
+    let mut cur: Option<&DeValue<'_>> = None;
+    let mut table: Option<&DeTable<'_>> = Some(doc.get_ref());
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        if let Some(t) = table {
+            let (k, v) = t
+                .iter()
+                .find(|(k, _)| k.get_ref().as_ref() == seg.as_str())?;
+            span = if last && key { k.span() } else { v.span() };
+            cur = Some(v.get_ref());
+        } else if let Some(DeValue::Array(a)) = cur {
+            let idx: usize = seg.parse().ok()?;
+            let v = a.get(idx)?;
+            span = v.span();
+            cur = Some(v.get_ref());
+        } else {
+            return Some(span);
+        }
+        table = match cur {
+            Some(DeValue::Table(t)) => Some(t),
+            _ => None,
+        };
+    }
+    Some(span)
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src[..src.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Diagnostics as JSON for editors and CI annotations.
+pub fn to_json(diags: &Diagnostics, file: &str, src: &str) -> String {
+    let items: Vec<Value> = diags
+        .0
+        .iter()
+        .map(|d| {
+            let range = d.span.as_ref().map(|s| {
+                let (sl, sc) = line_col(src, s.start);
+                let (el, ec) = line_col(src, s.end);
+                json!({ "start": { "line": sl, "column": sc }, "end": { "line": el, "column": ec } })
+            });
+            json!({
+                "code": d.code,
+                "severity": d.severity.as_str(),
+                "message": d.message,
+                "label": d.label,
+                "help": d.help,
+                "range": range,
+            })
+        })
+        .collect();
+    let count = |sev| diags.0.iter().filter(|d| d.severity == sev).count();
+    crate::record::canonical_json(&json!({
+        "schema": "sealc.lint/v1",
+        "file": file,
+        "errors": count(crate::diag::Severity::Error),
+        "warnings": count(crate::diag::Severity::Warning),
+        "advice": count(crate::diag::Severity::Advice),
+        "diagnostics": items,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_findings_point_at_the_offending_toml() {
+        let src = "version = 1\nname = \"s\"\nextra = true\n[filesystem]\ndeny_read = [\"/ok\", \"/bad/\"]\n[network]\nports = [443, 0]\n";
+        let d = schema_findings(src);
+        let at = |needle: &str| {
+            let start = src.find(needle).unwrap();
+            d.0.iter().any(|x| {
+                x.span
+                    .as_ref()
+                    .is_some_and(|s| s.start == start && s.end == start + needle.len())
+            })
+        };
+        assert!(at("extra"), "{d:#?}");
+        assert!(at("\"/bad/\""), "{d:#?}");
+        assert!(
+            at("0]") || d.0.iter().any(|x| x.message.contains("network.ports[1]")),
+            "{d:#?}"
+        );
+        assert!(d.0.iter().all(|x| x.code == "sealc::lint::schema"));
+    }
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+        assert_eq!(line_col("é\nx", 3), (2, 1));
+    }
+
+    #[test]
+    fn dotted_paths() {
+        assert_eq!(
+            pointer_to_dotted("/filesystem/deny_read/1"),
+            "filesystem.deny_read[1]"
+        );
+    }
+}

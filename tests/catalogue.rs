@@ -1,0 +1,85 @@
+//! The diagnostics catalogue: `docs/diagnostics.md` is generated from the
+//! table in `src/diag.rs`; every code used in the source is listed once; and
+//! every example that is a spec raises its code.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+
+#[test]
+fn the_catalogue_is_fresh() {
+    let failures: Vec<String> = check_golden(
+        &root().join("docs/diagnostics.md"),
+        sealc::diag::catalogue().as_bytes(),
+    )
+    .into_iter()
+    .collect();
+    assert_goldens(failures);
+}
+
+fn source_codes() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut stack = vec![root().join("src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("diag.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for piece in text.split('"').skip(1).step_by(2) {
+                    if piece.starts_with("sealc::")
+                        && piece.matches("::").count() == 2
+                        && !piece.contains(' ')
+                    {
+                        found.insert(piece.to_string());
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_code_in_the_source_is_catalogued_once() {
+    let listed: Vec<&str> = sealc::diag::CODES.iter().map(|(c, _, _)| *c).collect();
+    let unique: BTreeSet<&str> = listed.iter().copied().collect();
+    assert_eq!(unique.len(), listed.len(), "a code is listed twice");
+    for code in source_codes() {
+        assert!(
+            unique.contains(code.as_str()),
+            "{code} is used in src/ but not listed in CODES"
+        );
+    }
+}
+
+#[test]
+fn spec_examples_raise_their_code() {
+    let mut checked = 0;
+    for (code, _, example) in sealc::diag::CODES {
+        if example.starts_with('#') {
+            continue; // a command or a host condition, not a spec on its own
+        }
+        let src = if example.starts_with("version") || example.starts_with("name") {
+            example.to_string()
+        } else {
+            format!("version = 1\nname = \"example\"\n{example}\n")
+        };
+        let mut codes: Vec<&str> = Vec::new();
+        let lint = sealc::lint::lint(&src);
+        codes.extend(lint.0.iter().map(|d| d.code));
+        let compile = sealc::compile("e.toml", &src, &Vec::new(), &sealc::facts::FakeHost::new());
+        if let Err(d) = &compile {
+            codes.extend(d.0.iter().map(|d| d.code));
+        }
+        assert!(
+            codes.contains(code),
+            "the example of {code} raises {codes:?}:\n{src}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked}");
+}
