@@ -168,6 +168,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[[assert]]\ndeny = \"file-read-data\"",
     ),
     (
+        "sealc::assert::failed",
+        "an `[[assert]]` is false, ambiguous or undetermined on the compiled profile",
+        "[filesystem]\ndeny_read = [\"/secret\"]\n[[assert]]\nallow = \"file-read-data\"\npaths = [\"/secret/x\"]",
+    ),
+    (
         "sealc::platform::unsupported",
         "the target platform has no backend yet",
         "[target]\nplatform = \"linux\"",

@@ -1,0 +1,829 @@
+//! The SBPL evaluator: which rule of a profile decides an operation on a path
+//! or a network endpoint.
+//!
+//! Two readings of seatbelt precedence are modelled (see `sbpl-notes.md` §3):
+//!
+//! - **filtered first**: for the operation and then each fallback parent, the
+//!   last *matching filtered* rule of that operation decides; an unfiltered
+//!   rule only sets that operation's fallback, wherever it sits;
+//! - **source order**: every rule of the operation or of one of its parents is
+//!   considered in source order, and the last match wins.
+//!
+//! When the two disagree the answer is **ambiguous**. Anything the evaluator
+//! does not model (Scheme it does not run, unknown filters, unsupported
+//! regexes, imports) makes the answer **undetermined**, naming the construct
+//! and its line: never a guess.
+
+use std::collections::BTreeMap;
+
+use super::parse::{print_expr, Expr, Node, Profile};
+use super::regex::Regex;
+
+/// What a rule does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Allow,
+    Deny,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Deny => "deny",
+        }
+    }
+}
+
+/// What an operation is applied to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Path(String),
+    /// An outbound TCP endpoint.
+    Remote {
+        host: String,
+        port: u16,
+    },
+}
+
+/// A rule, as a reviewer reads it: its line and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleRef {
+    pub line: usize,
+    pub text: String,
+}
+
+/// One reading's answer: the action and the rule that decided it (`None`:
+/// no rule matched and no default is written, which seatbelt treats as allow).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub action: Action,
+    pub rule: Option<RuleRef>,
+}
+
+/// The evaluator's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Both readings agree (`rule` is the filtered-first reading's).
+    Decided(Decision),
+    Ambiguous {
+        filtered_first: Decision,
+        source_order: Decision,
+    },
+    Undetermined {
+        construct: String,
+        line: usize,
+    },
+}
+
+impl Verdict {
+    pub fn action(&self) -> Option<Action> {
+        match self {
+            Verdict::Decided(d) => Some(d.action),
+            _ => None,
+        }
+    }
+}
+
+/// The fallback parent of each operation modelled: the file, network and
+/// process families and their terminal siblings (macOS 10.15 table).
+const PARENTS: &[(&str, &str)] = &[
+    ("file*", "default"),
+    ("file-chroot", "file*"),
+    ("file-clone", "default"),
+    ("file-ioctl", "file*"),
+    ("file-issue-extension", "file*"),
+    ("file-link", "default"),
+    ("file-map-executable", "default"),
+    ("file-mknod", "file*"),
+    ("file-mount", "file*"),
+    ("file-mount-update", "file-mount"),
+    ("file-read*", "file*"),
+    ("file-read-data", "file-read*"),
+    ("file-read-metadata", "file-read*"),
+    ("file-read-xattr", "file-read*"),
+    ("file-revoke", "file*"),
+    ("file-search", "file*"),
+    ("file-test-existence", "default"),
+    ("file-unmount", "file*"),
+    ("file-write*", "file*"),
+    ("file-write-acl", "file-write*"),
+    ("file-write-create", "file-write*"),
+    ("file-write-data", "file-write*"),
+    ("file-write-finderinfo", "file-write*"),
+    ("file-write-flags", "file-write*"),
+    ("file-write-mode", "file-write*"),
+    ("file-write-owner", "file-write*"),
+    ("file-write-setugid", "default"),
+    ("file-write-times", "file-write*"),
+    ("file-write-unlink", "file-write*"),
+    ("file-write-xattr", "file-write*"),
+    ("network*", "default"),
+    ("network-bind", "network-inbound"),
+    ("network-inbound", "network*"),
+    ("network-outbound", "network*"),
+    ("process*", "default"),
+    ("process-exec*", "process*"),
+    ("process-exec-interpreter", "process-exec*"),
+    ("process-fork", "process*"),
+];
+
+/// Operation aliases of the prelude.
+fn canonical_op(op: &str) -> &str {
+    match op {
+        "process-exec" => "process-exec*",
+        "file-unlink" => "file-write-unlink",
+        other => other,
+    }
+}
+
+/// The operation and its fallback chain, ending at `default`; `None` for an
+/// operation not modelled.
+pub fn chain(op: &str) -> Option<Vec<&'static str>> {
+    let mut cur = PARENTS.iter().find(|(o, _)| *o == canonical_op(op))?.0;
+    let mut out = vec![cur];
+    while let Some((_, p)) = PARENTS.iter().find(|(o, _)| *o == cur) {
+        out.push(p);
+        if *p == "default" {
+            break;
+        }
+        cur = p;
+    }
+    Some(out)
+}
+
+/// The modelled operations, with their parents (for cross-checks).
+pub fn modelled_operations() -> &'static [(&'static str, &'static str)] {
+    PARENTS
+}
+
+#[derive(Clone, Debug)]
+enum PathKind {
+    Literal,
+    Subpath,
+    Prefix,
+}
+
+#[derive(Clone, Debug)]
+enum Filter {
+    Path(PathKind, Vec<String>),
+    Regex(Vec<Regex>),
+    Net {
+        remote: bool,
+        proto: String,
+        addr: Option<String>,
+    },
+    Any(Vec<Filter>),
+    All(Vec<Filter>),
+    Not(Box<Filter>),
+    Opaque {
+        what: String,
+        line: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tri {
+    Yes,
+    No,
+}
+
+type Match = Result<Tri, (String, usize)>;
+
+impl Filter {
+    fn matches(&self, t: &Target) -> Match {
+        Ok(match (self, t) {
+            (Filter::Path(kind, pats), Target::Path(p)) => {
+                let hit = pats.iter().any(|pat| match kind {
+                    PathKind::Literal => p == pat,
+                    PathKind::Subpath => {
+                        pat == "/"
+                            || p == pat
+                            || (p.starts_with(pat.as_str())
+                                && p.as_bytes().get(pat.len()) == Some(&b'/'))
+                    }
+                    PathKind::Prefix => p.starts_with(pat.as_str()),
+                });
+                if hit {
+                    Tri::Yes
+                } else {
+                    Tri::No
+                }
+            }
+            (Filter::Regex(res), Target::Path(p)) => {
+                if res.iter().any(|r| r.is_match(p)) {
+                    Tri::Yes
+                } else {
+                    Tri::No
+                }
+            }
+            (Filter::Path(..) | Filter::Regex(_), Target::Remote { .. }) => Tri::No,
+            (Filter::Net { .. }, Target::Path(_)) => Tri::No,
+            (
+                Filter::Net {
+                    remote,
+                    proto,
+                    addr,
+                },
+                Target::Remote { host, port },
+            ) => {
+                let proto_ok = proto.starts_with("ip") || proto.starts_with("tcp");
+                let (h, p) = match addr {
+                    None => ("*", "*"),
+                    Some(a) => a.rsplit_once(':').unwrap_or((a.as_str(), "*")),
+                };
+                if !*remote && (h != "*" || p != "*") {
+                    return Err((
+                        format!("(local {proto} \"{h}:{p}\") on an outbound query"),
+                        0,
+                    ));
+                }
+                let host_ok = h == "*"
+                    || (h == "localhost"
+                        && matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1" | "0.0.0.0"));
+                let port_ok = p == "*" || p.parse::<u16>().ok() == Some(*port);
+                if proto_ok && host_ok && port_ok {
+                    Tri::Yes
+                } else {
+                    Tri::No
+                }
+            }
+            (Filter::Any(fs), t) => {
+                let mut unknown = None;
+                for f in fs {
+                    match f.matches(t) {
+                        Ok(Tri::Yes) => return Ok(Tri::Yes),
+                        Ok(Tri::No) => {}
+                        Err(e) => unknown = unknown.or(Some(e)),
+                    }
+                }
+                match unknown {
+                    Some(e) => return Err(e),
+                    None => Tri::No,
+                }
+            }
+            (Filter::All(fs), t) => {
+                let mut unknown = None;
+                for f in fs {
+                    match f.matches(t) {
+                        Ok(Tri::No) => return Ok(Tri::No),
+                        Ok(Tri::Yes) => {}
+                        Err(e) => unknown = unknown.or(Some(e)),
+                    }
+                }
+                match unknown {
+                    Some(e) => return Err(e),
+                    None => Tri::Yes,
+                }
+            }
+            (Filter::Not(f), t) => match f.matches(t)? {
+                Tri::Yes => Tri::No,
+                Tri::No => Tri::Yes,
+            },
+            (Filter::Opaque { what, line }, _) => return Err((what.clone(), *line)),
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    action: Action,
+    ops: Vec<String>,
+    filter: Option<Filter>,
+    at: RuleRef,
+}
+
+/// A profile, evaluated: its rules, and what could not be evaluated.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    rules: Vec<Rule>,
+    /// Top-level constructs not modelled (imports, unknown forms): they could
+    /// add rules for any operation, so every answer is undetermined.
+    blockers: Vec<(String, usize)>,
+    /// `(version N)` seen.
+    pub version: Option<i64>,
+}
+
+#[derive(Clone, Debug)]
+enum Value {
+    Str(String),
+    Bool(bool),
+    Filter(Filter),
+    Opaque(String, usize),
+}
+
+struct Env<'a> {
+    params: &'a BTreeMap<String, String>,
+    defines: BTreeMap<String, Value>,
+}
+
+fn text_of(e: &Expr) -> String {
+    let mut s = String::new();
+    print_expr(e, &mut s);
+    if s.len() > 120 {
+        let cut = s.char_indices().nth(117).map_or(s.len(), |(i, _)| i);
+        s.truncate(cut);
+        s.push_str("...");
+    }
+    s
+}
+
+impl Model {
+    /// Evaluate a parsed profile with `-D` parameters.
+    pub fn new(profile: &Profile, params: &BTreeMap<String, String>) -> Model {
+        let mut m = Model::default();
+        let mut env = Env {
+            params,
+            defines: BTreeMap::new(),
+        };
+        for f in &profile.forms {
+            m.top(f, &mut env);
+        }
+        m
+    }
+
+    fn top(&mut self, e: &Expr, env: &mut Env<'_>) {
+        let Some(items) = e.list() else {
+            self.blockers.push((text_of(e), e.line));
+            return;
+        };
+        let head = items.first().and_then(Expr::symbol).unwrap_or("");
+        match head {
+            "version" => {
+                if let Some(Node::Int { value, .. }) = items.get(1).map(|x| &x.node) {
+                    self.version = Some(*value);
+                }
+            }
+            "allow" | "deny" => self.rule(e, items, env),
+            "define" | "define-once" => match items.get(1).map(|x| &x.node) {
+                Some(Node::Symbol(name)) => {
+                    let v = items.get(2).map_or(Value::Bool(false), |x| eval(x, env));
+                    env.defines.insert(name.clone(), v);
+                }
+                Some(Node::List { items: sig, .. }) => {
+                    if let Some(name) = sig.first().and_then(Expr::symbol) {
+                        env.defines.insert(
+                            name.to_string(),
+                            Value::Opaque(format!("the function `{name}`"), e.line),
+                        );
+                    }
+                }
+                _ => self.blockers.push((text_of(e), e.line)),
+            },
+            "if" | "when" | "unless" => {
+                let cond = items.get(1).map(|c| eval(c, env));
+                let truth = match cond {
+                    Some(Value::Bool(b)) => b,
+                    Some(Value::Str(_)) | Some(Value::Filter(_)) => true,
+                    Some(Value::Opaque(what, line)) => {
+                        self.blockers.push((what, line));
+                        return;
+                    }
+                    None => false,
+                };
+                let branch: Vec<&Expr> = match head {
+                    "if" if truth => items.get(2).into_iter().collect(),
+                    "if" => items.get(3).into_iter().collect(),
+                    "when" if truth => items[2..].iter().collect(),
+                    "unless" if !truth => items[2..].iter().collect(),
+                    _ => Vec::new(),
+                };
+                for b in branch {
+                    self.top(b, env);
+                }
+            }
+            "begin" => {
+                for b in &items[1..] {
+                    self.top(b, env);
+                }
+            }
+            "debug" | "trace" => {}
+            "import" => self.blockers.push((
+                format!(
+                    "import of {}",
+                    items.get(1).map(text_of).unwrap_or_default()
+                ),
+                e.line,
+            )),
+            _ => self.blockers.push((text_of(e), e.line)),
+        }
+    }
+
+    fn rule(&mut self, e: &Expr, items: &[Expr], env: &Env<'_>) {
+        let action = if items[0].symbol() == Some("allow") {
+            Action::Allow
+        } else {
+            Action::Deny
+        };
+        let mut ops = Vec::new();
+        let mut filters = Vec::new();
+        for arg in &items[1..] {
+            match &arg.node {
+                Node::Symbol(s) => match env.defines.get(s) {
+                    Some(Value::Filter(f)) => filters.push(f.clone()),
+                    Some(Value::Opaque(what, line)) => filters.push(Filter::Opaque {
+                        what: what.clone(),
+                        line: *line,
+                    }),
+                    Some(_) => filters.push(Filter::Opaque {
+                        what: format!("`{s}` used as a filter"),
+                        line: arg.line,
+                    }),
+                    None => ops.push(canonical_op(s).to_string()),
+                },
+                Node::List { items: inner, .. }
+                    if inner.first().and_then(Expr::symbol) == Some("with") => {}
+                _ => match eval(arg, env) {
+                    Value::Filter(f) => filters.push(f),
+                    Value::Opaque(what, line) => filters.push(Filter::Opaque { what, line }),
+                    _ => filters.push(Filter::Opaque {
+                        what: text_of(arg),
+                        line: arg.line,
+                    }),
+                },
+            }
+        }
+        let filter = match filters.len() {
+            0 => None,
+            1 => filters.pop(),
+            _ => Some(Filter::Any(filters)),
+        };
+        self.rules.push(Rule {
+            action,
+            ops,
+            filter,
+            at: RuleRef {
+                line: e.line,
+                text: text_of(e),
+            },
+        });
+    }
+
+    /// Decide `op` on `target` under both readings.
+    pub fn query(&self, op: &str, target: &Target) -> Verdict {
+        if let Some((what, line)) = self.blockers.first() {
+            return Verdict::Undetermined {
+                construct: what.clone(),
+                line: *line,
+            };
+        }
+        let Some(chain) = chain(op) else {
+            return Verdict::Undetermined {
+                construct: format!("the operation `{op}` is not modelled"),
+                line: 0,
+            };
+        };
+        let a = match self.filtered_first(&chain, target) {
+            Ok(d) => d,
+            Err((construct, line)) => return Verdict::Undetermined { construct, line },
+        };
+        let b = match self.source_order(&chain, target) {
+            Ok(d) => d,
+            Err((construct, line)) => return Verdict::Undetermined { construct, line },
+        };
+        if a.action == b.action {
+            Verdict::Decided(a)
+        } else {
+            Verdict::Ambiguous {
+                filtered_first: a,
+                source_order: b,
+            }
+        }
+    }
+
+    fn filtered_first(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
+        for op in chain {
+            let own = self.rules.iter().filter(|r| r.ops.iter().any(|o| o == op));
+            let mut fallback: Option<&Rule> = None;
+            for r in own.clone().rev() {
+                match &r.filter {
+                    None => {
+                        fallback = fallback.or(Some(r));
+                    }
+                    Some(f) => match f.matches(t) {
+                        Ok(Tri::Yes) => return Ok(decision(r)),
+                        Ok(Tri::No) => {}
+                        Err((what, line)) => {
+                            return Err((what, if line == 0 { r.at.line } else { line }))
+                        }
+                    },
+                }
+            }
+            if let Some(r) = fallback {
+                return Ok(decision(r));
+            }
+        }
+        Ok(Decision {
+            action: Action::Allow,
+            rule: None,
+        })
+    }
+
+    fn source_order(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
+        for r in self.rules.iter().rev() {
+            if !r.ops.iter().any(|o| chain.contains(&o.as_str())) {
+                continue;
+            }
+            match &r.filter {
+                None => return Ok(decision(r)),
+                Some(f) => match f.matches(t) {
+                    Ok(Tri::Yes) => return Ok(decision(r)),
+                    Ok(Tri::No) => {}
+                    Err((what, line)) => {
+                        return Err((what, if line == 0 { r.at.line } else { line }))
+                    }
+                },
+            }
+        }
+        Ok(Decision {
+            action: Action::Allow,
+            rule: None,
+        })
+    }
+}
+
+fn decision(r: &Rule) -> Decision {
+    Decision {
+        action: r.action,
+        rule: Some(r.at.clone()),
+    }
+}
+
+/// Evaluate an expression to a value: strings, params, booleans, filters.
+fn eval(e: &Expr, env: &Env<'_>) -> Value {
+    let opaque = || Value::Opaque(text_of(e), e.line);
+    match &e.node {
+        Node::Str { value, .. } => Value::Str(value.clone()),
+        Node::RawStr(s) => Value::Str(s.clone()),
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Int { raw, .. } => Value::Str(raw.clone()),
+        Node::Symbol(s) => env.defines.get(s).cloned().unwrap_or_else(opaque),
+        Node::List { items, tail: None } => {
+            let Some(head) = items.first().and_then(Expr::symbol) else {
+                return opaque();
+            };
+            let args = &items[1..];
+            let strings = || -> Result<Vec<String>, Value> {
+                args.iter()
+                    .map(|a| match eval(a, env) {
+                        Value::Str(s) => Ok(s),
+                        Value::Opaque(w, l) => Err(Value::Opaque(w, l)),
+                        _ => Err(Value::Opaque(text_of(a), a.line)),
+                    })
+                    .collect()
+            };
+            let path = |kind: PathKind| match strings() {
+                Ok(v) if !v.is_empty() => Value::Filter(Filter::Path(kind, v)),
+                Ok(_) => opaque(),
+                Err(o) => o,
+            };
+            match head {
+                "param" => match args.first().and_then(Expr::string) {
+                    Some(name) => env
+                        .params
+                        .get(name)
+                        .map_or(Value::Bool(false), |v| Value::Str(v.clone())),
+                    None => opaque(),
+                },
+                "string-append" => match strings() {
+                    Ok(v) => Value::Str(v.concat()),
+                    Err(o) => o,
+                },
+                "literal" | "path" | "path-literal" => path(PathKind::Literal),
+                "subpath" => path(PathKind::Subpath),
+                "prefix" | "path-prefix" => path(PathKind::Prefix),
+                "regex" | "path-regex" => match strings() {
+                    Ok(v) if !v.is_empty() => {
+                        let mut res = Vec::new();
+                        for p in v {
+                            match Regex::new(&p) {
+                                Ok(r) => res.push(r),
+                                Err(why) => {
+                                    return Value::Opaque(format!("regex {p:?}: {why}"), e.line)
+                                }
+                            }
+                        }
+                        Value::Filter(Filter::Regex(res))
+                    }
+                    Ok(_) => opaque(),
+                    Err(o) => o,
+                },
+                "require-any" | "require-all" => {
+                    let mut fs = Vec::new();
+                    for a in args {
+                        match eval(a, env) {
+                            Value::Filter(f) => fs.push(f),
+                            Value::Opaque(w, l) => fs.push(Filter::Opaque { what: w, line: l }),
+                            _ => fs.push(Filter::Opaque {
+                                what: text_of(a),
+                                line: a.line,
+                            }),
+                        }
+                    }
+                    Value::Filter(if head == "require-any" {
+                        Filter::Any(fs)
+                    } else {
+                        Filter::All(fs)
+                    })
+                }
+                "require-not" => match args.first().map(|a| eval(a, env)) {
+                    Some(Value::Filter(f)) => Value::Filter(Filter::Not(Box::new(f))),
+                    Some(Value::Opaque(w, l)) => Value::Opaque(w, l),
+                    _ => opaque(),
+                },
+                "remote" | "local" => {
+                    let proto = args.first().and_then(Expr::symbol).unwrap_or("");
+                    if ![
+                        "ip", "ip4", "ip6", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6",
+                    ]
+                    .contains(&proto)
+                    {
+                        return opaque();
+                    }
+                    let addr = match args.get(1).map(|a| eval(a, env)) {
+                        None => None,
+                        Some(Value::Str(s)) => Some(s),
+                        Some(_) => return opaque(),
+                    };
+                    Value::Filter(Filter::Net {
+                        remote: head == "remote",
+                        proto: proto.to_string(),
+                        addr,
+                    })
+                }
+                _ => opaque(),
+            }
+        }
+        _ => opaque(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(src: &str) -> Model {
+        Model::new(&super::super::parse::parse(src).unwrap(), &BTreeMap::new())
+    }
+
+    fn path(p: &str) -> Target {
+        Target::Path(p.into())
+    }
+
+    fn act(m: &Model, op: &str, p: &str) -> Option<Action> {
+        m.query(op, &path(p)).action()
+    }
+
+    #[test]
+    fn fallback_chain() {
+        assert_eq!(
+            chain("file-read-data").unwrap(),
+            ["file-read-data", "file-read*", "file*", "default"]
+        );
+        assert_eq!(
+            chain("network-bind").unwrap(),
+            ["network-bind", "network-inbound", "network*", "default"]
+        );
+        assert_eq!(chain("file-link").unwrap(), ["file-link", "default"]);
+        assert!(chain("iokit-open").is_none());
+    }
+
+    #[test]
+    fn filters() {
+        let m = model(
+            "(version 1)(deny default)\n(allow file-read* (literal \"/a\") (subpath \"/b\") (prefix \"/c\") (regex #\"^/d/[0-9]+$\"))",
+        );
+        assert_eq!(act(&m, "file-read-data", "/a"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-data", "/a/x"), Some(Action::Deny));
+        assert_eq!(act(&m, "file-read-data", "/b/x/y"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-data", "/bb"), Some(Action::Deny));
+        assert_eq!(act(&m, "file-read-data", "/cat"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-data", "/d/42"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-data", "/d/4x"), Some(Action::Deny));
+    }
+
+    #[test]
+    fn last_filtered_match_wins() {
+        let m = model("(version 1)(allow default)(allow file-read* (subpath \"/a\"))(deny file-read* (subpath \"/a/b\"))");
+        assert_eq!(act(&m, "file-read-data", "/a/b/c"), Some(Action::Deny));
+        let m = model("(version 1)(allow default)(deny file-read* (subpath \"/a/b\"))(allow file-read* (subpath \"/a\"))");
+        assert_eq!(act(&m, "file-read-data", "/a/b/c"), Some(Action::Allow));
+    }
+
+    #[test]
+    fn an_unfiltered_rule_after_filtered_ones_is_ambiguous() {
+        let m = model(
+            "(version 1)(allow default)(allow file-write* (subpath \"/x\"))(deny file-write*)",
+        );
+        let v = m.query("file-write-data", &path("/x/f"));
+        let Verdict::Ambiguous {
+            filtered_first,
+            source_order,
+        } = v
+        else {
+            panic!("{v:?}")
+        };
+        assert_eq!(filtered_first.action, Action::Allow);
+        assert_eq!(source_order.action, Action::Deny);
+        // Outside /x both readings deny.
+        assert_eq!(act(&m, "file-write-data", "/y"), Some(Action::Deny));
+    }
+
+    #[test]
+    fn child_rule_against_a_later_parent_rule_is_ambiguous() {
+        let m = model("(version 1)(allow default)(allow file-read-data (subpath \"/a\"))(deny file-read* (subpath \"/a\"))");
+        assert!(matches!(
+            m.query("file-read-data", &path("/a/x")),
+            Verdict::Ambiguous { .. }
+        ));
+        // The other order agrees under both readings.
+        let m = model("(version 1)(allow default)(deny file-read* (subpath \"/a\"))(allow file-read-data (subpath \"/a\"))");
+        assert_eq!(act(&m, "file-read-data", "/a/x"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-metadata", "/a/x"), Some(Action::Deny));
+    }
+
+    #[test]
+    fn terminal_operations_fall_to_the_default() {
+        let m = model("(version 1)(allow default)(deny file-write* (subpath \"/\"))");
+        assert_eq!(act(&m, "file-link", "/a"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-write-setugid", "/a"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-write-unlink", "/a"), Some(Action::Deny));
+    }
+
+    #[test]
+    fn network_filters() {
+        let m = model(
+            "(version 1)(allow default)(deny network* (remote ip \"*:*\") (local ip \"*:*\"))(allow network-outbound (remote tcp \"localhost:8080\"))",
+        );
+        let q = |h: &str, p| {
+            m.query(
+                "network-outbound",
+                &Target::Remote {
+                    host: h.into(),
+                    port: p,
+                },
+            )
+            .action()
+        };
+        assert_eq!(q("127.0.0.1", 8080), Some(Action::Allow));
+        assert_eq!(q("::1", 8080), Some(Action::Allow));
+        assert_eq!(q("127.0.0.1", 8081), Some(Action::Deny));
+        assert_eq!(q("10.0.0.1", 8080), Some(Action::Deny));
+        assert_eq!(q("127.0.0.2", 8080), Some(Action::Deny));
+    }
+
+    #[test]
+    fn params_defines_and_conditionals() {
+        let src = "(version 1)(deny default)\n(define home (param \"HOME\"))\n(define tree (subpath (string-append home \"/src\")))\n(when (param \"OPEN\") (allow file-read* tree))\n(if (param \"NOPE\") (allow file-read* (subpath \"/\")) (allow file-read-metadata (literal \"/\")))";
+        let profile = super::super::parse::parse(src).unwrap();
+        let params = BTreeMap::from([
+            ("HOME".to_string(), "/u".to_string()),
+            ("OPEN".to_string(), "1".to_string()),
+        ]);
+        let m = Model::new(&profile, &params);
+        assert_eq!(act(&m, "file-read-data", "/u/src/x"), Some(Action::Allow));
+        assert_eq!(act(&m, "file-read-data", "/u/other"), Some(Action::Deny));
+        assert_eq!(act(&m, "file-read-metadata", "/"), Some(Action::Allow));
+        // Without OPEN the `when` adds nothing.
+        let m = Model::new(
+            &profile,
+            &BTreeMap::from([("HOME".to_string(), "/u".to_string())]),
+        );
+        assert_eq!(act(&m, "file-read-data", "/u/src/x"), Some(Action::Deny));
+    }
+
+    #[test]
+    fn what_is_not_modelled_is_undetermined() {
+        for (src, line) in [
+            ("(version 1)(allow default)\n(import \"system.sb\")", 2),
+            (
+                "(version 1)(deny default)\n(allow file-read* (vnode-type DIRECTORY))",
+                2,
+            ),
+            (
+                "(version 1)(deny default)\n(allow file-read* (regex #\"^/a{2}$\"))",
+                2,
+            ),
+            (
+                "(version 1)(deny default)\n(define (f x) x)\n(allow file-read* f)",
+                2,
+            ),
+        ] {
+            let v = model(src).query("file-read-data", &path("/aa"));
+            let Verdict::Undetermined { line: l, .. } = v else {
+                panic!("{src}: {v:?}")
+            };
+            assert_eq!(l, line, "{src}");
+        }
+        assert!(matches!(
+            model("(version 1)").query("iokit-open", &path("/x")),
+            Verdict::Undetermined { .. }
+        ));
+    }
+
+    #[test]
+    fn modifiers_are_ignored() {
+        let m = model("(version 1)(deny default)(allow (with report) file-read* (literal \"/a\") (with no-log))");
+        assert_eq!(act(&m, "file-read-data", "/a"), Some(Action::Allow));
+    }
+}

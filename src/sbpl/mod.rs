@@ -1,0 +1,8 @@
+//! SBPL, read back: a parser (`parse`, from `grammar/sbpl.pest`) and an
+//! evaluator (`eval`) that answers "is this operation on this path or
+//! endpoint allowed?" under both readings of seatbelt precedence, so sealc's
+//! profiles can be proved off macOS.
+
+pub mod eval;
+pub mod parse;
+mod regex;
