@@ -78,6 +78,26 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Which rule of a seatbelt profile decides an operation on a path or endpoint.
+    Explain {
+        /// The profile (SBPL).
+        profile: PathBuf,
+        /// The operation, e.g. `file-read-data`.
+        #[arg(long)]
+        op: String,
+        /// The path the operation is applied to.
+        #[arg(required_unless_present = "remote", conflicts_with = "remote")]
+        path: Option<String>,
+        /// An outbound TCP endpoint instead of a path.
+        #[arg(long, value_name = "HOST:PORT")]
+        remote: Option<String>,
+        /// A profile parameter, as `sandbox-exec -D K=V`.
+        #[arg(short = 'D', value_name = "K=V")]
+        params: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Print a JSON Schema (also committed under schemas/).
     Schema {
         /// Which schema.
@@ -190,6 +210,14 @@ pub fn run(
                 OK
             }
         }
+        Command::Explain {
+            profile,
+            op,
+            path,
+            remote,
+            params,
+            format,
+        } => explain(&profile, &op, path, remote, &params, format, out, err),
         Command::Schema { which } => {
             let v = match which {
                 Which::Spec => crate::spec::json_schema(),
@@ -199,6 +227,119 @@ pub fn run(
             OK
         }
     }
+}
+
+/// Exit code of `explain` when the answer is ambiguous or undetermined.
+pub const UNDECIDED: i32 = 3;
+
+#[allow(clippy::too_many_arguments)]
+fn explain(
+    profile: &Path,
+    op: &str,
+    path: Option<String>,
+    remote: Option<String>,
+    params: &[String],
+    format: Format,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    use crate::sbpl::eval::{Decision, Model, Target, Verdict};
+    let text = match std::fs::read_to_string(profile) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: cannot read the profile {}: {e}",
+                quote(&profile.display().to_string())
+            );
+            return BAD_INPUT;
+        }
+    };
+    let parsed = match crate::sbpl::parse::parse(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: {} is not readable SBPL: {e}",
+                quote(&profile.display().to_string())
+            );
+            return BAD_INPUT;
+        }
+    };
+    let mut defs = std::collections::BTreeMap::new();
+    for p in params {
+        match p.split_once('=') {
+            Some((k, v)) => {
+                defs.insert(k.to_string(), v.to_string());
+            }
+            None => {
+                let _ = writeln!(err, "error: `-D {p}` is not of the form K=V");
+                return BAD_INPUT;
+            }
+        }
+    }
+    let target = match (path, remote) {
+        (Some(p), _) => Target::Path(p),
+        (None, Some(r)) => match r
+            .rsplit_once(':')
+            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
+        {
+            Some((h, port)) => Target::Remote {
+                host: h.trim_matches(['[', ']']).to_string(),
+                port,
+            },
+            None => {
+                let _ = writeln!(err, "error: `--remote {r}` is not HOST:PORT");
+                return BAD_INPUT;
+            }
+        },
+        (None, None) => return BAD_INPUT,
+    };
+    let model = Model::new(&parsed, &defs);
+    let verdict = model.query(op, &target);
+    let rule_json = |d: &Decision| {
+        serde_json::json!({
+            "action": d.action.as_str(),
+            "line": d.rule.as_ref().map(|r| r.line),
+            "rule": d.rule.as_ref().map(|r| r.text.clone()),
+        })
+    };
+    let rule_text = |d: &Decision| match &d.rule {
+        Some(r) => format!("line {}: {}", r.line, r.text),
+        None => "no rule matched and no default is written (seatbelt allows)".to_string(),
+    };
+    let (code, text_out, json_out) = match &verdict {
+        Verdict::Decided(d) => (
+            OK,
+            format!("{}\n  decided by {}\n", d.action.as_str(), rule_text(d)),
+            serde_json::json!({ "answer": d.action.as_str(), "decided_by": rule_json(d) }),
+        ),
+        Verdict::Ambiguous { filtered_first, source_order } => (
+            UNDECIDED,
+            format!(
+                "ambiguous\n  filtered-first reading: {} by {}\n  source-order reading:   {} by {}\n",
+                filtered_first.action.as_str(),
+                rule_text(filtered_first),
+                source_order.action.as_str(),
+                rule_text(source_order)
+            ),
+            serde_json::json!({
+                "answer": "ambiguous",
+                "filtered_first": rule_json(filtered_first),
+                "source_order": rule_json(source_order),
+            }),
+        ),
+        Verdict::Undetermined { construct, line } => (
+            UNDECIDED,
+            format!("undetermined\n  cannot evaluate {construct} (line {line})\n"),
+            serde_json::json!({ "answer": "undetermined", "construct": construct, "line": line }),
+        ),
+    };
+    let _ = match format {
+        Format::Text => write!(out, "{text_out}"),
+        Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
+    };
+    code
 }
 
 struct VerifyArgs {

@@ -1,0 +1,146 @@
+//! Every profile sealc emits is fully decidable and unambiguous, and means
+//! what the IR says: random specs are compiled, the profile is parsed back,
+//! and the evaluator's verdicts for sampled paths and endpoints are compared
+//! with the intent of each root.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use sealc::facts::FakeHost;
+use sealc::sbpl::eval::{Action, Model, Target, Verdict};
+
+const POOL: &[&str] = &[
+    "/Users/agent",
+    "/Users/agent/src",
+    "/Users/agent/src/pub",
+    "/Users/agent/src/pub/x",
+    "/tmp/run",
+    "/tmp/run/ws",
+    "/tmp/run/ws/.h",
+    "/opt/a",
+    "/opt/a/b",
+    "/opt/a/b/c",
+    "/srv",
+    "/srv/d",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Deny,
+    Allow,
+    Meta,
+    Write,
+}
+
+fn within(p: &str, root: &str) -> bool {
+    p == root || (p.starts_with(root) && p.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+/// The deepest root containing `p`, among those whose role passes `keep`.
+fn deepest(roles: &BTreeMap<&str, Role>, p: &str, keep: impl Fn(Role) -> bool) -> Option<Role> {
+    roles
+        .iter()
+        .filter(|(r, role)| keep(**role) && within(p, r))
+        .max_by_key(|(r, _)| r.len())
+        .map(|(_, role)| *role)
+}
+
+fn spellings(p: &str) -> Vec<String> {
+    let mut v = vec![p.to_string()];
+    if p.starts_with("/tmp/") || p == "/tmp" {
+        v.push(format!("/private{p}"));
+    }
+    v
+}
+
+fn decided(m: &Model, op: &str, t: &Target) -> Result<Action, TestCaseError> {
+    match m.query(op, t) {
+        Verdict::Decided(d) => Ok(d.action),
+        v => Err(TestCaseError::fail(format!("{op} {t:?}: {v:?}"))),
+    }
+}
+
+fn expect(ok: bool) -> Action {
+    if ok {
+        Action::Allow
+    } else {
+        Action::Deny
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn emitted_profiles_mean_what_the_spec_says(
+        roles in prop::collection::vec(0u8..6, POOL.len()),
+        deny_default in any::<bool>(),
+        mode in prop::sample::select(vec!["none", "proxy", "open"]),
+    ) {
+        let mut map: BTreeMap<&str, Role> = BTreeMap::new();
+        for (p, r) in POOL.iter().zip(&roles) {
+            let role = match r { 1 => Role::Deny, 2 => Role::Allow, 3 => Role::Meta, 4 => Role::Write, _ => continue };
+            map.insert(p, role);
+        }
+        let list = |role: Role| -> String {
+            let v: Vec<String> = map.iter().filter(|(_, r)| **r == role).map(|(p, _)| format!("{p:?}")).collect();
+            format!("[{}]", v.join(", "))
+        };
+        let proxy = if mode == "proxy" { "proxy = \"127.0.0.1:3128\"\n" } else { "" };
+        let src = format!(
+            "version = 1\nname = \"prove\"\n[target]\nbase = \"{}\"\n[filesystem]\ndeny_read = {}\nallow_read = {}\nmetadata_only = {}\nwrite = {}\nwrite_devices = [\"/dev/null\"]\n[network]\nmode = \"{mode}\"\n{proxy}",
+            if deny_default { "deny-default" } else { "allow-default" },
+            list(Role::Deny), list(Role::Allow), list(Role::Meta), list(Role::Write),
+        );
+        let c = match sealc::compile("p.toml", &src, &Vec::new(), &FakeHost::new()) {
+            Ok(c) => c,
+            Err(d) => return Err(TestCaseError::fail(format!("{src}\n{d:?}"))),
+        };
+        let text = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
+        let profile = sealc::sbpl::parse::parse(&text).unwrap();
+        prop_assert_eq!(sealc::sbpl::parse::print(&profile), text.clone(), "round trip");
+        let m = Model::new(&profile, &BTreeMap::new());
+
+        // Proper ancestors of re-allowed roots are stat-able.
+        let reallowed: Vec<&str> = map.iter().filter(|(_, r)| **r != Role::Deny).map(|(p, _)| *p).collect();
+        for base in POOL {
+            for p in [base.to_string(), format!("{base}/f")] {
+                let read = match deepest(&map, &p, |_| true) {
+                    Some(Role::Deny | Role::Meta) => false,
+                    Some(Role::Allow | Role::Write) => true,
+                    None => !deny_default,
+                };
+                let meta_rule = match deepest(&map, &p, |_| true) {
+                    Some(Role::Deny) => false,
+                    Some(_) => true,
+                    None => !deny_default,
+                };
+                let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
+                let write = deepest(&map, &p, |r| r != Role::Allow) == Some(Role::Write);
+                let denied = deepest(&map, &p, |r| matches!(r, Role::Deny | Role::Meta)).is_some();
+                for sp in spellings(&p) {
+                    let t = Target::Path(sp.clone());
+                    prop_assert_eq!(decided(&m, "file-read-data", &t)?, expect(read), "read {} in\n{}", sp, src);
+                    prop_assert_eq!(decided(&m, "file-read-metadata", &t)?, expect(meta_rule || is_ancestor), "stat {} in\n{}", sp, src);
+                    prop_assert_eq!(decided(&m, "file-write-data", &t)?, expect(write), "write {} in\n{}", sp, src);
+                    prop_assert_eq!(decided(&m, "file-write-create", &t)?, expect(write), "create {} in\n{}", sp, src);
+                    if denied {
+                        prop_assert_eq!(decided(&m, "file-link", &t)?, Action::Deny, "link {} in\n{}", sp, src);
+                        prop_assert_eq!(decided(&m, "file-clone", &t)?, Action::Deny, "clone {} in\n{}", sp, src);
+                    }
+                }
+            }
+        }
+        // Writes outside every write root, and to devices.
+        prop_assert_eq!(decided(&m, "file-write-data", &Target::Path("/etc/passwd".into()))?, Action::Deny);
+        prop_assert_eq!(decided(&m, "file-write-data", &Target::Path("/dev/null".into()))?, Action::Allow);
+        prop_assert_eq!(decided(&m, "file-write-data", &Target::Path("/dev/disk0".into()))?, Action::Deny);
+        // Network per mode.
+        let net = |host: &str, port| decided(&m, "network-outbound", &Target::Remote { host: host.into(), port });
+        let open = mode == "open" && !deny_default;
+        prop_assert_eq!(net("127.0.0.1", 3128)?, expect(open || mode == "proxy"));
+        prop_assert_eq!(net("::1", 3128)?, expect(open || mode == "proxy"));
+        prop_assert_eq!(net("127.0.0.1", 22)?, expect(open));
+        prop_assert_eq!(net("93.184.216.34", 443)?, expect(open));
+    }
+}

@@ -1,0 +1,152 @@
+//! The SBPL grammar and evaluator from the outside: construct fixtures,
+//! rejected inputs with their positions, round trips of sealc's own output,
+//! the operation table against the shared catalogue, a no-panic property,
+//! and `sealc explain`.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use proptest::prelude::*;
+use sealc::sbpl::parse::{parse, print};
+
+fn sb_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sb"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_construct_fixture_parses_and_prints_back() {
+    let src = std::fs::read_to_string(root().join("tests/sbpl/constructs.sb")).unwrap();
+    let p = parse(&src).unwrap();
+    assert_eq!(p.forms.len(), 34);
+    // Canonical text (single spaces) prints back byte for byte.
+    assert_eq!(print(&p), src);
+}
+
+#[test]
+fn rejected_inputs_report_their_position() {
+    let bad = sb_files(&root().join("tests/sbpl/bad"));
+    assert!(bad.len() >= 6);
+    for f in bad {
+        let src = std::fs::read_to_string(&f).unwrap();
+        let want = src
+            .lines()
+            .next()
+            .unwrap()
+            .strip_prefix("; error: ")
+            .unwrap()
+            .to_string();
+        let e = parse(&src).expect_err(&f.display().to_string());
+        assert_eq!(format!("{}:{}", e.line, e.column), want, "{}", f.display());
+    }
+}
+
+#[test]
+fn every_profile_sealc_emits_round_trips() {
+    let mut n = 0;
+    for dir in std::fs::read_dir(root().join("tests/golden")).unwrap() {
+        let sb = dir.unwrap().path().join("seal.sb");
+        if let Ok(src) = std::fs::read_to_string(&sb) {
+            let p = parse(&src).unwrap();
+            assert_eq!(print(&p), src, "{}", sb.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 5);
+}
+
+#[test]
+fn the_operation_table_agrees_with_the_shared_catalogue() {
+    let tsv = root().join("../shared/design/sbpl-operations-catalina.tsv");
+    let Ok(text) = std::fs::read_to_string(&tsv) else {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_SHARED").is_none(),
+            "{} is missing",
+            tsv.display()
+        );
+        return;
+    };
+    let table: BTreeMap<&str, &str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            Some((*cols.get(1)?, *cols.get(4)?))
+        })
+        .collect();
+    for (op, parent) in sealc::sbpl::eval::modelled_operations() {
+        assert_eq!(table.get(op), Some(parent), "{op}");
+    }
+}
+
+#[test]
+fn explain_answers_and_exit_codes() {
+    let profile = std::fs::read_to_string(root().join("tests/golden/probe-rep/seal.sb")).unwrap();
+    let run = |args: &[&str]| {
+        Sealc::new()
+            .file("seal.sb", profile.clone())
+            .file("amb.sb", "(version 1)\n(allow default)\n(allow file-write* (subpath \"/x\"))\n(deny file-write*)\n")
+            .file("bad.sb", "(version 1\n")
+            .args(["explain"])
+            .args(args.iter().copied())
+            .run()
+    };
+    let denied = run(&[
+        "seal.sb",
+        "--op",
+        "file-read-data",
+        "/Users/agent/src/skills/SKILL.md",
+    ]);
+    assert_eq!(denied.code, 0);
+    assert!(
+        denied.stdout.starts_with("deny\n  decided by line "),
+        "{}",
+        denied.stdout
+    );
+    assert!(denied
+        .stdout
+        .contains("(deny file-read* (subpath \"/Users/agent/src/skills\"))"));
+    let proxy = run(&[
+        "seal.sb",
+        "--op",
+        "network-outbound",
+        "--remote",
+        "127.0.0.1:8080",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(proxy.code, 0);
+    let v: serde_json::Value = serde_json::from_str(&proxy.stdout).unwrap();
+    assert_eq!(v["answer"], "allow");
+    let amb = run(&["amb.sb", "--op", "file-write-data", "/x/y"]);
+    assert_eq!(amb.code, 3);
+    assert!(amb.stdout.starts_with("ambiguous\n"), "{}", amb.stdout);
+    let und = run(&["seal.sb", "--op", "iokit-open", "/x"]);
+    assert_eq!(und.code, 3);
+    assert!(und.stdout.starts_with("undetermined"));
+    let bad = run(&["bad.sb", "--op", "file-read-data", "/x"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("line 2, column 1"), "{}", bad.stderr);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn the_parser_never_panics(src in "[()\";'`,@#|\\\\a-z0-9 \n.*/-]{0,64}") {
+        if let Ok(p) = parse(&src) {
+            // What parses, prints to something that parses to the same forms.
+            let again = parse(&print(&p)).unwrap();
+            prop_assert_eq!(again.forms.len(), p.forms.len());
+            let m = sealc::sbpl::eval::Model::new(&p, &BTreeMap::new());
+            let _ = m.query("file-read-data", &sealc::sbpl::eval::Target::Path("/a".into()));
+        }
+    }
+}
