@@ -85,6 +85,24 @@ fn bench_probe_rep(c: &mut Criterion) {
         })
     });
 
+    // The same spec with its two `[[assert]]`s removed: the pipeline without
+    // parsing the profile back to prove them.
+    let no_asserts = PROBE_REP
+        .split("\n[[assert]]")
+        .next()
+        .unwrap_or(PROBE_REP)
+        .to_string();
+    c.bench_function("compile probe-rep without proving asserts", |b| {
+        b.iter(|| {
+            sealc::compile(
+                black_box(PROBE_REP_FILE),
+                black_box(&no_asserts),
+                black_box(&flags),
+                black_box(&host),
+            )
+        })
+    });
+
     c.bench_function("parse probe-rep", |b| {
         b.iter(|| sealc::spec::parse(black_box(PROBE_REP)))
     });
@@ -135,5 +153,70 @@ fn bench_verify(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_probe_rep, bench_many_roots, bench_verify);
+fn bench_evaluator(c: &mut Criterion) {
+    use sealc::sbpl::eval::{Model, Target};
+    let compiled = sealc::compile(PROBE_REP_FILE, PROBE_REP, &probe_flags(), &probe_host())
+        .expect("probe-rep compiles on the fake host");
+    let text = String::from_utf8(compiled.files["seal.sb"].clone()).expect("utf-8 profile");
+    let model = Model::new(
+        &sealc::sbpl::parse::parse(&text).expect("profile parses"),
+        &Default::default(),
+    );
+    // A mix of queries across the profile: denied, re-allowed, written, network.
+    let queries: Vec<(&str, Target)> = vec![
+        (
+            "file-read-data",
+            Target::Path("/Users/agent/src/skills/premortem/SKILL.md".into()),
+        ),
+        (
+            "file-read-data",
+            Target::Path("/Users/agent/runs/r1/ws/notes.md".into()),
+        ),
+        (
+            "file-read-metadata",
+            Target::Path("/Users/agent/runs".into()),
+        ),
+        (
+            "file-write-data",
+            Target::Path("/Users/agent/runs/r1/ws/a/b/c.txt".into()),
+        ),
+        ("file-write-data", Target::Path("/etc/passwd".into())),
+        (
+            "file-link",
+            Target::Path("/Users/agent/.codex/auth.json".into()),
+        ),
+        (
+            "file-read-data",
+            Target::Path("/usr/lib/libSystem.B.dylib".into()),
+        ),
+        (
+            "network-outbound",
+            Target::Remote {
+                host: "127.0.0.1".into(),
+                port: 8080,
+            },
+        ),
+    ];
+    let mut group = c.benchmark_group("evaluator");
+    group.throughput(Throughput::Elements(queries.len() as u64));
+    group.bench_function("probe-rep queries", |b| {
+        b.iter(|| {
+            for (op, t) in &queries {
+                black_box(model.query(black_box(op), black_box(t)));
+            }
+        })
+    });
+    group.finish();
+    c.bench_function("parse probe-rep profile", |b| {
+        b.iter(|| sealc::sbpl::parse::parse(black_box(&text)))
+    });
+}
+
+criterion_group!(
+    benches,
+    bench_probe_rep,
+    bench_many_roots,
+    bench_verify,
+    bench_evaluator
+);
 criterion_main!(benches);

@@ -151,12 +151,17 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         column: 1,
         message: "empty input".into(),
     })?;
+    // Line starts, so each node's line is a binary search rather than a scan
+    // from the start of the text (pest's `line_col` is linear).
+    let lines: Vec<usize> = std::iter::once(0)
+        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
     let mut forms = Vec::new();
     for p in file.into_inner() {
         if p.as_rule() == Rule::EOI {
             break;
         }
-        forms.push(build(p)?);
+        forms.push(build(p, &lines)?);
     }
     let mut trivia = Vec::with_capacity(forms.len() + 1);
     let mut at = 0;
@@ -168,9 +173,10 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
     Ok(Profile { forms, trivia })
 }
 
-fn build(p: pest::iterators::Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
+fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, SyntaxError> {
     let span = p.as_span().start()..p.as_span().end();
-    let (line, column) = p.line_col();
+    let line = lines.partition_point(|&s| s <= span.start);
+    let column = span.start - lines[line - 1] + 1;
     let err = |message: String| SyntaxError {
         line,
         column,
@@ -186,9 +192,9 @@ fn build(p: pest::iterators::Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
                     let t = inner
                         .next()
                         .ok_or_else(|| err("a dot with nothing after it".into()))?;
-                    tail = Some(Box::new(build(t)?));
+                    tail = Some(Box::new(build(t, lines)?));
                 } else {
-                    items.push(build(q)?);
+                    items.push(build(q, lines)?);
                 }
             }
             Node::List { items, tail }
@@ -210,7 +216,7 @@ fn build(p: pest::iterators::Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
                 .ok_or_else(|| err("a quote with nothing after it".into()))?;
             Node::Quoted {
                 kind,
-                inner: Box::new(build(d)?),
+                inner: Box::new(build(d, lines)?),
             }
         }
         Rule::string => {
