@@ -327,6 +327,10 @@ pub fn print_expr(e: &Expr, out: &mut String) {
         Node::Bool(b) => out.push_str(if *b { "#t" } else { "#f" }),
         Node::Quoted { kind, inner } => {
             out.push_str(kind.mark());
+            // `,` before a datum that starts with `@` would read as `,@`.
+            if *kind == QuoteKind::Unquote && matches!(&inner.node, Node::Symbol(s) if s.starts_with('@')) {
+                out.push(' ');
+            }
             print_expr(inner, out);
         }
     }
@@ -414,6 +418,14 @@ mod tests {
         };
         assert!(matches!(&inner.node, Node::List { tail: Some(_), .. }));
         assert_eq!(p.forms[1].line, 3);
+    }
+
+    #[test]
+    fn an_unquoted_at_sign_symbol_prints_back_unambiguously() {
+        // Found by the fuzzer: `, @` must not print as `,@`.
+        let p = parse("7,\n@\n").unwrap();
+        let again = parse(&print(&p)).unwrap();
+        assert_eq!(again.forms.len(), 2);
     }
 
     #[test]
