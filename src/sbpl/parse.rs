@@ -328,7 +328,9 @@ pub fn print_expr(e: &Expr, out: &mut String) {
         Node::Quoted { kind, inner } => {
             out.push_str(kind.mark());
             // `,` before a datum that starts with `@` would read as `,@`.
-            if *kind == QuoteKind::Unquote && matches!(&inner.node, Node::Symbol(s) if s.starts_with('@')) {
+            if *kind == QuoteKind::Unquote
+                && matches!(&inner.node, Node::Symbol(s) if s.starts_with('@'))
+            {
                 out.push(' ');
             }
             print_expr(inner, out);
