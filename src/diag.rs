@@ -432,6 +432,15 @@ fn levenshtein(a: &str, b: &str) -> usize {
     d[a.len() * w + b.len()]
 }
 
+/// Messages are lowercase: the first letter of a library's message, lowered.
+pub fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
 /// Render text for a diagnostic message: user input is shown in backticks, with
 /// control characters made visible so a message never spans lines it should not.
 /// Long values are shortened in the middle.

@@ -199,14 +199,9 @@ fn nearest_enclosing<'a>(ir: &'a Ir, path: &str) -> Option<&'a crate::ir::Root> 
 
 /// Every string of the spec that may hold `${var}` references.
 fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
-    let fs = &spec.filesystem;
-    let mut v: Vec<&Spanned<String>> = fs
-        .deny_read
-        .iter()
-        .chain(&fs.allow_read)
-        .chain(&fs.metadata_only)
-        .chain(&fs.write)
-        .chain(&fs.write_devices)
+    let mut v: Vec<&Spanned<String>> = spec
+        .filesystem
+        .all_roots()
         .chain(spec.env.set.values())
         .collect();
     v.extend(spec.launcher.as_ref().map(|l| &l.path));
@@ -266,7 +261,7 @@ fn schema_findings(src: &str) -> Diagnostics {
         out.push(
             Diagnostic::error(
                 "sealc::lint::schema",
-                format!("{at}: {}", lowercase_first(&e.to_string())),
+                format!("{at}: {}", crate::diag::lowercase_first(&e.to_string())),
             )
             .at_opt(span)
             .label("the schema refuses this")
@@ -274,14 +269,6 @@ fn schema_findings(src: &str) -> Diagnostics {
         );
     }
     out
-}
-
-fn lowercase_first(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
-        None => String::new(),
-    }
 }
 
 fn pointer_to_dotted(p: &str) -> String {

@@ -89,15 +89,7 @@ pub fn gather(
     let vars = resolve_vars(spec, src, flags, host, &secrets, &mut diags);
 
     let mut realpaths = BTreeMap::new();
-    let fs = &spec.filesystem;
-    for root in fs
-        .deny_read
-        .iter()
-        .chain(&fs.allow_read)
-        .chain(&fs.metadata_only)
-        .chain(&fs.write)
-        .chain(&fs.write_devices)
-    {
+    for root in spec.filesystem.all_roots() {
         let Ok(path) = interpolate(root, src, &vars) else {
             continue;
         };

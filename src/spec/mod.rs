@@ -344,6 +344,18 @@ pub struct Assert {
     pub remote: Vec<Spanned<String>>,
 }
 
+impl Filesystem {
+    /// Every root of every list, in the order of the lists.
+    pub fn all_roots(&self) -> impl Iterator<Item = &Spanned<String>> {
+        self.deny_read
+            .iter()
+            .chain(&self.allow_read)
+            .chain(&self.metadata_only)
+            .chain(&self.write)
+            .chain(&self.write_devices)
+    }
+}
+
 impl Spec {
     pub fn platform(&self) -> Platform {
         self.target

@@ -17,7 +17,7 @@ pub(super) fn parse(text: &str) -> Result<Spec, Diagnostics> {
     for e in errors {
         let span = e.span().unwrap_or(0..0);
         let msg = e.message().trim_end_matches('.').to_string();
-        let msg = lowercase_first(&msg);
+        let msg = crate::diag::lowercase_first(&msg);
         cx.push(
             Diagnostic::error("sealc::spec::toml", format!("invalid TOML: {msg}"))
                 .at(span)
@@ -32,14 +32,6 @@ pub(super) fn parse(text: &str) -> Result<Spec, Diagnostics> {
     match spec {
         Some(spec) if !cx.diags.has_errors() => Ok(spec),
         _ => Err(cx.diags.sorted()),
-    }
-}
-
-fn lowercase_first(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
-        None => String::new(),
     }
 }
 
