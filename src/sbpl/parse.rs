@@ -121,6 +121,15 @@ impl std::fmt::Display for SyntaxError {
 
 /// Parse profile text.
 pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
+    if let Some(at) = too_deep(src) {
+        let line = src[..at].matches('\n').count() + 1;
+        let column = at - src[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+        return Err(SyntaxError {
+            line,
+            column,
+            message: format!("lists nest deeper than {MAX_DEPTH}"),
+        });
+    }
     let mut pairs = SbplParser::parse(Rule::file, src).map_err(|e| {
         let (line, column) = match e.line_col {
             pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
@@ -157,7 +166,7 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         .chain(src.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
     let mut forms = Vec::new();
-    for p in file.into_inner() {
+    for p in file.into_inner().filter(|p| !is_comment(p.as_rule())) {
         if p.as_rule() == Rule::EOI {
             break;
         }
@@ -173,6 +182,46 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
     Ok(Profile { forms, trivia })
 }
 
+fn is_comment(r: Rule) -> bool {
+    matches!(r, Rule::line_comment | Rule::block_comment | Rule::shebang)
+}
+
+/// The deepest nesting read: deeper input is refused rather than risk the
+/// stack (the reader, printer and evaluator recurse).
+pub const MAX_DEPTH: usize = 256;
+
+/// The first position where lists nest deeper than [`MAX_DEPTH`], skipping
+/// strings and comments.
+fn too_deep(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let (mut i, mut depth) = (0, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b';' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i);
+                }
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, SyntaxError> {
     let span = p.as_span().start()..p.as_span().end();
     let line = lines.partition_point(|&s| s <= span.start);
@@ -186,7 +235,10 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
         Rule::list => {
             let mut items = Vec::new();
             let mut tail = None;
-            let mut inner = p.into_inner().peekable();
+            let mut inner = p
+                .into_inner()
+                .filter(|p| !is_comment(p.as_rule()))
+                .peekable();
             while let Some(q) = inner.next() {
                 if q.as_rule() == Rule::dot {
                     let t = inner
@@ -428,6 +480,18 @@ mod tests {
         let p = parse("7,\n@\n").unwrap();
         let again = parse(&print(&p)).unwrap();
         assert_eq!(again.forms.len(), 2);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = "(".repeat(100_000);
+        let e = parse(&deep).unwrap_err();
+        assert_eq!((e.line, e.column), (1, MAX_DEPTH + 1));
+        let ok = format!("{}{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
+        // Parentheses inside strings and comments do not count.
+        let s = format!("\"{}\" ; {}\n(a)", "(".repeat(1000), "(".repeat(1000));
+        assert!(parse(&s).is_ok());
     }
 
     #[test]
