@@ -49,6 +49,10 @@ enum Command {
         /// Replace existing outputs that differ.
         #[arg(long)]
         force: bool,
+        /// The target, over the spec's `target.platform`: `macos` writes
+        /// seal.sb, `linux` writes seal.bwrap.json.
+        #[arg(long, value_enum)]
+        platform: Option<PlatformArg>,
     },
     /// Recompile a record and compare: digests, binding, invariants, and the artifact files.
     Verify {
@@ -113,6 +117,21 @@ enum Format {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlatformArg {
+    Macos,
+    Linux,
+}
+
+impl From<PlatformArg> for crate::spec::Platform {
+    fn from(p: PlatformArg) -> Self {
+        match p {
+            PlatformArg::Macos => crate::spec::Platform::Macos,
+            PlatformArg::Linux => crate::spec::Platform::Linux,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum Which {
     Spec,
     Record,
@@ -151,7 +170,16 @@ pub fn run(
             out: dir,
             check,
             force,
-        } => compile(&spec, &vars, &dir, check, force, out, err),
+            platform,
+        } => compile(
+            &spec,
+            &vars,
+            platform.map(Into::into),
+            &dir,
+            Mode { check, force },
+            out,
+            err,
+        ),
         Command::Verify {
             record,
             artifacts,
@@ -418,12 +446,18 @@ pub fn render_diagnostics(diags: &Diagnostics, file: &str, src: &str) -> String 
     s
 }
 
+/// How `compile` treats what is on disk.
+struct Mode {
+    check: bool,
+    force: bool,
+}
+
 fn compile(
     spec_path: &Path,
     var_args: &[String],
+    platform: Option<crate::spec::Platform>,
     dir: &Path,
-    check: bool,
-    force: bool,
+    Mode { check, force }: Mode,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
@@ -456,7 +490,7 @@ fn compile(
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_else(|| display.clone());
-    let compiled = match crate::compile(&file_name, &src, &flags, &RealHost) {
+    let compiled = match crate::compile_for(&file_name, &src, &flags, platform, &RealHost) {
         Ok(c) => c,
         Err(diags) => {
             let _ = write!(err, "{}", render_diagnostics(&diags, &display, &src));

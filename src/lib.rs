@@ -22,6 +22,7 @@ pub mod digest;
 pub mod facts;
 pub mod ir;
 pub mod lint;
+pub mod mounts;
 pub mod record;
 pub mod sbpl;
 pub mod spec;
@@ -52,8 +53,21 @@ pub fn compile(
     flags: &VarFlags,
     host: &dyn Host,
 ) -> Result<Compiled, Diagnostics> {
+    compile_for(spec_file, src, flags, None, host)
+}
+
+/// [`compile`] for a target platform given on the command line
+/// (`--platform`), over the spec's `target.platform`; it is recorded in the
+/// facts, so `verify` recompiles for the same target.
+pub fn compile_for(
+    spec_file: &str,
+    src: &str,
+    flags: &VarFlags,
+    platform: Option<spec::Platform>,
+    host: &dyn Host,
+) -> Result<Compiled, Diagnostics> {
     let spec = spec::parse(src)?;
-    let (facts, warnings) = facts::gather(&spec, src, flags, host)?;
+    let (facts, warnings) = facts::gather_for(&spec, src, flags, platform, host)?;
     let mut c = compile_parsed(spec_file, src, &spec, facts)?;
     let mut all = warnings;
     all.extend(c.warnings);
@@ -71,31 +85,46 @@ pub fn compile_with_facts(
     compile_parsed(spec_file, src, &spec, facts)
 }
 
-/// Evaluate every `[[assert]]` on the compiled profile bytes, parsed back.
-/// A false, ambiguous or undetermined assertion is an error that names the
-/// subject, the operation and the deciding rule.
-pub fn prove_assertions(ir: &Ir, profile: &[u8]) -> Result<(), Diagnostics> {
-    use sbpl::eval::{Action, Model, Target, Verdict};
+/// Evaluate every `[[assert]]` on the compiled seal's bytes, read back: the
+/// seatbelt profile (parsed with the SBPL grammar) or the bubblewrap argv
+/// (as a mount model). A false, ambiguous or undetermined assertion is an
+/// error that names the subject, the operation and the deciding rule.
+pub fn prove_assertions(
+    ir: &Ir,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), Diagnostics> {
     if ir.asserts.is_empty() {
         return Ok(());
     }
-    let text = String::from_utf8_lossy(profile);
-    let parsed = sbpl::parse::parse(&text).map_err(|e| {
+    let unreadable = |file: &str, e: String| {
         Diagnostics::from(diag::Diagnostic::error(
             "sealc::assert::failed",
-            format!("the compiled profile does not parse back: {e}"),
+            format!("the compiled `{file}` does not read back: {e}"),
         ))
-    })?;
-    let model = Model::new(&parsed, &Default::default());
+    };
+    let seal = match ir.platform {
+        spec::Platform::Macos => backend::SEATBELT,
+        spec::Platform::Linux => backend::BWRAP,
+    };
+    let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
+    let judge: Box<dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>> = match ir.platform
+    {
+        spec::Platform::Macos => {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
+            let model = sbpl::eval::Model::new(&parsed, &Default::default());
+            Box::new(move |a, t| judge_sbpl(&model, a, t))
+        }
+        spec::Platform::Linux => {
+            let model = mounts::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
+            Box::new(move |a, t| judge_mounts(&model, a, t))
+        }
+    };
     let mut diags = Diagnostics::default();
     for a in &ir.asserts {
-        let want = match a.verdict {
-            ir::Verdict::Allow => Action::Allow,
-            ir::Verdict::Deny => Action::Deny,
-        };
         for subject in &a.subjects {
-            let (target, shown) = match subject {
-                ir::Subject::Path(p) => (Target::Path(p.clone()), p.clone()),
+            let target = match subject {
+                ir::Subject::Path(p) => Target::Path(p.clone()),
                 ir::Subject::Remote(r) => {
                     let parsed = r.rsplit_once(':').and_then(|(h, p)| {
                         p.parse::<u16>()
@@ -103,7 +132,7 @@ pub fn prove_assertions(ir: &Ir, profile: &[u8]) -> Result<(), Diagnostics> {
                             .map(|p| (h.trim_matches(['[', ']']).to_string(), p))
                     });
                     match parsed {
-                        Some((host, port)) => (Target::Remote { host, port }, r.clone()),
+                        Some((host, port)) => Target::Remote { host, port },
                         None => {
                             diags.push(
                                 diag::Diagnostic::error(
@@ -117,54 +146,7 @@ pub fn prove_assertions(ir: &Ir, profile: &[u8]) -> Result<(), Diagnostics> {
                     }
                 }
             };
-            let rule_of = |d: &sbpl::eval::Decision| {
-                d.rule
-                    .as_ref()
-                    .map_or("no rule (the implicit allow)".to_string(), |r| {
-                        format!("line {}: {}", r.line, r.text)
-                    })
-            };
-            let problem = match model.query(&a.op, &target) {
-                Verdict::Decided(d) if d.action == want => None,
-                Verdict::Decided(d) => Some((
-                    format!(
-                        "`{} {}` on {} is false: seal.sb says {}",
-                        want.as_str(),
-                        a.op,
-                        diag::quote(&shown),
-                        d.action.as_str()
-                    ),
-                    format!("decided by {}", rule_of(&d)),
-                )),
-                Verdict::Ambiguous {
-                    filtered_first,
-                    source_order,
-                } => Some((
-                    format!(
-                        "`{} {}` on {} is ambiguous in seal.sb",
-                        want.as_str(),
-                        a.op,
-                        diag::quote(&shown)
-                    ),
-                    format!(
-                        "filtered-first reading: {} by {}; source-order reading: {} by {}",
-                        filtered_first.action.as_str(),
-                        rule_of(&filtered_first),
-                        source_order.action.as_str(),
-                        rule_of(&source_order)
-                    ),
-                )),
-                Verdict::Undetermined { construct, line } => Some((
-                    format!(
-                        "`{} {}` on {} is undetermined",
-                        want.as_str(),
-                        a.op,
-                        diag::quote(&shown)
-                    ),
-                    format!("cannot evaluate {construct} (line {line})"),
-                )),
-            };
-            if let Some((message, label)) = problem {
+            if let Some((message, label)) = judge(a, &target) {
                 diags.push(
                     diag::Diagnostic::error("sealc::assert::failed", message)
                         .at(a.span.clone())
@@ -181,6 +163,109 @@ pub fn prove_assertions(ir: &Ir, profile: &[u8]) -> Result<(), Diagnostics> {
     }
 }
 
+use sbpl::eval::Target;
+
+fn shown(t: &Target) -> String {
+    match t {
+        Target::Path(p) => diag::quote(p),
+        Target::Remote { host, port } => diag::quote(&format!("{host}:{port}")),
+    }
+}
+
+fn want_of(a: &ir::AssertIr) -> &'static str {
+    match a.verdict {
+        ir::Verdict::Allow => "allow",
+        ir::Verdict::Deny => "deny",
+    }
+}
+
+/// One assertion on one subject, against the seatbelt profile.
+fn judge_sbpl(
+    model: &sbpl::eval::Model,
+    a: &ir::AssertIr,
+    target: &Target,
+) -> Option<(String, String)> {
+    use sbpl::eval::{Action, Verdict};
+    let want = match a.verdict {
+        ir::Verdict::Allow => Action::Allow,
+        ir::Verdict::Deny => Action::Deny,
+    };
+    let shown = shown(target);
+    let rule_of = |d: &sbpl::eval::Decision| {
+        d.rule
+            .as_ref()
+            .map_or("no rule (the implicit allow)".to_string(), |r| {
+                format!("line {}: {}", r.line, r.text)
+            })
+    };
+    match model.query(&a.op, target) {
+        Verdict::Decided(d) if d.action == want => None,
+        Verdict::Decided(d) => Some((
+            format!(
+                "`{} {}` on {shown} is false: seal.sb says {}",
+                want.as_str(),
+                a.op,
+                d.action.as_str()
+            ),
+            format!("decided by {}", rule_of(&d)),
+        )),
+        Verdict::Ambiguous {
+            filtered_first,
+            source_order,
+        } => Some((
+            format!("`{} {}` on {shown} is ambiguous in seal.sb", want.as_str(), a.op),
+            format!(
+                "filtered-first reading: {} by {}; source-order reading: {} by {}",
+                filtered_first.action.as_str(),
+                rule_of(&filtered_first),
+                source_order.action.as_str(),
+                rule_of(&source_order)
+            ),
+        )),
+        Verdict::Undetermined { construct, line } => Some((
+            format!("`{} {}` on {shown} is undetermined", want.as_str(), a.op),
+            format!("cannot evaluate {construct} (line {line})"),
+        )),
+    }
+}
+
+/// One assertion on one subject, against the bubblewrap mount model.
+fn judge_mounts(
+    model: &mounts::Model,
+    a: &ir::AssertIr,
+    target: &Target,
+) -> Option<(String, String)> {
+    let want = want_of(a);
+    let shown = shown(target);
+    let answer = match target {
+        Target::Path(p) => match mounts::access_of(&a.op) {
+            Some(access) => model.path(access, p),
+            None => {
+                return Some((
+                    format!("`{want} {}` on {shown} is undetermined", a.op),
+                    format!("seal.bwrap.json does not model `{}` on a path", a.op),
+                ))
+            }
+        },
+        Target::Remote { host, port } if a.op.starts_with("network") => {
+            model.connect(host, *port)
+        }
+        Target::Remote { .. } => {
+            return Some((
+                format!("`{want} {}` on {shown} is undetermined", a.op),
+                format!("seal.bwrap.json does not model `{}` on an endpoint", a.op),
+            ))
+        }
+    };
+    let says = if answer.allowed { "allow" } else { "deny" };
+    (says != want).then(|| {
+        (
+            format!("`{want} {}` on {shown} is false: seal.bwrap.json says {says}", a.op),
+            format!("decided by {}", answer.why),
+        )
+    })
+}
+
 fn compile_parsed(
     spec_file: &str,
     src: &str,
@@ -189,7 +274,7 @@ fn compile_parsed(
 ) -> Result<Compiled, Diagnostics> {
     let (ir, warnings) = ir::lower(spec, src, &facts)?;
     let mut files = backend::render_all(&ir);
-    prove_assertions(&ir, &files[backend::SEATBELT])?;
+    prove_assertions(&ir, &files)?;
     let argv = backend::env::argv_prefix(&ir);
     let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());

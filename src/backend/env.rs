@@ -7,23 +7,37 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::backend::SEATBELT;
 use crate::ir::Ir;
+use crate::spec::Platform;
 
 /// The schema name of `env.json`.
 pub const SCHEMA: &str = "sealc.env/v1";
 /// The program that clears the environment.
 pub const ENV_BIN: &str = "/usr/bin/env";
 
-/// `/usr/bin/env -i K=V... <sandbox_exec> -f seal.sb [<timeout> --foreground N]`.
-/// A runner inserts `SECRET=value` for each secret right after the last `K=V`,
-/// then appends the agent's command.
+/// `/usr/bin/env -i K=V...` and then the sandbox: on macOS
+/// `<sandbox_exec> -f seal.sb [<timeout> --foreground N]`; on Linux the whole
+/// bubblewrap argv of `seal.bwrap.json` (which `sealc exec` extends with the
+/// proxy bridge in `proxy` mode). A runner supplies each secret in the
+/// environment (never in argv), then appends the agent's command.
 pub fn argv_prefix(ir: &Ir) -> Vec<String> {
     let mut argv = vec![ENV_BIN.to_string(), "-i".to_string()];
     argv.extend(ir.env.vars.iter().map(|(k, v)| format!("{k}={v}")));
-    argv.extend([ir.exec.sandbox_exec.clone(), "-f".into(), SEATBELT.into()]);
-    if let Some((bin, secs)) = &ir.exec.timeout {
-        argv.extend([bin.clone(), "--foreground".into(), secs.to_string()]);
-    }
+    argv.extend(sandbox_argv(ir));
     argv
+}
+
+/// The part of [`argv_prefix`] after the environment: what `sealc exec` runs.
+pub fn sandbox_argv(ir: &Ir) -> Vec<String> {
+    match ir.platform {
+        Platform::Macos => {
+            let mut argv = vec![ir.exec.sandbox_exec.clone(), "-f".into(), SEATBELT.into()];
+            if let Some((bin, secs)) = &ir.exec.timeout {
+                argv.extend([bin.clone(), "--foreground".into(), secs.to_string()]);
+            }
+            argv
+        }
+        Platform::Linux => crate::backend::bwrap::argv(ir),
+    }
 }
 
 /// `env.json`. Fields are declared in sorted order, so the serialized struct

@@ -3,6 +3,7 @@
 //! Each renderer takes `&Ir` and returns bytes. None reads the host, the
 //! clock or the environment, so the same IR always gives the same bytes.
 
+pub mod bwrap;
 pub mod codex;
 pub mod env;
 pub mod seatbelt;
@@ -10,18 +11,27 @@ pub mod seatbelt;
 use std::collections::BTreeMap;
 
 use crate::ir::Ir;
+use crate::spec::Platform;
 
 /// File name of the seatbelt profile.
 pub const SEATBELT: &str = "seal.sb";
+/// File name of the bubblewrap argument vector (Linux target).
+pub const BWRAP: &str = "seal.bwrap.json";
 /// File name of the env allowlist.
 pub const ENV: &str = "env.json";
 /// File name of the Codex config, relative to the output directory.
 pub const CODEX: &str = "codex/config.toml";
 
-/// Every artifact of the IR, by file name (relative, `/`-separated).
+/// Every artifact of the IR, by file name (relative, `/`-separated): the
+/// platform's seal (`seal.sb` or `seal.bwrap.json`), the env allowlist and
+/// the Codex config.
 pub fn render_all(ir: &Ir) -> BTreeMap<String, Vec<u8>> {
+    let seal = match ir.platform {
+        Platform::Macos => (SEATBELT.to_string(), seatbelt::render(ir)),
+        Platform::Linux => (BWRAP.to_string(), bwrap::render(ir)),
+    };
     BTreeMap::from([
-        (SEATBELT.to_string(), seatbelt::render(ir)),
+        seal,
         (ENV.to_string(), env::render(ir)),
         (CODEX.to_string(), codex::render(ir)),
     ])

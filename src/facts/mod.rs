@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use host::{FakeHost, Host, Kind, RealHost};
 
 use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics};
-use crate::spec::{interpolate, references, Spec};
+use crate::spec::{interpolate, references, Platform, Spec};
 
 /// Everything read from the host at compile time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -24,8 +24,14 @@ use crate::spec::{interpolate, references, Spec};
 pub struct Facts {
     /// The captured value of each `env.pass` name (`null` when it was not set).
     pub env: BTreeMap<String, Option<String>>,
+    /// For a Linux target, what each existing root's realpath is (`dir`, `file` or `other`): bubblewrap hides a directory and a file differently.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, PathKind>,
     /// The launcher's symlink chain, first entry the launcher path, last a regular file.
     pub launcher: Vec<ChainLink>,
+    /// The target platform given by `--platform`, when one was given (it overrides the spec's `target.platform`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
     /// For each filesystem root (after `${var}` substitution) that exists on the compiling host, its realpath.
     pub realpaths: BTreeMap<String, String>,
     /// The value of every declared var.
@@ -46,6 +52,15 @@ pub struct ChainLink {
     /// For a symlink, the link text as stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+}
+
+/// What a root's realpath is on the compiling host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PathKind {
+    Dir,
+    File,
+    Other,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -84,6 +99,19 @@ pub fn gather(
     flags: &VarFlags,
     host: &dyn Host,
 ) -> Result<(Facts, Diagnostics), Diagnostics> {
+    gather_for(spec, src, flags, None, host)
+}
+
+/// [`gather`] for a target platform that overrides the spec's (`--platform`).
+pub fn gather_for(
+    spec: &Spec,
+    src: &str,
+    flags: &VarFlags,
+    platform: Option<Platform>,
+    host: &dyn Host,
+) -> Result<(Facts, Diagnostics), Diagnostics> {
+    let linux = platform.unwrap_or(spec.platform()) == Platform::Linux;
+    let mut kinds = BTreeMap::new();
     let mut diags = Diagnostics::default();
     let secrets: BTreeSet<&str> = spec.secret_names().collect();
     let vars = resolve_vars(spec, src, flags, host, &secrets, &mut diags);
@@ -97,6 +125,14 @@ pub fn gather(
             continue; // the IR reports it, with its span
         }
         if let Some(real) = host.canonicalize(&path) {
+            if linux {
+                let kind = match host.lstat(&real) {
+                    Some(Kind::Dir) => PathKind::Dir,
+                    Some(Kind::File) => PathKind::File,
+                    _ => PathKind::Other,
+                };
+                kinds.insert(real.clone(), kind);
+            }
             realpaths.insert(path, real);
         }
     }
@@ -159,8 +195,10 @@ pub fn gather(
         Facts {
             vars,
             realpaths,
+            kinds,
             launcher,
             env,
+            platform,
         },
         diags.sorted(),
     ))

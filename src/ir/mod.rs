@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use path::{check_path, macos_aliases, PathProblem, MAX_LITERAL};
 
 use crate::diag::{quote, visible, Diagnostic, Diagnostics, Span};
-use crate::facts::{normalize, Facts, LinkKind};
+use crate::facts::{normalize, Facts, LinkKind, PathKind};
 use crate::spec::{interpolate, Base, NetMode, Platform, Spanned, Spec};
 
 /// What a filesystem root means. The order is the order of the spec's lists.
@@ -50,6 +50,10 @@ pub struct Root {
     pub path: String,
     /// The path as written, its recorded realpath, and the macOS aliases of both.
     pub spellings: BTreeSet<String>,
+    /// The recorded realpath, when the root exists on the compiling host.
+    pub real: Option<String>,
+    /// What the realpath is (recorded for a Linux target only).
+    pub host_kind: Option<PathKind>,
     /// The spec text of the entry, for comments in the artifacts.
     pub origin: String,
     pub span: Span,
@@ -61,6 +65,8 @@ pub struct LauncherEntry {
     pub path: String,
     pub spellings: BTreeSet<String>,
     pub kind: LinkKind,
+    /// For a symlink, the recorded link text.
+    pub target: Option<String>,
     /// Re-allowed by literal path because it lies under a denied root (or the base denies it).
     pub reallow: bool,
 }
@@ -92,6 +98,7 @@ pub struct EnvIr {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecIr {
     pub sandbox_exec: String,
+    pub bwrap: String,
     pub timeout: Option<(String, u64)>,
 }
 
@@ -147,6 +154,8 @@ impl Ir {
 
 /// The default `sandbox-exec`.
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+/// The default `bwrap`.
+pub const BWRAP: &str = "/usr/bin/bwrap";
 /// The proxy variables set in proxy mode.
 pub const PROXY_VARS: [&str; 4] = ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"];
 /// The reasoning efforts Codex accepts.
@@ -230,20 +239,12 @@ pub(crate) fn check_env_name(name: &str, span: &Span, diags: &mut Diagnostics) -
 }
 
 impl Lower<'_> {
+    /// The target: `--platform` (recorded in the facts) over `target.platform`.
+    fn platform(&self, spec: &Spec) -> Platform {
+        self.facts.platform.unwrap_or(spec.platform())
+    }
+
     fn run(&mut self, spec: &Spec) -> Ir {
-        if let Some(p) = &spec.target.platform {
-            if p.value == Platform::Linux {
-                self.diags.push(
-                    Diagnostic::error(
-                        "sealc::platform::unsupported",
-                        "the `linux` target has no backend yet",
-                    )
-                    .at(p.span.clone())
-                    .label("only `macos` compiles today")
-                    .help("use `platform = \"macos\"`; bubblewrap support is planned"),
-                );
-            }
-        }
         let base = spec.base();
         let roots = self.roots(spec);
         let launcher = self.launcher(spec, base, &roots);
@@ -255,7 +256,7 @@ impl Lower<'_> {
         Ir {
             name: spec.name.value.clone(),
             description: spec.description.as_ref().map(|d| d.value.clone()),
-            platform: spec.platform(),
+            platform: self.platform(spec),
             base,
             roots,
             launcher,
@@ -318,6 +319,8 @@ impl Lower<'_> {
                     continue;
                 }
                 let mut spellings = BTreeSet::from([path.clone()]);
+                let real = self.facts.realpaths.get(&path).cloned();
+                let host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
                 if let Some(real) = self.facts.realpaths.get(&path) {
                     if let Err(problem) = check_path(real) {
                         self.diags.push(
@@ -339,7 +342,7 @@ impl Lower<'_> {
                     spellings.insert(real.clone());
                 }
                 if self
-                    .add_aliases(&mut spellings, entry, spec.platform())
+                    .add_aliases(&mut spellings, entry, self.platform(spec))
                     .is_none()
                 {
                     continue;
@@ -348,6 +351,8 @@ impl Lower<'_> {
                     kind,
                     path: path.clone(),
                     spellings,
+                    real,
+                    host_kind,
                     origin: entry.value.clone(),
                     span: entry.span.clone(),
                 };
@@ -531,7 +536,7 @@ impl Lower<'_> {
                 continue;
             }
             let mut spellings = BTreeSet::from([link.path.clone()]);
-            if spec.platform() == Platform::Macos {
+            if self.platform(spec) == Platform::Macos {
                 spellings.extend(macos_aliases(&link.path));
             }
             let under_denied = spellings.iter().any(|s| denied.covers(s));
@@ -539,6 +544,7 @@ impl Lower<'_> {
                 path: link.path.clone(),
                 spellings,
                 kind: link.kind,
+                target: link.target.clone(),
                 reallow: under_denied || base == Base::DenyDefault,
             });
         }
@@ -778,6 +784,10 @@ impl Lower<'_> {
             Some(s) => self.path(s, "`exec.sandbox_exec`").unwrap_or_default(),
             None => SANDBOX_EXEC.to_string(),
         };
+        let bwrap = match &x.bwrap {
+            Some(s) => self.path(s, "`exec.bwrap`").unwrap_or_default(),
+            None => BWRAP.to_string(),
+        };
         let timeout = x.timeout.as_ref().and_then(|t| {
             let bin = self.path(&t.bin, "`exec.timeout.bin`");
             let secs = t.seconds.value;
@@ -797,6 +807,7 @@ impl Lower<'_> {
         });
         ExecIr {
             sandbox_exec,
+            bwrap,
             timeout,
         }
     }

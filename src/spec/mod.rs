@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use interp::{interpolate, references, Reference};
 pub(crate) use read::is_var_name;
@@ -122,13 +123,15 @@ pub struct Target {
     pub base: Option<Spanned<Base>>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     /// macOS: a seatbelt profile run with `sandbox-exec -f`.
     #[default]
     Macos,
-    /// Linux: bubblewrap (not yet implemented).
+    /// Linux: a bubblewrap argument vector run by `sealc exec`.
     Linux,
 }
 
@@ -290,6 +293,10 @@ pub struct Exec {
     #[serde(default)]
     #[schemars(pattern(PATH_PATTERN), extend("default" = "/usr/bin/sandbox-exec"))]
     pub sandbox_exec: Option<Spanned<String>>,
+    /// Path of `bwrap` (bubblewrap), for a Linux target.
+    #[serde(default)]
+    #[schemars(pattern(PATH_PATTERN), extend("default" = "/usr/bin/bwrap"))]
+    pub bwrap: Option<Spanned<String>>,
     /// Wall-clock limit.
     #[serde(default)]
     pub timeout: Option<Timeout>,

@@ -524,7 +524,7 @@ impl Cx {
         let Some(t) = self.table("exec", v) else {
             return Exec::default();
         };
-        t.finish(self, &["sandbox_exec", "timeout"]);
+        t.finish(self, &["sandbox_exec", "bwrap", "timeout"]);
         let timeout = t.get("timeout").and_then(|tv| {
             let tt = self.table("exec.timeout", tv)?;
             tt.finish(self, &["bin", "seconds"]);
@@ -549,6 +549,7 @@ impl Cx {
         });
         Exec {
             sandbox_exec: self.opt_string(&t, "sandbox_exec"),
+            bwrap: self.opt_string(&t, "bwrap"),
             timeout,
         }
     }

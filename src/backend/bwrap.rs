@@ -1,0 +1,303 @@
+//! Stage 4d, **render** the Linux seal (`seal.bwrap.json`): the bubblewrap
+//! argument vector that enforces the IR, one step per mount or namespace, each
+//! with the reason it is there.
+//!
+//! Bubblewrap builds a new mount namespace in argument order, so a later mount
+//! over a deeper path shadows an earlier one. Steps on paths are therefore
+//! sorted by depth, shallowest first: the deepest root decides, as in the
+//! seatbelt profile. Mounts work on objects, not spellings, so each root is
+//! mounted at its recorded realpath; a symlink that points into a hidden tree,
+//! wherever it was made, resolves inside the new namespace and finds the stand-in.
+//!
+//! | root | step |
+//! | --- | --- |
+//! | base `allow-default` | `--ro-bind / /` |
+//! | base `deny-default` | `--ro-bind-try` of each [`SYSTEM_ROOTS`] |
+//! | `deny_read`, `metadata_only` directory | `--tmpfs`, then `--remount-ro` |
+//! | `deny_read`, `metadata_only` file | `--ro-bind /dev/null` |
+//! | `allow_read` | `--ro-bind` |
+//! | `write` | `--bind` |
+//! | `write_devices` outside [`DEV_SET`] | `--dev-bind-try` |
+//! | launcher chain entry, hidden | `--symlink` / `--ro-bind` |
+//! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
+
+use serde::Serialize;
+
+use crate::facts::{LinkKind, PathKind};
+use crate::ir::{is_within, Ir, RootKind};
+use crate::spec::{Base, NetMode};
+
+/// The schema name of `seal.bwrap.json`.
+pub const SCHEMA: &str = "sealc.bwrap/v1";
+
+/// The system base of `deny-default` on Linux, bound read-only when present.
+pub const SYSTEM_ROOTS: &[&str] = &[
+    "/bin", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr",
+];
+
+/// The devices `--dev /dev` provides (bubblewrap's minimal set).
+pub const DEV_SET: &[&str] = &[
+    "/dev/full",
+    "/dev/null",
+    "/dev/random",
+    "/dev/tty",
+    "/dev/urandom",
+    "/dev/zero",
+];
+
+/// Where the stand-in for a hidden file comes from.
+const EMPTY_FILE: &str = "/dev/null";
+
+/// `seal.bwrap.json`. Fields are declared in sorted order, so the serialized
+/// struct is already in canonical form.
+#[derive(Serialize)]
+struct BwrapFile<'a> {
+    /// `bwrap`'s path.
+    bwrap: &'a str,
+    /// Run inside the sandbox before the command: bubblewrap always sets
+    /// `PWD`, so `env` takes it out again (or sets the allowlisted value).
+    command_prefix: Vec<String>,
+    network: Network,
+    schema: &'static str,
+    seal: &'a str,
+    steps: Vec<Step>,
+    /// Seconds; `sealc exec` stops the whole sandbox when they run out.
+    timeout: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Network {
+    mode: &'static str,
+    /// `host:port` of the loopback proxy; `sealc exec` listens on it inside
+    /// the sandbox's own network namespace and bridges to the host's.
+    proxy: Option<String>,
+}
+
+/// One bubblewrap option with its arguments, and the reason for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub args: Vec<String>,
+    pub why: String,
+}
+
+fn step<const N: usize>(args: [&str; N], why: String) -> Step {
+    Step {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        why,
+    }
+}
+
+fn depth(p: &str) -> usize {
+    p.bytes().filter(|&b| b == b'/').count()
+}
+
+/// Every step, in the order bubblewrap must apply them.
+pub fn steps(ir: &Ir) -> Vec<Step> {
+    let mut out = Vec::new();
+    match ir.base {
+        Base::AllowDefault => out.push(step(
+            ["--ro-bind", "/", "/"],
+            "base allow-default: the host, read-only".into(),
+        )),
+        Base::DenyDefault => {
+            for r in SYSTEM_ROOTS {
+                out.push(step(
+                    ["--ro-bind-try", r, r],
+                    "base deny-default: system files, read-only, when present".into(),
+                ));
+            }
+        }
+    }
+    out.push(step(
+        ["--proc", "/proc"],
+        "a fresh /proc: only this sandbox's processes; /proc/self/root is the sandbox's root"
+            .into(),
+    ));
+    out.push(step(
+        ["--dev", "/dev"],
+        "a minimal /dev: null, zero, full, random, urandom, tty, pts, shm".into(),
+    ));
+
+    // Path steps, keyed by (depth, order, destination) so the deepest decides.
+    let mut paths: Vec<((usize, u8, String), Step)> = Vec::new();
+    let mut hidden_dirs: Vec<String> = Vec::new();
+    for root in &ir.roots {
+        let dest = root.real.clone().unwrap_or_else(|| root.path.clone());
+        let from = if root.origin == dest {
+            format!("`{}`", root.origin)
+        } else {
+            format!("`{}` ({})", root.origin, dest)
+        };
+        let key = |order: u8| (depth(&dest), order, dest.clone());
+        match root.kind {
+            RootKind::DenyRead | RootKind::MetadataOnly => {
+                let what = if root.kind == RootKind::DenyRead {
+                    "deny_read"
+                } else {
+                    "metadata_only"
+                };
+                match root.host_kind {
+                    None => {} // absent when compiled: nothing to hide
+                    Some(PathKind::Dir) => {
+                        let why = if root.kind == RootKind::DenyRead {
+                            format!("{what} {from}: an empty read-only stand-in directory")
+                        } else {
+                            format!("{what} {from}: stat works, its contents are gone")
+                        };
+                        paths.push((key(0), step(["--tmpfs", &dest], why)));
+                        hidden_dirs.push(dest.clone());
+                    }
+                    Some(PathKind::File | PathKind::Other) => paths.push((
+                        key(0),
+                        step(
+                            ["--ro-bind", EMPTY_FILE, &dest],
+                            format!("{what} {from}: replaced by an empty file"),
+                        ),
+                    )),
+                }
+            }
+            RootKind::AllowRead => {
+                if root.real.is_some() {
+                    paths.push((
+                        key(1),
+                        step(
+                            ["--ro-bind", &dest, &dest],
+                            format!("allow_read {from}: bound back, read-only"),
+                        ),
+                    ));
+                }
+            }
+            RootKind::Write => {
+                let s = if root.real.is_some() {
+                    step(
+                        ["--bind", &dest, &dest],
+                        format!("write {from}: bound read-write"),
+                    )
+                } else {
+                    step(
+                        ["--bind-try", &dest, &dest],
+                        format!("write {from}: absent when compiled; bound read-write if present"),
+                    )
+                };
+                paths.push((key(2), s));
+            }
+            RootKind::WriteDevice => {
+                if !DEV_SET.contains(&root.path.as_str()) {
+                    paths.push((
+                        key(3),
+                        step(
+                            ["--dev-bind-try", &root.path, &root.path],
+                            format!("write_devices {from}: when this host has it"),
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for entry in &ir.launcher {
+        let hidden = match ir.base {
+            Base::AllowDefault => ir
+                .roots
+                .iter()
+                .filter(|r| r.kind.is_denied())
+                .filter_map(|r| r.real.as_deref())
+                .any(|d| is_within(&entry.path, d)),
+            Base::DenyDefault => !SYSTEM_ROOTS.iter().any(|s| is_within(&entry.path, s)),
+        };
+        if !hidden {
+            continue;
+        }
+        let why = format!("launcher chain `{}`: re-allowed by literal path", entry.path);
+        let s = match (&entry.kind, &entry.target) {
+            (LinkKind::Symlink, Some(target)) => step(["--symlink", target, &entry.path], why),
+            _ => step(["--ro-bind", &entry.path, &entry.path], why),
+        };
+        paths.push(((depth(&entry.path), 4, entry.path.clone()), s));
+    }
+    paths.sort_by(|a, b| a.0.cmp(&b.0));
+    // Two roots with one realpath (a var and its literal) mount once.
+    paths.dedup_by(|a, b| a.1.args == b.1.args);
+    out.extend(paths.into_iter().map(|(_, s)| s));
+
+    hidden_dirs.sort();
+    hidden_dirs.dedup();
+    for d in &hidden_dirs {
+        out.push(step(
+            ["--remount-ro", d],
+            format!("`{d}` stays read-only once the mounts inside it are made"),
+        ));
+    }
+    out.push(step(
+        ["--remount-ro", "/dev"],
+        "nothing can be created in /dev (or /dev/shm); its device nodes still work".into(),
+    ));
+
+    out.push(step(
+        ["--unshare-pid"],
+        "own pid namespace: no other process is visible or signalled".into(),
+    ));
+    out.push(step(["--unshare-ipc"], "own System V IPC and POSIX message queues".into()));
+    out.push(step(["--unshare-uts"], "own hostname".into()));
+    match ir.network.mode {
+        NetMode::None => out.push(step(
+            ["--unshare-net"],
+            "network none: own network namespace, with only its own loopback".into(),
+        )),
+        NetMode::Proxy => out.push(step(
+            ["--unshare-net"],
+            "network proxy: own network namespace; `sealc exec` bridges only the proxy port"
+                .into(),
+        )),
+        NetMode::Open => {}
+    }
+    out.push(step(
+        ["--new-session"],
+        "own session: no terminal injection (TIOCSTI) into the caller's terminal".into(),
+    ));
+    out.push(step(
+        ["--die-with-parent"],
+        "the sandbox dies with `sealc exec`".into(),
+    ));
+    out
+}
+
+/// What runs inside the sandbox before the command.
+pub fn command_prefix(ir: &Ir) -> Vec<String> {
+    let env = crate::backend::env::ENV_BIN.to_string();
+    match ir.env.vars.get("PWD") {
+        Some(v) => vec![env, "--".into(), format!("PWD={v}")],
+        None => vec![env, "-u".into(), "PWD".into(), "--".into()],
+    }
+}
+
+/// The whole argv before the command: `bwrap`, every step, `--`, the prefix.
+pub fn argv(ir: &Ir) -> Vec<String> {
+    let mut argv = vec![ir.exec.bwrap.clone()];
+    argv.extend(steps(ir).into_iter().flat_map(|s| s.args));
+    argv.push("--".into());
+    argv.extend(command_prefix(ir));
+    argv
+}
+
+/// Render `seal.bwrap.json`.
+pub fn render(ir: &Ir) -> Vec<u8> {
+    let file = BwrapFile {
+        bwrap: &ir.exec.bwrap,
+        command_prefix: command_prefix(ir),
+        network: Network {
+            mode: ir.network.mode.as_str(),
+            proxy: ir
+                .network
+                .proxy
+                .as_ref()
+                .map(|p| format!("{}:{}", p.host, p.port)),
+        },
+        schema: SCHEMA,
+        seal: &ir.name,
+        steps: steps(ir),
+        timeout: ir.exec.timeout.as_ref().map(|(_, s)| *s),
+    };
+    let mut out = serde_json::to_vec_pretty(&file).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
