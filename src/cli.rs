@@ -74,6 +74,30 @@ enum Command {
         #[arg(long, value_name = "DIR", requires = "codex_config")]
         workspace: Option<PathBuf>,
     },
+    /// Verify a record, then run a command under its seal (exit 1 on drift: nothing starts).
+    Exec {
+        /// The record (seal.json).
+        record: PathBuf,
+        /// Directory of the artifact files (default: the record's directory).
+        #[arg(long, value_name = "DIR")]
+        artifacts: Option<PathBuf>,
+        /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The command and its arguments, after `--`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
+    /// Inside a Linux `proxy` sandbox: bridge the proxy port, then run the command.
+    #[command(name = "__bridge", hide = true)]
+    Bridge {
+        #[arg(long)]
+        listen: String,
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<OsString>,
+    },
     /// Check a spec without a host: the JSON Schema, the compiler's checks, and advice.
     Lint {
         /// The seal spec (TOML).
@@ -202,6 +226,23 @@ pub fn run(
             let _ = write!(out, "{text}");
             report.verdict().exit_code()
         }
+        Command::Exec {
+            record,
+            artifacts,
+            dry_run,
+            command,
+        } => exec(&record, artifacts.as_deref(), dry_run, &command, out, err),
+        Command::Bridge {
+            listen,
+            socket,
+            command,
+        } => match crate::exec::bridge_main(&listen, &socket, &command) {
+            Ok(code) => code,
+            Err(e) => {
+                let _ = writeln!(err, "sealc: the proxy bridge cannot start: {e}");
+                crate::exec::CANNOT_START
+            }
+        },
         Command::Lint { spec, format } => {
             let display = spec.display().to_string();
             let src = match std::fs::read_to_string(&spec) {
@@ -379,6 +420,99 @@ struct VerifyArgs {
 
 /// Read the record and the artifact files beside it (or in `--artifacts`),
 /// then verify; the live and Codex-config checks come after.
+/// `sealc exec`: verify exactly as `sealc verify` does, then run.
+fn exec(
+    record: &Path,
+    artifacts: Option<&Path>,
+    dry_run: bool,
+    command: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let display = record.display().to_string();
+    let bytes = match std::fs::read(record) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(err, "error: cannot read the record {}: {e}", quote(&display));
+            return BAD_INPUT;
+        }
+    };
+    let dir = match artifacts {
+        Some(d) => d.to_path_buf(),
+        None => record.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let outcome = crate::verify::verify(&bytes, &files);
+    let verdict = outcome.report.verdict();
+    let (Some(rec), Some(recompiled), crate::verify::Verdict::Verified) =
+        (&outcome.record, &outcome.recompiled, verdict)
+    else {
+        let _ = write!(err, "{}", outcome.report.to_text());
+        let _ = writeln!(err, "error: {display} does not verify, so nothing was started");
+        return verdict.exit_code().max(DIFFERS);
+    };
+    let compiled =
+        match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
+            Ok(c) => c,
+            Err(_) => {
+                let _ = writeln!(err, "error: {display} does not recompile, so nothing was started");
+                return DIFFERS;
+            }
+        };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
+    let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
+        && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
+    let bridge_dir = if dry_run || !needs_bridge {
+        PathBuf::from("/nonexistent/sealc-bridge")
+    } else {
+        match crate::exec::private_dir(&std::env::temp_dir()) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
+                return crate::exec::CANNOT_START;
+            }
+        }
+    };
+    let profile = recompiled
+        .get(crate::backend::SEATBELT)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let rt = crate::exec::Runtime {
+        exe: &exe,
+        bridge_dir: &bridge_dir,
+        profile,
+    };
+    let plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+        Ok(p) => p,
+        Err(d) => {
+            let _ = std::fs::remove_dir(&bridge_dir);
+            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
+            return BAD_INPUT;
+        }
+    };
+    if dry_run {
+        let shown = serde_json::json!({
+            "argv": std::iter::once(plan.program.clone())
+                .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>(),
+            "env": plan.env.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            "secrets": plan.secrets,
+            "timeout": plan.timeout.map(|t| t.as_secs()),
+        });
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+        return OK;
+    }
+    let _ = out.flush();
+    match crate::exec::run(&plan) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = std::fs::remove_dir(&bridge_dir);
+            let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
+            crate::exec::CANNOT_START
+        }
+    }
+}
+
 fn verify(a: &VerifyArgs) -> crate::verify::Report {
     use crate::facts::Host as _;
     let bytes = match std::fs::read(&a.record) {

@@ -173,9 +173,14 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[filesystem]\ndeny_read = [\"/secret\"]\n[[assert]]\nallow = \"file-read-data\"\npaths = [\"/secret/x\"]",
     ),
     (
-        "sealc::platform::unsupported",
-        "the target platform has no backend yet",
-        "[target]\nplatform = \"linux\"",
+        "sealc::exec::secret",
+        "a `secret` named by the seal is not set in the environment of `sealc exec`",
+        "# env -u OPENAI_API_KEY sealc exec seal/seal.json -- codex exec",
+    ),
+    (
+        "sealc::exec::command",
+        "`sealc exec` was given no command, or one that cannot cross into the sandbox as written",
+        "# sealc exec seal/seal.json -- A=1 codex",
     ),
     (
         "sealc::lint::schema",

@@ -19,6 +19,7 @@ pub mod backend;
 pub mod cli;
 pub mod diag;
 pub mod digest;
+pub mod exec;
 pub mod facts;
 pub mod ir;
 pub mod lint;

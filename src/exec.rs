@@ -1,0 +1,402 @@
+//! Stage 7, **run** (`sealc exec`): start a command under a verified seal.
+//!
+//! [`plan`] is pure: from the recompiled IR (never from the files on disk, so
+//! nothing can change between verifying and running), the command and the
+//! secret values, it builds the exact program, argv and environment. [`run`]
+//! starts it in its own process group with exactly that environment (no
+//! shell, no inherited variable), forwards the signals sealc receives,
+//! enforces the recorded timeout and passes the exit status through. This is
+//! the only module that reads sealc's own environment (for secrets) or starts
+//! processes.
+//!
+//! On Linux in `proxy` mode the sandbox has its own network namespace. A
+//! bridge carries the proxy port across it: sealc listens on a unix socket in
+//! a private directory, bound into the sandbox; inside, `sealc __bridge`
+//! listens on the proxy's loopback address and forwards each connection to
+//! that socket; outside, each is forwarded to the host's proxy. Nothing else
+//! crosses.
+
+use std::ffi::OsString;
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::backend::bwrap;
+use crate::diag::{quote, Diagnostic};
+use crate::ir::Ir;
+use crate::spec::{NetMode, Platform};
+
+/// Exit status when the recorded timeout ran out (as `timeout(1)`).
+pub const TIMED_OUT: i32 = 124;
+/// Exit status when the sandbox could not be started.
+pub const CANNOT_START: i32 = 127;
+/// How long a stopped sandbox gets between `SIGTERM` and `SIGKILL`.
+pub const GRACE: Duration = Duration::from_secs(2);
+/// The signals sealc forwards to the sandbox.
+pub const FORWARDED: [i32; 4] = [
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGQUIT,
+    signal_hook::consts::SIGTERM,
+];
+/// The bridge's socket, inside its private directory.
+pub const BRIDGE_SOCKET: &str = "proxy.sock";
+
+/// What runs: the program, its arguments and its whole environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub program: String,
+    pub args: Vec<OsString>,
+    /// Exactly the environment of the child, sorted by name.
+    pub env: Vec<(String, OsString)>,
+    /// Names in `env` whose values are secrets (never shown).
+    pub secrets: Vec<String>,
+    pub timeout: Option<Duration>,
+    /// `host:port` of the host's proxy, to bridge to (Linux, `proxy` mode).
+    pub bridge: Option<BridgePlan>,
+}
+
+/// The bridge of a Linux `proxy` seal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BridgePlan {
+    /// The private directory bound into the sandbox.
+    pub dir: PathBuf,
+    /// The host's proxy, as recorded.
+    pub upstream: String,
+}
+
+/// What the plan needs from the running host.
+pub struct Runtime<'a> {
+    /// sealc's own binary, bound read-only into a Linux `proxy` sandbox.
+    pub exe: &'a Path,
+    /// The private directory of the bridge.
+    pub bridge_dir: &'a Path,
+    /// The seatbelt profile's verified bytes (macOS).
+    pub profile: &'a [u8],
+}
+
+/// Build the plan. `secret` gives a secret's value from sealc's environment.
+pub fn plan(
+    ir: &Ir,
+    command: &[OsString],
+    secret: &dyn Fn(&str) -> Option<OsString>,
+    rt: &Runtime<'_>,
+) -> Result<Plan, Diagnostic> {
+    let Some(first) = command.first() else {
+        return Err(Diagnostic::error("sealc::exec::command", "no command to run")
+            .help("give it after the record: `sealc exec seal/seal.json -- codex exec ...`"));
+    };
+    let mut env: Vec<(String, OsString)> = ir
+        .env
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), OsString::from(v)))
+        .collect();
+    let mut missing = Vec::new();
+    for name in &ir.env.secrets {
+        match secret(name) {
+            Some(v) => env.push((name.clone(), v)),
+            None => missing.push(name.as_str()),
+        }
+    }
+    if !missing.is_empty() {
+        let names = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>();
+        return Err(Diagnostic::error(
+            "sealc::exec::secret",
+            format!(
+                "secret {} {} not set, so nothing was started",
+                names.join(", "),
+                if missing.len() == 1 { "is" } else { "are" }
+            ),
+        )
+        .help("export each secret in the environment `sealc exec` runs in; its value is passed to the agent and never written"));
+    }
+    env.sort();
+    let timeout = ir
+        .exec
+        .timeout
+        .as_ref()
+        .map(|(_, s)| Duration::from_secs(*s));
+    let secrets = ir.env.secrets.iter().cloned().collect();
+    match ir.platform {
+        Platform::Macos => {
+            // The verified bytes, not the file: nothing can swap the profile
+            // between `verify` and `sandbox-exec` reading it.
+            let mut args: Vec<OsString> = vec![
+                "-p".into(),
+                String::from_utf8_lossy(rt.profile).into_owned().into(),
+            ];
+            if let Some((bin, secs)) = &ir.exec.timeout {
+                args.extend([bin.into(), "--foreground".into(), secs.to_string().into()]);
+            }
+            args.extend(command.iter().cloned());
+            Ok(Plan {
+                program: ir.exec.sandbox_exec.clone(),
+                args,
+                env,
+                secrets,
+                timeout,
+                bridge: None,
+            })
+        }
+        Platform::Linux => {
+            if first.as_encoded_bytes().contains(&b'=') {
+                return Err(Diagnostic::error(
+                    "sealc::exec::command",
+                    format!(
+                        "the command {} holds `=`, so `env` inside the sandbox would read it as a variable",
+                        quote(&first.to_string_lossy())
+                    ),
+                )
+                .help("rename the program or call it through a path without `=`"));
+            }
+            let bridge = match (&ir.network.mode, &ir.network.proxy) {
+                (NetMode::Proxy, Some(p)) => Some((format!("{}:{}", p.host, p.port), p)),
+                _ => None,
+            };
+            let steps = bwrap::steps(ir);
+            let split = steps
+                .iter()
+                .position(|s| s.args.first().map(String::as_str) == Some("--remount-ro"))
+                .unwrap_or(steps.len());
+            let mut args: Vec<OsString> = Vec::new();
+            for (i, s) in steps.iter().enumerate() {
+                if i == split {
+                    if bridge.is_some() {
+                        // Made before any hidden directory turns read-only.
+                        let dir = rt.bridge_dir.as_os_str();
+                        let exe = rt.exe.as_os_str();
+                        args.extend(["--bind".into(), dir.into(), dir.into()]);
+                        args.extend(["--ro-bind".into(), exe.into(), exe.into()]);
+                    }
+                }
+                args.extend(s.args.iter().map(OsString::from));
+            }
+            args.push("--".into());
+            if let Some((listen, _)) = &bridge {
+                args.push(rt.exe.as_os_str().into());
+                args.extend(["__bridge".into(), "--listen".into(), listen.into()]);
+                args.push("--socket".into());
+                args.push(rt.bridge_dir.join(BRIDGE_SOCKET).into_os_string());
+                args.push("--".into());
+            }
+            args.extend(bwrap::command_prefix(ir).into_iter().map(OsString::from));
+            args.extend(command.iter().cloned());
+            Ok(Plan {
+                program: ir.exec.bwrap.clone(),
+                args,
+                env,
+                secrets,
+                timeout,
+                bridge: bridge.map(|(listen, _)| BridgePlan {
+                    dir: rt.bridge_dir.to_path_buf(),
+                    upstream: listen,
+                }),
+            })
+        }
+    }
+}
+
+/// Make a private (0700) directory for the bridge under `parent`.
+pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
+    let mut n = 0u32;
+    loop {
+        let dir = parent.join(format!("sealc-bridge-{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Copy both ways between two streams until both sides are done.
+fn pump<A, B>(a: A, b: B)
+where
+    A: io::Read + io::Write + Shutdown + TryClone + Send + 'static,
+    B: io::Read + io::Write + Shutdown + TryClone + Send + 'static,
+{
+    let (Ok(mut a2), Ok(mut b2)) = (a.try_clone_(), b.try_clone_()) else {
+        return;
+    };
+    let (mut a, mut b) = (a, b);
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut a2, &mut b2);
+        b2.shutdown_write();
+    });
+    let _ = io::copy(&mut b, &mut a);
+    a.shutdown_write();
+}
+
+/// `shutdown(Write)` for both stream kinds.
+trait Shutdown {
+    fn shutdown_write(&self);
+}
+/// `try_clone` for both stream kinds.
+trait TryClone: Sized {
+    fn try_clone_(&self) -> io::Result<Self>;
+}
+impl Shutdown for TcpStream {
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+impl Shutdown for UnixStream {
+    fn shutdown_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+impl TryClone for TcpStream {
+    fn try_clone_(&self) -> io::Result<Self> {
+        self.try_clone()
+    }
+}
+impl TryClone for UnixStream {
+    fn try_clone_(&self) -> io::Result<Self> {
+        self.try_clone()
+    }
+}
+
+/// The outer half of the bridge: the unix socket in the private directory,
+/// each connection forwarded to the host's proxy. Runs until sealc exits.
+pub fn serve_outer(b: &BridgePlan) -> io::Result<()> {
+    let listener = UnixListener::bind(b.dir.join(BRIDGE_SOCKET))?;
+    let upstream = b.upstream.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let upstream = upstream.clone();
+            std::thread::spawn(move || {
+                if let Ok(up) = TcpStream::connect(&upstream) {
+                    pump(conn, up);
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+/// The inner half (`sealc __bridge`), inside the sandbox's network namespace:
+/// listen on the proxy's address, forward each connection to the socket, run
+/// the command and return its exit status.
+pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Result<i32> {
+    let listener = TcpListener::bind(listen)?;
+    let socket = socket.to_path_buf();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                if let Ok(out) = UnixStream::connect(&socket) {
+                    pump(conn, out);
+                }
+            });
+        }
+    });
+    let Some((program, args)) = command.split_first() else {
+        return Ok(CANNOT_START);
+    };
+    let status = Command::new(program).args(args).status()?;
+    Ok(exit_code(status))
+}
+
+/// The exit status a shell would report: the code, or 128 + the signal.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(CANNOT_START)
+}
+
+enum Event {
+    Exited(io::Result<ExitStatus>),
+    Signal(i32),
+}
+
+/// Start the plan and wait for it: own process group, exact environment,
+/// signals forwarded, the timeout enforced, the exit status returned.
+pub fn run(plan: &Plan) -> io::Result<i32> {
+    if let Some(b) = &plan.bridge {
+        serve_outer(b)?;
+    }
+    let mut cmd = Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .env_clear()
+        .envs(plan.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0);
+    let mut signals = signal_hook::iterator::Signals::new(FORWARDED)?;
+    let mut child = cmd.spawn()?;
+    let group = rustix::process::Pid::from_child(&child);
+    let kill_group = move |sig: rustix::process::Signal| {
+        let _ = rustix::process::kill_process_group(group, sig);
+    };
+    let (tx, rx) = mpsc::channel();
+    let handle = signals.handle();
+    let sig_tx = tx.clone();
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if sig_tx.send(Event::Signal(sig)).is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        let _ = tx.send(Event::Exited(child.wait()));
+    });
+    let deadline = plan.timeout.map(|t| std::time::Instant::now() + t);
+    let mut timed_out = false;
+    let status = loop {
+        let event = match deadline {
+            Some(d) if !timed_out => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(e) => e,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        timed_out = true;
+                        kill_group(rustix::process::Signal::TERM);
+                        match rx.recv_timeout(GRACE) {
+                            Ok(e) => e,
+                            Err(_) => {
+                                kill_group(rustix::process::Signal::KILL);
+                                continue;
+                            }
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                }
+            }
+            _ => match rx.recv() {
+                Ok(e) => e,
+                Err(_) => break None,
+            },
+        };
+        match event {
+            Event::Exited(s) => break Some(s),
+            Event::Signal(sig) => {
+                if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
+                    kill_group(s);
+                }
+            }
+        }
+    };
+    handle.close();
+    // Whatever is left of the group does not outlive sealc.
+    kill_group(rustix::process::Signal::KILL);
+    if let Some(b) = &plan.bridge {
+        let _ = std::fs::remove_file(b.dir.join(BRIDGE_SOCKET));
+        let _ = std::fs::remove_dir(&b.dir);
+    }
+    match status {
+        Some(Ok(s)) if timed_out => {
+            let _ = s;
+            Ok(TIMED_OUT)
+        }
+        Some(Ok(s)) => Ok(exit_code(s)),
+        Some(Err(e)) => Err(e),
+        None => Ok(CANNOT_START),
+    }
+}
