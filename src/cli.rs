@@ -85,7 +85,12 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
         /// The command and its arguments, after `--`.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required = true,
+            value_name = "CMD"
+        )]
         command: Vec<OsString>,
     },
     /// Inside a Linux `proxy` sandbox: bridge the proxy port, then run the command.
@@ -433,7 +438,11 @@ fn exec(
     let bytes = match std::fs::read(record) {
         Ok(b) => b,
         Err(e) => {
-            let _ = writeln!(err, "error: cannot read the record {}: {e}", quote(&display));
+            let _ = writeln!(
+                err,
+                "error: cannot read the record {}: {e}",
+                quote(&display)
+            );
             return BAD_INPUT;
         }
     };
@@ -448,14 +457,20 @@ fn exec(
         (&outcome.record, &outcome.recompiled, verdict)
     else {
         let _ = write!(err, "{}", outcome.report.to_text());
-        let _ = writeln!(err, "error: {display} does not verify, so nothing was started");
+        let _ = writeln!(
+            err,
+            "error: {display} does not verify, so nothing was started"
+        );
         return verdict.exit_code().max(DIFFERS);
     };
     let compiled =
         match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
             Ok(c) => c,
             Err(_) => {
-                let _ = writeln!(err, "error: {display} does not recompile, so nothing was started");
+                let _ = writeln!(
+                    err,
+                    "error: {display} does not recompile, so nothing was started"
+                );
                 return DIFFERS;
             }
         };
@@ -499,7 +514,11 @@ fn exec(
             "secrets": plan.secrets,
             "timeout": plan.timeout.map(|t| t.as_secs()),
         });
-        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&shown).unwrap_or_default()
+        );
         return OK;
     }
     let _ = out.flush();

@@ -89,8 +89,10 @@ pub fn plan(
     rt: &Runtime<'_>,
 ) -> Result<Plan, Diagnostic> {
     let Some(first) = command.first() else {
-        return Err(Diagnostic::error("sealc::exec::command", "no command to run")
-            .help("give it after the record: `sealc exec seal/seal.json -- codex exec ...`"));
+        return Err(
+            Diagnostic::error("sealc::exec::command", "no command to run")
+                .help("give it after the record: `sealc exec seal/seal.json -- codex exec ...`"),
+        );
     };
     let mut env: Vec<(String, OsString)> = ir
         .env

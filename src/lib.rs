@@ -90,10 +90,7 @@ pub fn compile_with_facts(
 /// seatbelt profile (parsed with the SBPL grammar) or the bubblewrap argv
 /// (as a mount model). A false, ambiguous or undetermined assertion is an
 /// error that names the subject, the operation and the deciding rule.
-pub fn prove_assertions(
-    ir: &Ir,
-    files: &BTreeMap<String, Vec<u8>>,
-) -> Result<(), Diagnostics> {
+pub fn prove_assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diagnostics> {
     if ir.asserts.is_empty() {
         return Ok(());
     }
@@ -108,8 +105,7 @@ pub fn prove_assertions(
         spec::Platform::Linux => backend::BWRAP,
     };
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
-    let judge: Box<dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>> = match ir.platform
-    {
+    let judge: Box<dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>> = match ir.platform {
         spec::Platform::Macos => {
             let text = String::from_utf8_lossy(bytes).into_owned();
             let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
@@ -214,7 +210,11 @@ fn judge_sbpl(
             filtered_first,
             source_order,
         } => Some((
-            format!("`{} {}` on {shown} is ambiguous in seal.sb", want.as_str(), a.op),
+            format!(
+                "`{} {}` on {shown} is ambiguous in seal.sb",
+                want.as_str(),
+                a.op
+            ),
             format!(
                 "filtered-first reading: {} by {}; source-order reading: {} by {}",
                 filtered_first.action.as_str(),
@@ -248,9 +248,7 @@ fn judge_mounts(
                 ))
             }
         },
-        Target::Remote { host, port } if a.op.starts_with("network") => {
-            model.connect(host, *port)
-        }
+        Target::Remote { host, port } if a.op.starts_with("network") => model.connect(host, *port),
         Target::Remote { .. } => {
             return Some((
                 format!("`{want} {}` on {shown} is undetermined", a.op),
@@ -261,7 +259,10 @@ fn judge_mounts(
     let says = if answer.allowed { "allow" } else { "deny" };
     (says != want).then(|| {
         (
-            format!("`{want} {}` on {shown} is false: seal.bwrap.json says {says}", a.op),
+            format!(
+                "`{want} {}` on {shown} is false: seal.bwrap.json says {says}",
+                a.op
+            ),
             format!("decided by {}", answer.why),
         )
     })

@@ -84,7 +84,10 @@ impl Model {
                     .ok_or_else(|| format!("step `{text}` lacks an argument"))
             };
             match s.args.first().map(String::as_str) {
-                Some("--ro-bind" | "--ro-bind-try") if s.args.get(1).map(String::as_str) == Some("/dev/null") && arg(2)? != "/dev/null" => {
+                Some("--ro-bind" | "--ro-bind-try")
+                    if s.args.get(1).map(String::as_str) == Some("/dev/null")
+                        && arg(2)? != "/dev/null" =>
+                {
                     mounts.push((arg(2)?, Mount::EmptyFile, text))
                 }
                 Some("--ro-bind" | "--ro-bind-try") => {
@@ -95,7 +98,9 @@ impl Model {
                 }
                 Some("--tmpfs") => mounts.push((arg(1)?, Mount::Tmpfs, text)),
                 Some("--symlink") => mounts.push((arg(2)?, Mount::Literal, text)),
-                Some("--dev-bind-try" | "--dev-bind") => mounts.push((arg(2)?, Mount::Device, text)),
+                Some("--dev-bind-try" | "--dev-bind") => {
+                    mounts.push((arg(2)?, Mount::Device, text))
+                }
                 Some("--proc" | "--dev") => mounts.push((arg(1)?, Mount::Special, text)),
                 Some("--remount-ro") => read_only.push(arg(1)?),
                 Some("--unshare-net") => net_unshared = true,

@@ -207,7 +207,10 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         if !hidden {
             continue;
         }
-        let why = format!("launcher chain `{}`: re-allowed by literal path", entry.path);
+        let why = format!(
+            "launcher chain `{}`: re-allowed by literal path",
+            entry.path
+        );
         let s = match (&entry.kind, &entry.target) {
             (LinkKind::Symlink, Some(target)) => step(["--symlink", target, &entry.path], why),
             _ => step(["--ro-bind", &entry.path, &entry.path], why),
@@ -236,7 +239,10 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         ["--unshare-pid"],
         "own pid namespace: no other process is visible or signalled".into(),
     ));
-    out.push(step(["--unshare-ipc"], "own System V IPC and POSIX message queues".into()));
+    out.push(step(
+        ["--unshare-ipc"],
+        "own System V IPC and POSIX message queues".into(),
+    ));
     out.push(step(["--unshare-uts"], "own hostname".into()));
     match ir.network.mode {
         NetMode::None => out.push(step(
@@ -245,8 +251,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         )),
         NetMode::Proxy => out.push(step(
             ["--unshare-net"],
-            "network proxy: own network namespace; `sealc exec` bridges only the proxy port"
-                .into(),
+            "network proxy: own network namespace; `sealc exec` bridges only the proxy port".into(),
         )),
         NetMode::Open => {}
     }

@@ -1,0 +1,527 @@
+//! `sealc exec` enforcing for real: the probe spec compiled with
+//! `--platform linux`, run under bubblewrap, against an attack battery.
+//!
+//! Every attempt runs inside the seal through `sealc exec`, on a private
+//! layout in a temp directory (never `$HOME`): a checkout and a home that are
+//! denied, another run's temp directory, a metadata-only dispatch directory,
+//! a host proxy and a second loopback service that is not the proxy.
+//!
+//! Without bubblewrap these tests say so and pass, unless
+//! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::root;
+
+const SECRET: &str = "SKILL-SECRET-7f3a";
+const OTHER_RUN: &str = "OTHER-RUN-TEMP-91c2";
+const DISPATCH: &str = "DISPATCH-TASK-4be1";
+const PARENT: &str = "PARENT-SECRET-a0d5";
+const API_KEY: &str = "sk-test-5e9b";
+
+/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
+/// under `SEALC_REQUIRE_BWRAP=1`.
+fn bwrap_works() -> bool {
+    let ok = Command::new("bwrap")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--unshare-net",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
+        );
+        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
+    }
+    ok
+}
+
+/// A service on a loopback port that answers every connection with `reply`.
+fn serve(reply: &'static str) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let _ = c.write_all(reply.as_bytes());
+        }
+    });
+    port
+}
+
+/// The layout of one sealed run, compiled.
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+    record: PathBuf,
+    proxy: u16,
+    other: u16,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        Lab::with_spec(&std::fs::read_to_string(root().join("specs/probe-rep.toml")).unwrap())
+    }
+
+    fn with_spec(spec: &str) -> Lab {
+        // Outside /tmp (which the probe also denies), so each denial is
+        // tested on its own.
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        let w = |p: &str, s: &str| {
+            let p = t.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w("checkout/skills/premortem/SKILL.md", SECRET);
+        w("home/.codex/auth.json", SECRET);
+        w(
+            "home/.local/lib/codex/bin/codex.js",
+            "#!/bin/sh\necho codex\n",
+        );
+        std::fs::create_dir_all(t.join("home/.local/bin")).unwrap();
+        std::os::unix::fs::symlink("../lib/codex/bin/codex.js", t.join("home/.local/bin/codex"))
+            .unwrap();
+        w("tmp/other-run/notes.txt", OTHER_RUN);
+        w("run/dispatch/task.md", DISPATCH);
+        w("run/ws/task.md", "the task: write notes.md\n");
+        for d in ["run/home", "run/tmp"] {
+            std::fs::create_dir_all(t.join(d)).unwrap();
+        }
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let proxy = serve("PROXY-OK\n");
+        let other = serve("NOT-THE-PROXY\n");
+        let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&t)
+            .env_clear()
+            .env("HOME", t.join("home"))
+            .env("TMPDIR", t.join("tmp"))
+            .env("PATH", "/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .args([
+                "compile",
+                "spec.toml",
+                "--platform",
+                "linux",
+                "--out",
+                "seal",
+            ])
+            .arg(format!("--var=run={}", t.join("run").display()))
+            .arg(format!("--var=checkout={}", t.join("checkout").display()))
+            .arg(format!("--var=proxy_port={proxy}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "compile failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Lab {
+            record: t.join("seal/seal.json"),
+            t,
+            _tmp: tmp,
+            proxy,
+            other,
+        }
+    }
+
+    fn path(&self, p: &str) -> String {
+        self.t.join(p).display().to_string()
+    }
+
+    /// `sealc exec` with the harness's environment: the secret, a parent
+    /// secret that must not cross, and `HOME` of the operator.
+    fn exec_cmd(&self, argv: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(self.t.join("run/ws"))
+            .env_clear()
+            .env("HOME", self.t.join("home"))
+            .env("PATH", "/usr/bin:/bin")
+            .env("OPENAI_API_KEY", API_KEY)
+            .env("PARENT_TOKEN", PARENT)
+            .arg("exec")
+            .arg(&self.record)
+            .arg("--")
+            .args(argv);
+        c
+    }
+
+    /// Run a shell script inside the seal, with the lab's paths in its env.
+    fn sh(&self, script: &str) -> Output {
+        let script = format!(
+            "T={t}; CO={t}/checkout; WS={t}/run/ws; RUN={t}/run; TMPROOT={t}/tmp; PROXY={p}; OTHER={o}\n{script}",
+            t = self.t.display(),
+            p = self.proxy,
+            o = self.other,
+        );
+        self.exec_cmd(&["/bin/bash", "-c", &script])
+            .output()
+            .unwrap()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// One attack: a script that prints what it got; it is blocked when the
+/// marker never shows and the script's own check says so.
+struct Attack {
+    name: &'static str,
+    script: &'static str,
+    marker: &'static str,
+}
+
+const ATTACKS: &[Attack] = &[
+    Attack {
+        name: "read a denied file directly",
+        script: "cat $CO/skills/premortem/SKILL.md",
+        marker: SECRET,
+    },
+    Attack {
+        name: "read a denied file through a symlink placed in a write root",
+        script: "ln -s $CO/skills/premortem/SKILL.md $WS/link && cat $WS/link; ln -s $CO $WS/co && cat $WS/co/skills/premortem/SKILL.md",
+        marker: SECRET,
+    },
+    Attack {
+        name: "read a denied file through /proc/self/root and /proc/1/root",
+        script: "cat /proc/self/root$CO/skills/premortem/SKILL.md; cat /proc/1/root$CO/skills/premortem/SKILL.md; cat /proc/$$/root$CO/skills/premortem/SKILL.md",
+        marker: SECRET,
+    },
+    Attack {
+        name: "hard-link a denied file into a write root",
+        script: "ln $CO/skills/premortem/SKILL.md $WS/hard && cat $WS/hard",
+        marker: SECRET,
+    },
+    Attack {
+        name: "rename the denied directory (and its parent) into reach",
+        script: "mv $CO/skills $WS/skills2; cat $WS/skills2/premortem/SKILL.md; mv $CO $WS/co2; cat $WS/co2/skills/premortem/SKILL.md; cat $CO/skills/premortem/SKILL.md",
+        marker: SECRET,
+    },
+    Attack {
+        name: "list and read another run's temp directory",
+        script: "ls -la $TMPROOT $TMPROOT/other-run; cat $TMPROOT/other-run/notes.txt; ls /tmp",
+        marker: OTHER_RUN,
+    },
+    Attack {
+        name: "read a metadata-only file",
+        script: "cat $RUN/dispatch/task.md; ls $RUN/dispatch",
+        marker: DISPATCH,
+    },
+    Attack {
+        name: "read the operator's real Codex auth under the denied home",
+        script: "cat $T/home/.codex/auth.json; cat ~/.codex/auth.json",
+        marker: SECRET,
+    },
+    Attack {
+        name: "read a parent secret from the environment",
+        script: "env; cat /proc/self/environ /proc/1/environ | tr '\\0' '\\n'",
+        marker: PARENT,
+    },
+    Attack {
+        name: "connect to a loopback port that is not the proxy",
+        script: "exec 3<>/dev/tcp/127.0.0.1/$OTHER && head -c 64 <&3",
+        marker: "NOT-THE-PROXY",
+    },
+];
+
+#[test]
+fn the_attack_battery_is_blocked_and_the_work_still_works() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let mut report = Vec::new();
+    let mut leaks = Vec::new();
+    for a in ATTACKS {
+        let out = lab.sh(&format!("echo SANDBOX-UP; {}", a.script));
+        let all = text(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("SANDBOX-UP"),
+            "the sandbox did not start for `{}`:\n{all}",
+            a.name
+        );
+        let leaked = all.contains(a.marker);
+        report.push(format!(
+            "{:<8} {}",
+            if leaked { "LEAKED" } else { "blocked" },
+            a.name
+        ));
+        if leaked {
+            leaks.push(format!("{}:\n{all}", a.name));
+        }
+    }
+
+    // Writes outside the write roots: each must fail, and nothing may appear.
+    let out = lab.sh(
+        "echo SANDBOX-UP; for f in $T/outside /etc/sealc-pwned /dev/shm/sealc-pwned /tmp/sealc-pwned $RUN/dispatch/x $CO/x $HOME/../x; do \
+           if (echo pwned > $f) 2>/dev/null; then echo \"WROTE $f\"; fi; done; \
+         mkdir /usr/sealc-pwned 2>/dev/null && echo WROTE-usr; true",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("SANDBOX-UP"),
+        "{}",
+        text(&out)
+    );
+    let wrote = String::from_utf8_lossy(&out.stdout).contains("WROTE");
+    report.push(format!(
+        "{:<8} write outside the write roots and into /etc",
+        if wrote { "LEAKED" } else { "blocked" }
+    ));
+    if wrote {
+        leaks.push(format!("writes:\n{}", text(&out)));
+    }
+    for p in ["outside", "run/dispatch/x", "checkout/x"] {
+        assert!(!lab.t.join(p).exists(), "{p} was written on the host");
+    }
+    assert!(!Path::new("/etc/sealc-pwned").exists());
+
+    // The checkout and its secret are still where they were on the host.
+    assert_eq!(
+        std::fs::read_to_string(lab.t.join("checkout/skills/premortem/SKILL.md")).unwrap(),
+        SECRET
+    );
+    assert!(
+        leaks.is_empty(),
+        "{}\n\n{}",
+        report.join("\n"),
+        leaks.join("\n\n")
+    );
+
+    // The allowed work: read the task, write the workspace, stat the
+    // metadata-only directory, reach the proxy, see the secret it was given.
+    let out = lab.sh(
+        "set -e; cat $WS/task.md; echo notes > $WS/notes.md; echo t > $TMPDIR/t; echo h > $HOME/h; \
+         stat -c %F $RUN/dispatch; exec 3<>/dev/tcp/127.0.0.1/$PROXY; head -c 9 <&3; echo key=$OPENAI_API_KEY",
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the task: write notes.md"), "{all}");
+    assert!(stdout.contains("directory"), "{all}");
+    assert!(stdout.contains("PROXY-OK"), "{all}");
+    assert!(stdout.contains(&format!("key={API_KEY}")), "{all}");
+    assert_eq!(
+        std::fs::read_to_string(lab.t.join("run/ws/notes.md")).unwrap(),
+        "notes\n"
+    );
+    assert!(lab.t.join("run/tmp/t").exists() && lab.t.join("run/home/h").exists());
+    report.push("works    read the task, write the workspace, reach the proxy".into());
+    eprintln!("attack battery:\n{}", report.join("\n"));
+}
+
+#[test]
+fn the_child_gets_exactly_the_env_allowlist() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let out = lab.exec_cmd(&["/usr/bin/env", "-0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut got: Vec<String> = out
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    got.sort();
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.t.join("seal/env.json")).unwrap()).unwrap();
+    let mut want: Vec<String> = env["env"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
+        .collect();
+    want.push(format!("OPENAI_API_KEY={API_KEY}"));
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_missing_secret_refuses_to_start_naming_it() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let marker = lab.path("run/ws/started");
+    let out = lab
+        .exec_cmd(&["/usr/bin/touch", &marker])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`OPENAI_API_KEY`"));
+    assert!(!Path::new(&marker).exists(), "the command started");
+}
+
+#[test]
+fn a_tampered_seal_does_not_start() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let marker = lab.path("run/ws/started");
+    let seal = lab.t.join("seal/seal.bwrap.json");
+    for (file, from, to) in [
+        // Widen a write root to the whole checkout.
+        (&seal, "--tmpfs", "--bind-try"),
+    ] {
+        let original = std::fs::read_to_string(file).unwrap();
+        std::fs::write(file, original.replacen(from, to, 1)).unwrap();
+        let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("nothing was started"), "{}", text(&out));
+        assert!(!Path::new(&marker).exists(), "the command started");
+        std::fs::write(file, original).unwrap();
+    }
+    // A forged record (its spec changed) does not start either.
+    let record = std::fs::read_to_string(&lab.record).unwrap();
+    std::fs::write(&lab.record, record.replacen("deny_read", "allow_read", 1)).unwrap();
+    let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!Path::new(&marker).exists(), "the command started");
+}
+
+#[test]
+fn the_exit_status_passes_through() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    for code in [0, 3, 42] {
+        let out = lab.sh(&format!("exit {code}"));
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+    }
+    let out = lab.sh("kill -TERM $$");
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out));
+}
+
+/// The processes whose `argv[0]` is `marker` (set with `exec -a`).
+fn survivors(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(mut f) = std::fs::File::open(e.path().join("cmdline")) {
+            let mut s = Vec::new();
+            let _ = f.read_to_end(&mut s);
+            let s = String::from_utf8_lossy(&s).replace('\0', " ");
+            if s.starts_with(&format!("{marker} ")) {
+                found.push(format!("{}: {s}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+fn wait_gone(marker: &str) -> Vec<String> {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = survivors(marker);
+        if s.is_empty() || Instant::now() > end {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let marker = "zz-sleeper-3b7e";
+    let mut child = lab
+        .exec_cmd(&[
+            "/bin/bash",
+            "-c",
+            &format!("(exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & wait"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while survivors(marker).len() < 2 {
+        assert!(Instant::now() < end, "the sleepers never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    assert_eq!(wait_gone(marker), Vec::<String>::new());
+}
+
+#[test]
+fn the_recorded_timeout_stops_the_sandbox() {
+    if !bwrap_works() {
+        return;
+    }
+    let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml"))
+        .unwrap()
+        .replace("seconds = 240", "seconds = 1");
+    let lab = Lab::with_spec(&spec);
+    let marker = "zz-timeout-8d21";
+    let started = Instant::now();
+    let out = lab
+        .exec_cmd(&["/bin/bash", "-c", &format!("exec -a {marker} sleep 300")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(wait_gone(marker), Vec::<String>::new());
+}
+
+#[test]
+fn dry_run_shows_the_plan_without_secret_values() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .env_clear()
+        .env("OPENAI_API_KEY", API_KEY)
+        .args(["exec", "--dry-run"])
+        .arg(&lab.record)
+        .args(["--", "codex", "exec", "hi"])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains(API_KEY), "{all}");
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let argv: Vec<&str> = plan["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[0], "/usr/bin/bwrap");
+    assert_eq!(&argv[argv.len() - 3..], ["codex", "exec", "hi"]);
+    assert!(argv.contains(&"--unshare-net"));
+    assert!(argv.contains(&"__bridge"));
+    assert_eq!(plan["secrets"], serde_json::json!(["OPENAI_API_KEY"]));
+}
