@@ -103,6 +103,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
+    /// Inside a Linux `none` or `proxy` sandbox: refuse unix sockets, then become the command.
+    #[command(name = "__confine", hide = true)]
+    Confine {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<OsString>,
+    },
     /// Check a spec without a host: the JSON Schema, the compiler's checks, and advice.
     Lint {
         /// The seal spec (TOML).
@@ -248,6 +254,11 @@ pub fn run(
                 crate::exec::CANNOT_START
             }
         },
+        Command::Confine { command } => {
+            let e = crate::exec::confine_main(&command);
+            let _ = writeln!(err, "sealc: cannot start the command: {e}");
+            crate::exec::CANNOT_START
+        }
         Command::Lint { spec, format } => {
             let display = spec.display().to_string();
             let src = match std::fs::read_to_string(&spec) {

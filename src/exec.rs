@@ -15,6 +15,12 @@
 //! listens on the proxy's loopback address and forwards each connection to
 //! that socket; outside, each is forwarded to the host's proxy. Nothing else
 //! crosses.
+//!
+//! On Linux in `none` and `proxy` mode the command also runs through
+//! `sealc __confine`, which installs a seccomp filter and then `exec`s it: the
+//! [`bwrap::REFUSED`] calls fail with `EPERM`, so the command cannot reach a host
+//! service through a unix socket that the read-only host tree still shows
+//! (the network namespace only covers abstract sockets and TCP/UDP).
 
 use std::ffi::OsString;
 use std::io;
@@ -159,34 +165,41 @@ pub fn plan(
                 .help("rename the program or call it through a path without `=`"));
             }
             let bridge = match (&ir.network.mode, &ir.network.proxy) {
-                (NetMode::Proxy, Some(p)) => Some((format!("{}:{}", p.host, p.port), p)),
+                (NetMode::Proxy, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
                 _ => None,
             };
+            let confine = ir.network.mode != NetMode::Open;
             let steps = bwrap::steps(ir);
             let split = steps
                 .iter()
                 .position(|s| s.args.first().map(String::as_str) == Some("--remount-ro"))
                 .unwrap_or(steps.len());
+            let exe = rt.exe.as_os_str();
             let mut args: Vec<OsString> = Vec::new();
             for (i, s) in steps.iter().enumerate() {
+                // sealc's own mounts, made before any hidden directory turns
+                // read-only: its binary (read-only) and the bridge's directory.
                 if i == split {
-                    if bridge.is_some() {
-                        // Made before any hidden directory turns read-only.
-                        let dir = rt.bridge_dir.as_os_str();
-                        let exe = rt.exe.as_os_str();
-                        args.extend(["--bind".into(), dir.into(), dir.into()]);
+                    if confine {
                         args.extend(["--ro-bind".into(), exe.into(), exe.into()]);
+                    }
+                    if bridge.is_some() {
+                        let dir = rt.bridge_dir.as_os_str();
+                        args.extend(["--bind".into(), dir.into(), dir.into()]);
                     }
                 }
                 args.extend(s.args.iter().map(OsString::from));
             }
             args.push("--".into());
-            if let Some((listen, _)) = &bridge {
-                args.push(rt.exe.as_os_str().into());
+            if let Some(listen) = &bridge {
+                args.push(exe.into());
                 args.extend(["__bridge".into(), "--listen".into(), listen.into()]);
                 args.push("--socket".into());
                 args.push(rt.bridge_dir.join(BRIDGE_SOCKET).into_os_string());
                 args.push("--".into());
+            }
+            if confine {
+                args.extend([exe.into(), "__confine".into(), "--".into()]);
             }
             args.extend(bwrap::command_prefix(ir).into_iter().map(OsString::from));
             args.extend(command.iter().cloned());
@@ -196,7 +209,7 @@ pub fn plan(
                 env,
                 secrets,
                 timeout,
-                bridge: bridge.map(|(listen, _)| BridgePlan {
+                bridge: bridge.map(|listen| BridgePlan {
                     dir: rt.bridge_dir.to_path_buf(),
                     upstream: listen,
                 }),
@@ -304,6 +317,51 @@ pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Res
     };
     let status = Command::new(program).args(args).status()?;
     Ok(exit_code(status))
+}
+
+/// The seccomp filter of [`bwrap::REFUSED`], for the architecture sealc runs on.
+pub fn filter() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    let arch =
+        seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .and_then(|c| SeccompRule::new(vec![c]))
+    .map_err(|e| e.to_string())?;
+    let rules = std::collections::BTreeMap::from([
+        (libc::SYS_socket, vec![unix]),
+        (libc::SYS_io_uring_setup, vec![]),
+    ]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    seccompiler::BpfProgram::try_from(filter).map_err(|e| e.to_string())
+}
+
+/// `sealc __confine`: install the filter on this process, then become the
+/// command. Returns only if either fails.
+pub fn confine_main(command: &[OsString]) -> io::Error {
+    let program = match filter() {
+        Ok(p) => p,
+        Err(e) => return io::Error::other(format!("cannot build the seccomp filter: {e}")),
+    };
+    if let Err(e) = seccompiler::apply_filter(&program) {
+        return io::Error::other(format!("cannot install the seccomp filter: {e}"));
+    }
+    let Some((first, rest)) = command.split_first() else {
+        return io::Error::other("no command to run");
+    };
+    Command::new(first).args(rest).exec()
 }
 
 /// The exit status a shell would report: the code, or 128 + the signal.

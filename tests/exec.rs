@@ -103,6 +103,13 @@ impl Lab {
         }
         std::fs::write(t.join("spec.toml"), spec).unwrap();
         let proxy = serve("PROXY-OK\n");
+        std::fs::create_dir_all(t.join("sock")).unwrap();
+        let unix = std::os::unix::net::UnixListener::bind(t.join("sock/agent.sock")).unwrap();
+        std::thread::spawn(move || {
+            for mut c in unix.incoming().flatten() {
+                let _ = c.write_all(b"UNIX-SERVICE\n");
+            }
+        });
         let other = serve("NOT-THE-PROXY\n");
         let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
             .current_dir(&t)
@@ -236,6 +243,11 @@ const ATTACKS: &[Attack] = &[
         name: "read a parent secret from the environment",
         script: "env; cat /proc/self/environ /proc/1/environ | tr '\\0' '\\n'",
         marker: PARENT,
+    },
+    Attack {
+        name: "connect to a host service's unix socket",
+        script: "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('$T/sock/agent.sock'); print(s.recv(64))\"",
+        marker: "UNIX-SERVICE",
     },
     Attack {
         name: "connect to a loopback port that is not the proxy",

@@ -45,6 +45,13 @@ pub const DEV_SET: &[&str] = &[
     "/dev/zero",
 ];
 
+/// What `sealc exec` refuses inside a `none` or `proxy` sandbox, through
+/// `sealc __confine` and a seccomp filter (`EPERM`): new unix sockets (a host
+/// service's socket is still visible in the read-only host tree; a socket
+/// pair stays possible), and io_uring, which could make sockets without the
+/// `socket` call.
+pub const REFUSED: [&str; 2] = ["socket(AF_UNIX)", "io_uring_setup"];
+
 /// Where the stand-in for a hidden file comes from.
 const EMPTY_FILE: &str = "/dev/null";
 
@@ -58,6 +65,8 @@ struct BwrapFile<'a> {
     /// `PWD`, so `env` takes it out again (or sets the allowlisted value).
     command_prefix: Vec<String>,
     network: Network,
+    /// Calls refused inside the sandbox (see [`REFUSED`]).
+    refused: Vec<&'static str>,
     schema: &'static str,
     seal: &'a str,
     steps: Vec<Step>,
@@ -296,6 +305,10 @@ pub fn render(ir: &Ir) -> Vec<u8> {
                 .proxy
                 .as_ref()
                 .map(|p| format!("{}:{}", p.host, p.port)),
+        },
+        refused: match ir.network.mode {
+            NetMode::Open => Vec::new(),
+            NetMode::None | NetMode::Proxy => REFUSED.to_vec(),
         },
         schema: SCHEMA,
         seal: &ir.name,
