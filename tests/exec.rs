@@ -537,3 +537,73 @@ fn dry_run_shows_the_plan_without_secret_values() {
     assert!(argv.contains(&"__bridge"));
     assert_eq!(plan["secrets"], serde_json::json!(["OPENAI_API_KEY"]));
 }
+
+const DENY_DEFAULT: &str = r#"
+version = 1
+name = "deny-default-linux"
+[target]
+platform = "linux"
+base = "deny-default"
+[vars]
+lab = { required = true }
+[filesystem]
+allow_read    = ["${lab}/src"]
+deny_read     = ["${lab}/src/.git"]
+write         = ["${lab}/out"]
+write_devices = ["/dev/null"]
+[network]
+mode = "none"
+[env]
+pass = ["PATH"]
+"#;
+
+#[test]
+fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
+    if !bwrap_works() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(t.join("src/.git")).unwrap();
+    std::fs::create_dir_all(t.join("out")).unwrap();
+    std::fs::write(t.join("src/main.c"), "int main;\n").unwrap();
+    std::fs::write(t.join("src/.git/config"), SECRET).unwrap();
+    std::fs::write(t.join("elsewhere.txt"), OTHER_RUN).unwrap();
+    std::fs::write(t.join("spec.toml"), DENY_DEFAULT).unwrap();
+    let port = serve("NOT-THE-PROXY\n");
+    let sealc = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(&t).env_clear().env("PATH", "/usr/bin:/bin");
+        c
+    };
+    let out = sealc()
+        .args(["compile", "spec.toml", "--out", "seal"])
+        .arg(format!("--var=lab={}", t.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let script = format!(
+        "echo SANDBOX-UP; cat {t}/src/main.c; cat /etc/os-release >/dev/null && echo etc-ok; \
+         echo built > {t}/out/a.out && echo out-ok; \
+         cat {t}/src/.git/config; cat {t}/elsewhere.txt; ls {t}; \
+         for f in /x /etc/x {t}/src/x /usr/x; do (echo x > $f) 2>/dev/null && echo WROTE $f; done; \
+         exec 3<>/dev/tcp/127.0.0.1/{port} && head -c 64 <&3; true",
+        t = t.display()
+    );
+    let out = sealc()
+        .arg("exec")
+        .arg(t.join("seal/seal.json"))
+        .args(["--", "/bin/bash", "-c", &script])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for want in ["SANDBOX-UP", "int main;", "etc-ok", "out-ok"] {
+        assert!(stdout.contains(want), "missing {want}:\n{all}");
+    }
+    for leak in [SECRET, OTHER_RUN, "WROTE", "NOT-THE-PROXY"] {
+        assert!(!all.contains(leak), "leaked {leak}:\n{all}");
+    }
+    assert_eq!(std::fs::read_to_string(t.join("out/a.out")).unwrap(), "built\n");
+}

@@ -231,13 +231,19 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     paths.dedup_by(|a, b| a.1.args == b.1.args);
     out.extend(paths.into_iter().map(|(_, s)| s));
 
+    if ir.base == Base::DenyDefault {
+        // The root bubblewrap builds is a tmpfs: nothing may be made in it.
+        hidden_dirs.push("/".into());
+    }
     hidden_dirs.sort();
     hidden_dirs.dedup();
     for d in &hidden_dirs {
-        out.push(step(
-            ["--remount-ro", d],
-            format!("`{d}` stays read-only once the mounts inside it are made"),
-        ));
+        let why = if d == "/" {
+            "base deny-default: the sandbox's own root stays read-only".to_string()
+        } else {
+            format!("`{d}` stays read-only once the mounts inside it are made")
+        };
+        out.push(step(["--remount-ro", d], why));
     }
     out.push(step(
         ["--remount-ro", "/dev"],
