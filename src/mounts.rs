@@ -133,9 +133,15 @@ impl Model {
             .rev()
             .find(|(dest, _, _)| is_within(path, dest))
         else {
+            // Bubblewrap makes the directories on the way to a mount.
+            let on_the_way = self.mounts.iter().any(|(d, _, _)| is_within(d, path));
             return Answer {
-                allowed: false,
-                why: "no mount covers it: it does not exist in the sandbox".into(),
+                allowed: on_the_way && access == Access::ReadMetadata,
+                why: if on_the_way {
+                    "a directory bubblewrap made on the way to a mount (stat only)".into()
+                } else {
+                    "no mount covers it: it does not exist in the sandbox".into()
+                },
             };
         };
         let why = format!("`{text}`");

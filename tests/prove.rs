@@ -144,3 +144,73 @@ proptest! {
         prop_assert_eq!(net("93.184.216.34", 443)?, expect(open));
     }
 }
+
+// What bubblewrap shows: a denied or metadata-only directory is an empty
+// stand-in (its own stat works), and the directories on the way to a deeper
+// mount can be stat-ed.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn linux_seals_mean_what_the_spec_says(
+        roles in prop::collection::vec(0u8..6, POOL.len()),
+        deny_default in any::<bool>(),
+        mode in prop::sample::select(vec!["none", "proxy", "open"]),
+    ) {
+        use sealc::mounts::{Access, Model};
+        let mut map: BTreeMap<&str, Role> = BTreeMap::new();
+        for (p, r) in POOL.iter().zip(&roles) {
+            let role = match r { 1 => Role::Deny, 2 => Role::Allow, 3 => Role::Meta, 4 => Role::Write, _ => continue };
+            map.insert(p, role);
+        }
+        let list = |role: Role| -> String {
+            let v: Vec<String> = map.iter().filter(|(_, r)| **r == role).map(|(p, _)| format!("{p:?}")).collect();
+            format!("[{}]", v.join(", "))
+        };
+        let proxy = if mode == "proxy" { "proxy = \"127.0.0.1:3128\"\n" } else { "" };
+        let src = format!(
+            "version = 1\nname = \"prove\"\n[target]\nplatform = \"linux\"\nbase = \"{}\"\n[filesystem]\ndeny_read = {}\nallow_read = {}\nmetadata_only = {}\nwrite = {}\nwrite_devices = [\"/dev/null\"]\n[network]\nmode = \"{mode}\"\n{proxy}",
+            if deny_default { "deny-default" } else { "allow-default" },
+            list(Role::Deny), list(Role::Allow), list(Role::Meta), list(Role::Write),
+        );
+        let host = POOL.iter().fold(FakeHost::new(), |h, p| h.dir(p));
+        let c = match sealc::compile("p.toml", &src, &Vec::new(), &host) {
+            Ok(c) => c,
+            Err(d) => return Err(TestCaseError::fail(format!("{src}\n{d:?}"))),
+        };
+        let m = Model::from_artifact(&c.files["seal.bwrap.json"]).map_err(TestCaseError::fail)?;
+        let reallowed: Vec<&str> = map.iter().filter(|(_, r)| **r != Role::Deny).map(|(p, _)| *p).collect();
+        let mounted: Vec<&str> = map.keys().copied().collect();
+        for base in POOL {
+            for p in [base.to_string(), format!("{base}/f")] {
+                let deepest_root = map.iter().filter(|(r, _)| within(&p, r)).max_by_key(|(r, _)| r.len());
+                let read = match deepest_root.map(|(_, r)| *r) {
+                    Some(Role::Deny | Role::Meta) => false,
+                    Some(Role::Allow | Role::Write) => true,
+                    None => !deny_default,
+                };
+                let exact = deepest_root.is_some_and(|(r, _)| **r == p);
+                let on_the_way = mounted.iter().any(|r| within(r, &p) && *r != p);
+                let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
+                let meta = match deepest_root.map(|(_, r)| *r) {
+                    Some(Role::Deny | Role::Meta) => exact || on_the_way,
+                    Some(Role::Allow | Role::Write) => true,
+                    None => !deny_default || on_the_way,
+                };
+                let write = deepest(&map, &p, |r| r != Role::Allow) == Some(Role::Write);
+                let a = |x: Access| m.path(x, &p).allowed;
+                prop_assert_eq!(a(Access::ReadData), read, "read {} in\n{}", p, src);
+                prop_assert_eq!(a(Access::ReadMetadata), meta, "stat {} (ancestor {}) in\n{}", p, is_ancestor, src);
+                prop_assert_eq!(a(Access::Write), write, "write {} in\n{}", p, src);
+            }
+        }
+        prop_assert!(!m.path(Access::Write, "/etc/passwd").allowed);
+        prop_assert!(m.path(Access::Write, "/dev/null").allowed);
+        prop_assert!(!m.path(Access::Write, "/dev/sda").allowed);
+        prop_assert!(!m.path(Access::Write, "/dev/shm/x").allowed);
+        let open = mode == "open";
+        prop_assert_eq!(m.connect("127.0.0.1", 3128).allowed, open || mode == "proxy");
+        prop_assert_eq!(m.connect("127.0.0.1", 22).allowed, open);
+        prop_assert_eq!(m.connect("93.184.216.34", 443).allowed, open);
+    }
+}

@@ -96,6 +96,11 @@ fn step<const N: usize>(args: [&str; N], why: String) -> Step {
     }
 }
 
+/// Where a root is mounted: its realpath, or the path as written.
+fn dest_of(r: &crate::ir::Root) -> &str {
+    r.real.as_deref().unwrap_or(&r.path)
+}
+
 fn depth(p: &str) -> usize {
     p.bytes().filter(|&b| b == b'/').count()
 }
@@ -131,7 +136,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     let mut paths: Vec<((usize, u8, String), Step)> = Vec::new();
     let mut hidden_dirs: Vec<String> = Vec::new();
     for root in &ir.roots {
-        let dest = root.real.clone().unwrap_or_else(|| root.path.clone());
+        let dest = dest_of(root).to_string();
         let from = if root.origin == dest {
             format!("`{}`", root.origin)
         } else {
@@ -166,7 +171,17 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 }
             }
             RootKind::AllowRead => {
-                if root.real.is_some() {
+                // Inside a write root, with no hidden root between, it is
+                // already there, and writable: a read-only bind would take
+                // that away.
+                let enclosing = ir
+                    .roots
+                    .iter()
+                    .filter(|r| r.kind != RootKind::AllowRead && r.kind != RootKind::WriteDevice)
+                    .filter(|r| is_within(&dest, dest_of(r)))
+                    .max_by_key(|r| dest_of(r).len());
+                let in_write = enclosing.is_some_and(|r| r.kind == RootKind::Write);
+                if root.real.is_some() && !in_write {
                     paths.push((
                         key(1),
                         step(
