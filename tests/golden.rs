@@ -16,6 +16,17 @@ fn golden_specs() -> Vec<std::path::PathBuf> {
 
 #[test]
 fn every_artifact_matches_its_golden() {
+    check_platform(None, "tests/golden");
+}
+
+/// The same specs compiled with `--platform linux`: `seal.bwrap.json`
+/// instead of `seal.sb`, and a record that says so.
+#[test]
+fn every_linux_artifact_matches_its_golden() {
+    check_platform(Some(sealc::spec::Platform::Linux), "tests/golden-linux");
+}
+
+fn check_platform(platform: Option<sealc::spec::Platform>, golden_root: &str) {
     let mut failures = Vec::new();
     let specs = golden_specs();
     assert!(
@@ -26,14 +37,15 @@ fn every_artifact_matches_its_golden() {
         let src = std::fs::read_to_string(&spec).unwrap();
         let name = spec.file_name().unwrap().to_string_lossy().into_owned();
         let stem = spec.file_stem().unwrap().to_string_lossy().into_owned();
-        let compiled = match sealc::compile(&name, &src, &flags_for(&src), &demo_host()) {
-            Ok(c) => c,
-            Err(d) => panic!(
-                "{name} does not compile:\n{}",
-                sealc::cli::render_diagnostics(&d, &name, &src)
-            ),
-        };
-        let dir = root().join("tests/golden").join(&stem);
+        let compiled =
+            match sealc::compile_for(&name, &src, &flags_for(&src), platform, &demo_host()) {
+                Ok(c) => c,
+                Err(d) => panic!(
+                    "{name} does not compile:\n{}",
+                    sealc::cli::render_diagnostics(&d, &name, &src)
+                ),
+            };
+        let dir = root().join(golden_root).join(&stem);
         for (file, bytes) in &compiled.files {
             failures.extend(check_golden(&dir.join(file), bytes));
         }
@@ -75,11 +87,13 @@ fn every_golden_directory_has_a_spec() {
         .iter()
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
-    for e in std::fs::read_dir(root().join("tests/golden")).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(specs.contains(&name), "tests/golden/{name}/ has no spec");
+    for dir in ["tests/golden", "tests/golden-linux"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                assert!(specs.contains(&name), "{dir}/{name}/ has no spec");
+            }
         }
     }
 }
