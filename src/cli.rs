@@ -474,6 +474,21 @@ fn exec(
         );
         return verdict.exit_code().max(DIFFERS);
     };
+    let drift = crate::exec::host_drift(rec, &RealHost);
+    if !drift.is_empty() {
+        for d in &drift {
+            let _ = writeln!(err, "drift       live {d}");
+        }
+        let _ = writeln!(
+            err,
+            "error: this host no longer matches the facts {display} was compiled against, so nothing was started"
+        );
+        let _ = writeln!(
+            err,
+            "help: compile the seal again on this host, after the roots exist"
+        );
+        return DIFFERS;
+    }
     let compiled =
         match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
             Ok(c) => c,

@@ -218,6 +218,66 @@ pub fn plan(
     }
 }
 
+/// The filesystem facts the seal was compiled against that no longer hold on
+/// this host: each root's realpath (absent stays absent) and kind, and the
+/// launcher chain. A seal is only as good as these: a write root swapped for
+/// a symlink to `/etc`, or a denied root that appeared since, would make the
+/// compiled mounts or rules mean something else. Env facts may differ.
+pub fn host_drift(record: &crate::record::Record, host: &dyn crate::facts::Host) -> Vec<String> {
+    let recorded = &record.facts;
+    let Ok(spec) = crate::spec::parse(&record.spec.text) else {
+        return vec!["the recorded spec does not parse".into()];
+    };
+    let flags: Vec<(String, String)> = recorded
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let here =
+        match crate::facts::gather_for(&spec, &record.spec.text, &flags, recorded.platform, host) {
+            Ok((f, _)) => f,
+            Err(d) => {
+                return d
+                    .0
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| d.message.clone())
+                    .collect()
+            }
+        };
+    let mut drift = Vec::new();
+    let paths: std::collections::BTreeSet<&String> = recorded
+        .realpaths
+        .keys()
+        .chain(here.realpaths.keys())
+        .collect();
+    for p in paths {
+        let (was, now) = (recorded.realpaths.get(p), here.realpaths.get(p));
+        if was != now {
+            let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+            drift.push(format!(
+                "{}: compiled as {}, now {}",
+                quote(p),
+                show(was),
+                show(now)
+            ));
+        }
+    }
+    for (real, kind) in &recorded.kinds {
+        if here.kinds.get(real) != Some(kind) {
+            drift.push(format!(
+                "{}: compiled as a {}, it no longer is",
+                quote(real),
+                kind.as_str()
+            ));
+        }
+    }
+    if here.launcher != recorded.launcher {
+        drift.push("the launcher chain differs from the recorded one".into());
+    }
+    drift
+}
+
 /// Make a private (0700) directory for the bridge under `parent`.
 pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
     let mut n = 0u32;

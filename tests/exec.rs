@@ -415,6 +415,35 @@ fn a_tampered_seal_does_not_start() {
 }
 
 #[test]
+fn a_host_that_drifted_since_compiling_does_not_start() {
+    if !bwrap_works() {
+        return;
+    }
+    // A write root swapped for a symlink into the denied checkout.
+    let lab = Lab::new();
+    let marker = lab.path("run/home/started");
+    std::fs::remove_dir_all(lab.t.join("run/ws")).unwrap();
+    std::os::unix::fs::symlink(lab.t.join("checkout"), lab.t.join("run/ws")).unwrap();
+    let mut cmd = lab.exec_cmd(&["/usr/bin/touch", &marker]);
+    let out = cmd.current_dir(&lab.t).output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("run/ws"), "{all}");
+    assert!(all.contains("nothing was started"), "{all}");
+    assert!(!Path::new(&marker).exists(), "the command started");
+
+    // A denied root that was absent when compiled, and exists now.
+    let lab = Lab::new();
+    let marker = lab.path("run/ws/started");
+    std::fs::create_dir_all(lab.t.join("home/.agents")).unwrap();
+    let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains(".agents"), "{all}");
+    assert!(!Path::new(&marker).exists(), "the command started");
+}
+
+#[test]
 fn the_exit_status_passes_through() {
     if !bwrap_works() {
         return;
@@ -605,5 +634,8 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
     for leak in [SECRET, OTHER_RUN, "WROTE", "NOT-THE-PROXY"] {
         assert!(!all.contains(leak), "leaked {leak}:\n{all}");
     }
-    assert_eq!(std::fs::read_to_string(t.join("out/a.out")).unwrap(), "built\n");
+    assert_eq!(
+        std::fs::read_to_string(t.join("out/a.out")).unwrap(),
+        "built\n"
+    );
 }

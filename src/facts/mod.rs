@@ -63,6 +63,16 @@ pub enum PathKind {
     Other,
 }
 
+impl PathKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathKind::Dir => "directory",
+            PathKind::File => "file",
+            PathKind::Other => "special file",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkKind {
