@@ -639,3 +639,99 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
         "built\n"
     );
 }
+
+/// The mount model that proves `[[assert]]`s on Linux agrees with what
+/// bubblewrap really builds: random specs over a real tree, every path probed
+/// inside the sandbox (stat, read, append, create) and compared with the
+/// model's answer.
+mod model_matches_bubblewrap {
+    use super::*;
+    use proptest::prelude::*;
+    use sealc::mounts::{Access, Model};
+
+    const POOL: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e"];
+
+    fn probe_script(t: &Path) -> String {
+        let mut s = String::from("echo SANDBOX-UP\n");
+        for p in POOL {
+            let d = t.join(p);
+            let d = d.display();
+            s.push_str(&format!(
+                "stat {d} >/dev/null 2>&1 && echo 'stat {p}'\n\
+                 grep -q MARK {d}/f 2>/dev/null && echo 'read {p}/f'\n\
+                 stat {d}/f >/dev/null 2>&1 && echo 'stat {p}/f'\n\
+                 (echo >> {d}/f) 2>/dev/null && echo 'write {p}/f'\n\
+                 (: > {d}/new) 2>/dev/null && echo 'write {p}'\n"
+            ));
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, .. ProptestConfig::default() })]
+
+        #[test]
+        fn for_random_specs(
+            roles in prop::collection::vec(0u8..5, POOL.len()),
+            deny_default in any::<bool>(),
+        ) {
+            if !bwrap_works() {
+                return Ok(());
+            }
+            let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let t = tmp.path().canonicalize().unwrap();
+            for p in POOL {
+                std::fs::create_dir_all(t.join(p)).unwrap();
+                std::fs::write(t.join(p).join("f"), format!("MARK {p}\n")).unwrap();
+            }
+            let mut lists: [Vec<String>; 4] = Default::default();
+            for (p, r) in POOL.iter().zip(&roles) {
+                if *r > 0 {
+                    lists[usize::from(*r - 1)].push(format!("{:?}", t.join(p).display().to_string()));
+                }
+            }
+            let src = format!(
+                "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\nbase = \"{}\"\n[filesystem]\ndeny_read = [{}]\nallow_read = [{}]\nmetadata_only = [{}]\nwrite = [{}]\n[network]\nmode = \"none\"\n",
+                if deny_default { "deny-default" } else { "allow-default" },
+                lists[0].join(", "), lists[1].join(", "), lists[2].join(", "), lists[3].join(", "),
+            );
+            let c = sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost)
+                .map_err(|d| TestCaseError::fail(format!("{src}\n{d:?}")))?;
+            for (name, bytes) in &c.files {
+                let p = t.join("seal").join(name);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, bytes).unwrap();
+            }
+            let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+                .current_dir("/")
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .arg("exec")
+                .arg(t.join("seal/seal.json"))
+                .args(["--", "/bin/bash", "-c", &probe_script(&t)])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            prop_assert!(stdout.starts_with("SANDBOX-UP"), "{}\n{}", src, text(&out));
+            let seen: Vec<&str> = stdout.lines().skip(1).collect();
+            let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();
+            let mut want = Vec::new();
+            for p in POOL {
+                let d = t.join(p).display().to_string();
+                let f = format!("{d}/f");
+                for (line, access, path) in [
+                    (format!("stat {p}"), Access::ReadMetadata, &d),
+                    (format!("read {p}/f"), Access::ReadData, &f),
+                    (format!("stat {p}/f"), Access::ReadMetadata, &f),
+                    (format!("write {p}/f"), Access::Write, &f),
+                    (format!("write {p}"), Access::Write, &d),
+                ] {
+                    if model.path(access, path).allowed {
+                        want.push(line);
+                    }
+                }
+            }
+            prop_assert_eq!(seen, want, "{}", src);
+        }
+    }
+}
