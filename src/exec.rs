@@ -394,10 +394,17 @@ pub fn filter() -> Result<seccompiler::BpfProgram, String> {
     )
     .and_then(|c| SeccompRule::new(vec![c]))
     .map_err(|e| e.to_string())?;
-    let rules = std::collections::BTreeMap::from([
-        (libc::SYS_socket, vec![unix]),
+    let mut rules = std::collections::BTreeMap::from([
+        (libc::SYS_socket, vec![unix.clone()]),
         (libc::SYS_io_uring_setup, vec![]),
     ]);
+    // x32 shares x86_64's audit architecture with its own call numbers;
+    // 32-bit (i386) calls fail the filter's architecture check and are killed.
+    if cfg!(target_arch = "x86_64") {
+        const X32: i64 = 0x4000_0000;
+        rules.insert(libc::SYS_socket | X32, vec![unix]);
+        rules.insert(libc::SYS_io_uring_setup | X32, vec![]);
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -735,3 +735,31 @@ mod model_matches_bubblewrap {
         }
     }
 }
+
+#[test]
+fn confine_refuses_new_unix_sockets_and_io_uring_but_not_the_rest() {
+    let script = r#"
+import socket, errno, ctypes, os
+try:
+    socket.socket(socket.AF_UNIX); print("unix: made")
+except PermissionError: print("unix: refused")
+a, b = socket.socketpair(); a.send(b"x"); print("pair:", b.recv(1).decode())
+socket.socket(socket.AF_INET); print("inet: made")
+libc = ctypes.CDLL(None, use_errno=True)
+p = ctypes.create_string_buffer(120)
+r = libc.syscall(425, 1, p)
+print("io_uring:", "refused" if r == -1 and ctypes.get_errno() == errno.EPERM else "made")
+"#;
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .env_clear()
+        .args(["__confine", "--", "/usr/bin/python3", "-c", script])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "unix: refused\npair: x\ninet: made\nio_uring: refused\n",
+        "{all}"
+    );
+}
