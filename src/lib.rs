@@ -105,7 +105,7 @@ pub fn prove_assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<()
         spec::Platform::Linux => backend::BWRAP,
     };
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
-    let judge: Box<dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>> = match ir.platform {
+    let judge: Box<Judge> = match ir.platform {
         spec::Platform::Macos => {
             let text = String::from_utf8_lossy(bytes).into_owned();
             let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
@@ -161,6 +161,10 @@ pub fn prove_assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<()
 }
 
 use sbpl::eval::Target;
+
+/// One assertion on one subject: `None` when it holds, else the message and
+/// the label naming the deciding rule.
+type Judge = dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>;
 
 fn shown(t: &Target) -> String {
     match t {

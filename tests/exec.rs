@@ -394,12 +394,22 @@ fn a_tampered_seal_does_not_start() {
     let lab = Lab::new();
     let marker = lab.path("run/ws/started");
     let seal = lab.t.join("seal/seal.bwrap.json");
+    let env = lab.t.join("seal/env.json");
+    let codex = lab.t.join("seal/codex/config.toml");
     for (file, from, to) in [
-        // Widen a write root to the whole checkout.
-        (&seal, "--tmpfs", "--bind-try"),
+        // A hidden directory bound from the host instead.
+        (&seal, "\"--tmpfs\"", "\"--bind-try\""),
+        // The network namespace dropped.
+        (&seal, "\"--unshare-net\"", "\"--unshare-ipc\""),
+        // The proxy bypassed for every host.
+        (&env, "\"NO_PROXY\": \"\"", "\"NO_PROXY\": \"*\""),
+        // Codex's approvals loosened.
+        (&codex, "never", "on-request"),
     ] {
         let original = std::fs::read_to_string(file).unwrap();
-        std::fs::write(file, original.replacen(from, to, 1)).unwrap();
+        let tampered = original.replacen(from, to, 1);
+        assert_ne!(tampered, original, "{from} not in {}", file.display());
+        std::fs::write(file, tampered).unwrap();
         let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         assert!(text(&out).contains("nothing was started"), "{}", text(&out));
