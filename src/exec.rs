@@ -527,3 +527,118 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
         None => Ok(CANNOT_START),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = "version = 1\nname = \"p\"\n[filesystem]\ndeny_read = [\"/d\"]\nwrite = [\"/w\"]\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:3128\"\n[env]\nset = { A = \"1\" }\nsecret = [\"K\"]\n[exec]\ntimeout = { bin = \"/usr/bin/timeout\", seconds = 9 }\n";
+
+    fn ir(platform: Platform) -> Ir {
+        let host = crate::facts::FakeHost::new().dir("/d").dir("/w");
+        crate::compile_for("p.toml", SPEC, &Vec::new(), Some(platform), &host)
+            .unwrap()
+            .ir
+    }
+
+    fn rt() -> Runtime<'static> {
+        Runtime {
+            exe: Path::new("/opt/sealc"),
+            bridge_dir: Path::new("/tmp/b"),
+            profile: b"(version 1)",
+        }
+    }
+
+    fn strs(v: &[OsString]) -> Vec<String> {
+        v.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn secrets_cross_in_the_environment_never_in_argv() {
+        for p in [Platform::Macos, Platform::Linux] {
+            let plan = plan(&ir(p), &["cmd".into()], &|_| Some("s3cret".into()), &rt()).unwrap();
+            assert!(!strs(&plan.args).iter().any(|a| a.contains("s3cret")));
+            assert!(plan.env.contains(&("K".into(), "s3cret".into())));
+            assert!(plan.env.contains(&("A".into(), "1".into())));
+            assert_eq!(plan.timeout, Some(Duration::from_secs(9)));
+        }
+    }
+
+    #[test]
+    fn macos_runs_the_verified_profile_bytes() {
+        let plan = plan(
+            &ir(Platform::Macos),
+            &["cmd".into()],
+            &|_| Some("v".into()),
+            &rt(),
+        )
+        .unwrap();
+        assert_eq!(plan.program, "/usr/bin/sandbox-exec");
+        assert_eq!(
+            strs(&plan.args),
+            [
+                "-p",
+                "(version 1)",
+                "/usr/bin/timeout",
+                "--foreground",
+                "9",
+                "cmd"
+            ]
+        );
+    }
+
+    #[test]
+    fn linux_mounts_sealc_before_any_directory_turns_read_only() {
+        let plan = plan(
+            &ir(Platform::Linux),
+            &["cmd".into()],
+            &|_| Some("v".into()),
+            &rt(),
+        )
+        .unwrap();
+        let a = strs(&plan.args);
+        let first_ro = a.iter().position(|x| x == "--remount-ro").unwrap();
+        let exe = a.iter().position(|x| x == "/opt/sealc").unwrap();
+        let dir = a.iter().position(|x| x == "/tmp/b").unwrap();
+        assert!(exe < first_ro && dir < first_ro, "{a:?}");
+        let sep = a.iter().position(|x| x == "--").unwrap();
+        assert_eq!(
+            &a[sep..],
+            [
+                "--",
+                "/opt/sealc",
+                "__bridge",
+                "--listen",
+                "127.0.0.1:3128",
+                "--socket",
+                "/tmp/b/proxy.sock",
+                "--",
+                "/opt/sealc",
+                "__confine",
+                "--",
+                "/usr/bin/env",
+                "-u",
+                "PWD",
+                "--",
+                "cmd"
+            ]
+        );
+        assert_eq!(plan.bridge.unwrap().upstream, "127.0.0.1:3128");
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let i = ir(Platform::Linux);
+        let e = plan(&i, &["cmd".into()], &|_| None, &rt()).unwrap_err();
+        assert!(e.message.contains("`K`"), "{}", e.message);
+        let e = plan(&i, &[], &|_| Some("v".into()), &rt()).unwrap_err();
+        assert_eq!(e.code, "sealc::exec::command");
+        let e = plan(&i, &["A=1".into()], &|_| Some("v".into()), &rt()).unwrap_err();
+        assert!(e.message.contains("`A=1`"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_filter_builds_for_this_machine() {
+        assert!(!filter().unwrap().is_empty());
+    }
+}
