@@ -212,9 +212,58 @@ fn bench_evaluator(c: &mut Criterion) {
     });
 }
 
+fn bench_linux(c: &mut Criterion) {
+    let flags = probe_flags();
+    let host = probe_host();
+    let linux = Some(sealc::spec::Platform::Linux);
+    let compiled = sealc::compile_for(PROBE_REP_FILE, PROBE_REP, &flags, linux, &host)
+        .expect("probe-rep compiles for Linux on the fake host");
+    c.bench_function("compile probe-rep --platform linux", |b| {
+        b.iter(|| {
+            sealc::compile_for(
+                black_box(PROBE_REP_FILE),
+                black_box(PROBE_REP),
+                black_box(&flags),
+                linux,
+                black_box(&host),
+            )
+        })
+    });
+    c.bench_function("render bwrap probe-rep", |b| {
+        b.iter(|| sealc::backend::bwrap::render(black_box(&compiled.ir)))
+    });
+    let bytes = &compiled.files[sealc::backend::BWRAP];
+    c.bench_function("read seal.bwrap.json back and query a path", |b| {
+        b.iter(|| {
+            let m = sealc::mounts::Model::from_artifact(black_box(bytes)).unwrap();
+            m.path(
+                sealc::mounts::Access::ReadData,
+                black_box("/Users/agent/src/skills/premortem/SKILL.md"),
+            )
+        })
+    });
+    let rt = sealc::exec::Runtime {
+        exe: std::path::Path::new("/usr/local/bin/sealc"),
+        bridge_dir: std::path::Path::new("/tmp/sealc-bridge"),
+        profile: b"",
+    };
+    let cmd = vec!["codex".into(), "exec".into()];
+    c.bench_function("exec plan probe-rep linux", |b| {
+        b.iter(|| {
+            sealc::exec::plan(
+                black_box(&compiled.ir),
+                black_box(&cmd),
+                &|_| Some("v".into()),
+                &rt,
+            )
+        })
+    });
+}
+
 criterion_group!(
     benches,
     bench_probe_rep,
+    bench_linux,
     bench_many_roots,
     bench_verify,
     bench_evaluator
