@@ -117,7 +117,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
-    /// Which rule of a seatbelt profile decides an operation on a path or endpoint.
+    /// Which rule of a seatbelt profile (or step of a seal.bwrap.json) decides an operation on a path or endpoint.
     Explain {
         /// The profile (SBPL).
         profile: PathBuf,
@@ -340,6 +340,26 @@ fn explain(
             return BAD_INPUT;
         }
     };
+    let target = match (path, remote) {
+        (Some(p), _) => Target::Path(p),
+        (None, Some(r)) => match r
+            .rsplit_once(':')
+            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
+        {
+            Some((h, port)) => Target::Remote {
+                host: h.trim_matches(['[', ']']).to_string(),
+                port,
+            },
+            None => {
+                let _ = writeln!(err, "error: `--remote {r}` is not HOST:PORT");
+                return BAD_INPUT;
+            }
+        },
+        (None, None) => return BAD_INPUT,
+    };
+    if text.trim_start().starts_with('{') {
+        return explain_bwrap(profile, &text, op, &target, format, out, err);
+    }
     let parsed = match crate::sbpl::parse::parse(&text) {
         Ok(p) => p,
         Err(e) => {
@@ -363,23 +383,6 @@ fn explain(
             }
         }
     }
-    let target = match (path, remote) {
-        (Some(p), _) => Target::Path(p),
-        (None, Some(r)) => match r
-            .rsplit_once(':')
-            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
-        {
-            Some((h, port)) => Target::Remote {
-                host: h.trim_matches(['[', ']']).to_string(),
-                port,
-            },
-            None => {
-                let _ = writeln!(err, "error: `--remote {r}` is not HOST:PORT");
-                return BAD_INPUT;
-            }
-        },
-        (None, None) => return BAD_INPUT,
-    };
     let model = Model::new(&parsed, &defs);
     let verdict = model.query(op, &target);
     let rule_json = |d: &Decision| {
@@ -418,6 +421,58 @@ fn explain(
             UNDECIDED,
             format!("undetermined\n  cannot evaluate {construct} (line {line})\n"),
             serde_json::json!({ "answer": "undetermined", "construct": construct, "line": line }),
+        ),
+    };
+    let _ = match format {
+        Format::Text => write!(out, "{text_out}"),
+        Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
+    };
+    code
+}
+
+/// `sealc explain seal.bwrap.json ...`: the mount model's answer and the
+/// step that decides it.
+fn explain_bwrap(
+    profile: &Path,
+    text: &str,
+    op: &str,
+    target: &crate::sbpl::eval::Target,
+    format: Format,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    use crate::sbpl::eval::Target;
+    let model = match crate::mounts::Model::from_artifact(text.as_bytes()) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: {} is not a readable seal.bwrap.json: {e}",
+                quote(&profile.display().to_string())
+            );
+            return BAD_INPUT;
+        }
+    };
+    let answer = match target {
+        Target::Path(p) => crate::mounts::access_of(op).map(|a| model.path(a, p)),
+        Target::Remote { host, port } if op.starts_with("network") => {
+            Some(model.connect(host, *port))
+        }
+        Target::Remote { .. } => None,
+    };
+    let (code, text_out, json_out) = match answer {
+        Some(a) => {
+            let action = if a.allowed { "allow" } else { "deny" };
+            (
+                OK,
+                format!("{action}\n  decided by {}\n", a.why),
+                serde_json::json!({ "answer": action, "decided_by": a.why }),
+            )
+        }
+        None => (
+            UNDECIDED,
+            format!("undetermined\n  seal.bwrap.json does not model `{op}` on this target\n"),
+            serde_json::json!({ "answer": "undetermined", "construct": op }),
         ),
     };
     let _ = match format {

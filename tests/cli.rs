@@ -219,3 +219,40 @@ fn help_and_version_exit_0() {
     assert_eq!(version.code, 0);
     assert!(version.stdout.contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn explain_reads_a_linux_seal_back() {
+    let seal = root().join("tests/golden-linux/probe-rep/seal.bwrap.json");
+    let seal = seal.to_str().unwrap();
+    let run = |args: &[&str]| {
+        Sealc::new()
+            .args(["explain", seal])
+            .args(args.iter().copied())
+            .run()
+    };
+    let out = run(&[
+        "--op",
+        "file-read-data",
+        "/Users/agent/src/skills/premortem/SKILL.md",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "deny\n  decided by `--tmpfs /Users/agent/src/skills`\n"
+    );
+    let out = run(&[
+        "--op",
+        "file-write-data",
+        "/Users/agent/runs/r1/ws/notes.md",
+    ]);
+    assert_eq!(
+        out.stdout,
+        "allow\n  decided by `--bind /Users/agent/runs/r1/ws /Users/agent/runs/r1/ws`\n"
+    );
+    let out = run(&["--op", "network-outbound", "--remote", "127.0.0.1:8080"]);
+    assert!(out.stdout.starts_with("allow\n"), "{}", out.stdout);
+    let out = run(&["--op", "network-outbound", "--remote", "127.0.0.1:22"]);
+    assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
+    let out = run(&["--op", "process-exec", "/bin/ls"]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+}
