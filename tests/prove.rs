@@ -68,6 +68,45 @@ fn expect(ok: bool) -> Action {
     }
 }
 
+/// The roles drawn for the pool, and a spec that gives them.
+fn random_spec(
+    roles: &[u8],
+    deny_default: bool,
+    mode: &str,
+    platform: &str,
+) -> (BTreeMap<&'static str, Role>, String) {
+    let mut map: BTreeMap<&str, Role> = BTreeMap::new();
+    for (p, r) in POOL.iter().zip(roles) {
+        let role = match r {
+            1 => Role::Deny,
+            2 => Role::Allow,
+            3 => Role::Meta,
+            4 => Role::Write,
+            _ => continue,
+        };
+        map.insert(p, role);
+    }
+    let list = |role: Role| -> String {
+        let v: Vec<String> = map
+            .iter()
+            .filter(|(_, r)| **r == role)
+            .map(|(p, _)| format!("{p:?}"))
+            .collect();
+        format!("[{}]", v.join(", "))
+    };
+    let proxy = if mode == "proxy" {
+        "proxy = \"127.0.0.1:3128\"\n"
+    } else {
+        ""
+    };
+    let src = format!(
+        "version = 1\nname = \"prove\"\n[target]\nplatform = \"{platform}\"\nbase = \"{}\"\n[filesystem]\ndeny_read = {}\nallow_read = {}\nmetadata_only = {}\nwrite = {}\nwrite_devices = [\"/dev/null\"]\n[network]\nmode = \"{mode}\"\n{proxy}",
+        if deny_default { "deny-default" } else { "allow-default" },
+        list(Role::Deny), list(Role::Allow), list(Role::Meta), list(Role::Write),
+    );
+    (map, src)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, .. ProptestConfig::default() })]
 
@@ -77,21 +116,7 @@ proptest! {
         deny_default in any::<bool>(),
         mode in prop::sample::select(vec!["none", "proxy", "open"]),
     ) {
-        let mut map: BTreeMap<&str, Role> = BTreeMap::new();
-        for (p, r) in POOL.iter().zip(&roles) {
-            let role = match r { 1 => Role::Deny, 2 => Role::Allow, 3 => Role::Meta, 4 => Role::Write, _ => continue };
-            map.insert(p, role);
-        }
-        let list = |role: Role| -> String {
-            let v: Vec<String> = map.iter().filter(|(_, r)| **r == role).map(|(p, _)| format!("{p:?}")).collect();
-            format!("[{}]", v.join(", "))
-        };
-        let proxy = if mode == "proxy" { "proxy = \"127.0.0.1:3128\"\n" } else { "" };
-        let src = format!(
-            "version = 1\nname = \"prove\"\n[target]\nbase = \"{}\"\n[filesystem]\ndeny_read = {}\nallow_read = {}\nmetadata_only = {}\nwrite = {}\nwrite_devices = [\"/dev/null\"]\n[network]\nmode = \"{mode}\"\n{proxy}",
-            if deny_default { "deny-default" } else { "allow-default" },
-            list(Role::Deny), list(Role::Allow), list(Role::Meta), list(Role::Write),
-        );
+        let (map, src) = random_spec(&roles, deny_default, mode, "macos");
         let c = match sealc::compile("p.toml", &src, &Vec::new(), &FakeHost::new()) {
             Ok(c) => c,
             Err(d) => return Err(TestCaseError::fail(format!("{src}\n{d:?}"))),
@@ -158,21 +183,7 @@ proptest! {
         mode in prop::sample::select(vec!["none", "proxy", "open"]),
     ) {
         use sealc::mounts::{Access, Model};
-        let mut map: BTreeMap<&str, Role> = BTreeMap::new();
-        for (p, r) in POOL.iter().zip(&roles) {
-            let role = match r { 1 => Role::Deny, 2 => Role::Allow, 3 => Role::Meta, 4 => Role::Write, _ => continue };
-            map.insert(p, role);
-        }
-        let list = |role: Role| -> String {
-            let v: Vec<String> = map.iter().filter(|(_, r)| **r == role).map(|(p, _)| format!("{p:?}")).collect();
-            format!("[{}]", v.join(", "))
-        };
-        let proxy = if mode == "proxy" { "proxy = \"127.0.0.1:3128\"\n" } else { "" };
-        let src = format!(
-            "version = 1\nname = \"prove\"\n[target]\nplatform = \"linux\"\nbase = \"{}\"\n[filesystem]\ndeny_read = {}\nallow_read = {}\nmetadata_only = {}\nwrite = {}\nwrite_devices = [\"/dev/null\"]\n[network]\nmode = \"{mode}\"\n{proxy}",
-            if deny_default { "deny-default" } else { "allow-default" },
-            list(Role::Deny), list(Role::Allow), list(Role::Meta), list(Role::Write),
-        );
+        let (map, src) = random_spec(&roles, deny_default, mode, "linux");
         let host = POOL.iter().fold(FakeHost::new(), |h, p| h.dir(p));
         let c = match sealc::compile("p.toml", &src, &Vec::new(), &host) {
             Ok(c) => c,
