@@ -476,7 +476,7 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let here: Facts = match crate::facts::gather(&spec, src, &flags, host) {
+    let here: Facts = match crate::facts::gather_for(&spec, src, &flags, recorded.platform, host) {
         Ok((f, _)) => f,
         Err(_) => Facts::default(),
     };
@@ -488,6 +488,18 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
                 subject,
                 Status::Drift,
                 format!("record {}, here {}", quote(real), quote(&r)),
+            ),
+            None => rep.push(subject, Status::Absent, "does not exist here"),
+        }
+    }
+    for (real, kind) in &recorded.kinds {
+        let subject = format!("live kind {real}");
+        match here.kinds.get(real) {
+            Some(k) if k == kind => rep.push(subject, Status::Ok, "checked"),
+            Some(k) => rep.push(
+                subject,
+                Status::Drift,
+                format!("record a {}, here a {}", kind.as_str(), k.as_str()),
             ),
             None => rep.push(subject, Status::Absent, "does not exist here"),
         }

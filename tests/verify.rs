@@ -337,6 +337,46 @@ fn live_reports_checked_facts_and_drifted_launchers() {
 }
 
 #[test]
+fn live_reports_a_linux_root_that_changed_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("secret");
+    std::fs::create_dir_all(&root).unwrap();
+    let spec = format!(
+        "version = 1\nname = \"kind\"\n[filesystem]\ndeny_read = [{:?}]\n",
+        root.display().to_string()
+    );
+    let c = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--platform", "linux"])
+        .run();
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let record = c.path("seal/seal.json");
+    let ok = Sealc::new()
+        .args(["verify", "--live"])
+        .args([&record])
+        .run();
+    assert_eq!(ok.code, 0, "{}", ok.stdout);
+    assert!(
+        ok.stdout.contains("ok          live kind "),
+        "{}",
+        ok.stdout
+    );
+    // The directory becomes a file: a tmpfs no longer hides it right.
+    std::fs::remove_dir(&root).unwrap();
+    std::fs::write(&root, "now a file").unwrap();
+    let drift = Sealc::new()
+        .args(["verify", "--live"])
+        .args([&record])
+        .run();
+    assert_eq!(drift.code, 1, "{}", drift.stdout);
+    assert!(
+        drift.stdout.contains("record a directory, here a file"),
+        "{}",
+        drift.stdout
+    );
+}
+
+#[test]
 fn codex_config_may_only_gain_the_workspace_trust_entry() {
     let ws = "/Users/agent/runs/r1/ws";
     let cases: [(&str, String, i32); 5] = [
