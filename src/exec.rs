@@ -66,6 +66,8 @@ pub struct Plan {
     pub timeout: Option<Duration>,
     /// `host:port` of the host's proxy, to bridge to (Linux, `proxy` mode).
     pub bridge: Option<BridgePlan>,
+    /// The program is bubblewrap: signals go to the processes inside it.
+    pub bubblewrap: bool,
 }
 
 /// The bridge of a Linux `proxy` seal.
@@ -151,6 +153,7 @@ pub fn plan(
                 secrets,
                 timeout,
                 bridge: None,
+                bubblewrap: false,
             })
         }
         Platform::Linux => {
@@ -213,6 +216,7 @@ pub fn plan(
                     dir: rt.bridge_dir.to_path_buf(),
                     upstream: listen,
                 }),
+                bubblewrap: true,
             })
         }
     }
@@ -360,6 +364,10 @@ pub fn serve_outer(b: &BridgePlan) -> io::Result<()> {
 /// listen on the proxy's address, forward each connection to the socket, run
 /// the command and return its exit status.
 pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Result<i32> {
+    // `sealc exec` signals every process of the sandbox, this one included:
+    // the command gets its own copy, the bridge outlives it to report its
+    // status.
+    let _caught = signal_hook::iterator::Signals::new(FORWARDED)?;
     let listener = TcpListener::bind(listen)?;
     let socket = socket.to_path_buf();
     std::thread::spawn(move || {
@@ -444,6 +452,31 @@ enum Event {
     Signal(i32),
 }
 
+/// The host pids of every process inside the bubblewrap sandbox whose
+/// `bwrap` is `bwrap`: those in the pid namespace of its child. Bubblewrap
+/// does not forward signals, and a signal to it kills the sandbox outright;
+/// sent to the processes themselves, a signal reaches the command, which may
+/// handle it. Empty when `/proc` does not tell (the caller falls back to the
+/// process group).
+fn sandbox_members(bwrap: u32) -> Vec<i32> {
+    let read_ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let children =
+        std::fs::read_to_string(format!("/proc/{bwrap}/task/{bwrap}/children")).unwrap_or_default();
+    let Some(ns) = children.split_whitespace().find_map(|c| {
+        let ns = read_ns(c)?;
+        (Some(&ns) != read_ns(&bwrap.to_string()).as_ref()).then_some(ns)
+    }) else {
+        return Vec::new();
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| read_ns(&pid.to_string()).as_ref() == Some(&ns))
+        .collect()
+}
+
 /// Start the plan and wait for it: own process group, exact environment,
 /// signals forwarded, the timeout enforced, the exit status returned.
 pub fn run(plan: &Plan) -> io::Result<i32> {
@@ -460,6 +493,26 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
     let group = rustix::process::Pid::from_child(&child);
     let kill_group = move |sig: rustix::process::Signal| {
         let _ = rustix::process::kill_process_group(group, sig);
+    };
+    // Deliver a signal to the command: inside a Linux sandbox, to each of its
+    // processes; otherwise to the process group.
+    let inside = plan.bubblewrap;
+    let bwrap_pid = child.id();
+    let deliver = move |sig: rustix::process::Signal| {
+        let members = if inside {
+            sandbox_members(bwrap_pid)
+        } else {
+            Vec::new()
+        };
+        if members.is_empty() {
+            kill_group(sig);
+        }
+        for pid in members
+            .into_iter()
+            .filter_map(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
     };
     let (tx, rx) = mpsc::channel();
     let handle = signals.handle();
@@ -484,7 +537,7 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
                     Ok(e) => e,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         timed_out = true;
-                        kill_group(rustix::process::Signal::TERM);
+                        deliver(rustix::process::Signal::TERM);
                         match rx.recv_timeout(GRACE) {
                             Ok(e) => e,
                             Err(_) => {
@@ -505,7 +558,7 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
             Event::Exited(s) => break Some(s),
             Event::Signal(sig) => {
                 if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
-                    kill_group(s);
+                    deliver(s);
                 }
             }
         }

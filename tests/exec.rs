@@ -501,11 +501,15 @@ fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
     }
     let lab = Lab::new();
     let marker = "zz-sleeper-3b7e";
+    let got = lab.path("run/ws/got-term");
     let mut child = lab
         .exec_cmd(&[
             "/bin/bash",
             "-c",
-            &format!("(exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & wait"),
+            &format!(
+                "trap 'echo handled > {got}; exit 9' TERM; \
+                 (exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & wait"
+            ),
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -522,7 +526,33 @@ fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
     )
     .unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + 15));
+    // The command's own handler ran and chose its exit status.
+    assert_eq!(status.code(), Some(9));
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), "handled\n");
+    assert_eq!(wait_gone(marker), Vec::<String>::new());
+}
+
+/// A command that ignores the signal is killed after the grace period, with
+/// everything it started.
+#[test]
+fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
+    if !bwrap_works() {
+        return;
+    }
+    let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml"))
+        .unwrap()
+        .replace("seconds = 240", "seconds = 1");
+    let lab = Lab::with_spec(&spec);
+    let marker = "zz-stubborn-51aa";
+    let out = lab
+        .exec_cmd(&[
+            "/bin/bash",
+            "-c",
+            &format!("trap '' TERM; (trap '' TERM; exec -a {marker} sleep 300) & wait; wait"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out));
     assert_eq!(wait_gone(marker), Vec::<String>::new());
 }
 
