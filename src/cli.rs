@@ -103,9 +103,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
-    /// Inside a Linux `none` or `proxy` sandbox: refuse unix sockets, then become the command.
+    /// Inside a Linux sandbox: install the seccomp filter, then become the command.
     #[command(name = "__confine", hide = true)]
     Confine {
+        /// Also refuse new unix sockets (network `none` and `proxy`).
+        #[arg(long)]
+        offline: bool,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
@@ -254,8 +257,8 @@ pub fn run(
                 crate::exec::CANNOT_START
             }
         },
-        Command::Confine { command } => {
-            let e = crate::exec::confine_main(&command);
+        Command::Confine { offline, command } => {
+            let e = crate::exec::confine_main(offline, &command);
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }

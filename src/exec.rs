@@ -171,7 +171,7 @@ pub fn plan(
                 (NetMode::Proxy, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
                 _ => None,
             };
-            let confine = ir.network.mode != NetMode::Open;
+            let offline = ir.network.mode != NetMode::Open;
             let steps = bwrap::steps(ir);
             let split = steps
                 .iter()
@@ -182,13 +182,13 @@ pub fn plan(
             for (i, s) in steps.iter().enumerate() {
                 // sealc's own mounts, made before any hidden directory turns
                 // read-only: its binary (read-only) and the bridge's directory.
+                // The bridge's directory is read-only inside: the command may
+                // connect to its socket, not put another in its place.
                 if i == split {
-                    if confine {
-                        args.extend(["--ro-bind".into(), exe.into(), exe.into()]);
-                    }
+                    args.extend(["--ro-bind".into(), exe.into(), exe.into()]);
                     if bridge.is_some() {
                         let dir = rt.bridge_dir.as_os_str();
-                        args.extend(["--bind".into(), dir.into(), dir.into()]);
+                        args.extend(["--ro-bind".into(), dir.into(), dir.into()]);
                     }
                 }
                 args.extend(s.args.iter().map(OsString::from));
@@ -201,9 +201,11 @@ pub fn plan(
                 args.push(rt.bridge_dir.join(BRIDGE_SOCKET).into_os_string());
                 args.push("--".into());
             }
-            if confine {
-                args.extend([exe.into(), "__confine".into(), "--".into()]);
+            args.extend([exe.into(), "__confine".into()]);
+            if offline {
+                args.push("--offline".into());
             }
+            args.push("--".into());
             args.extend(bwrap::command_prefix(ir).into_iter().map(OsString::from));
             args.extend(command.iter().cloned());
             Ok(Plan {
@@ -368,6 +370,9 @@ pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Res
     // the command gets its own copy, the bridge outlives it to report its
     // status.
     let _caught = signal_hook::iterator::Signals::new(FORWARDED)?;
+    // Not dumpable: the command (same uid) cannot ptrace it or read its
+    // memory to use the unix socket it keeps.
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
     let listener = TcpListener::bind(listen)?;
     let socket = socket.to_path_buf();
     std::thread::spawn(move || {
@@ -387,31 +392,49 @@ pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Res
     Ok(exit_code(status))
 }
 
-/// The seccomp filter of [`bwrap::REFUSED`], for the architecture sealc runs on.
-pub fn filter() -> Result<seccompiler::BpfProgram, String> {
+/// The seccomp filter of [`bwrap::REFUSED`] (and, `offline`, of
+/// [`bwrap::REFUSED_OFFLINE`]), for the architecture sealc runs on.
+pub fn filter(offline: bool) -> Result<seccompiler::BpfProgram, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
+    let err = |e: seccompiler::BackendError| e.to_string();
     let arch =
         seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        libc::AF_UNIX as u64,
-    )
-    .and_then(|c| SeccompRule::new(vec![c]))
-    .map_err(|e| e.to_string())?;
-    let mut rules = std::collections::BTreeMap::from([
-        (libc::SYS_socket, vec![unix.clone()]),
-        (libc::SYS_io_uring_setup, vec![]),
-    ]);
+    // `socket(domain, ...)` is refused when the domain is none of these.
+    let mut kept = vec![libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+    if !offline {
+        kept.push(libc::AF_UNIX);
+    }
+    let other_family = kept
+        .iter()
+        .map(|d| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *d as u64))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(SeccompRule::new)
+        .map_err(err)?;
+    let always = [
+        libc::SYS_io_uring_setup,
+        libc::SYS_add_key,
+        libc::SYS_keyctl,
+        libc::SYS_request_key,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_setns,
+        libc::SYS_unshare,
+    ];
+    let mut rules = std::collections::BTreeMap::new();
     // x32 shares x86_64's audit architecture with its own call numbers;
     // 32-bit (i386) calls fail the filter's architecture check and are killed.
-    if cfg!(target_arch = "x86_64") {
-        const X32: i64 = 0x4000_0000;
-        rules.insert(libc::SYS_socket | X32, vec![unix]);
-        rules.insert(libc::SYS_io_uring_setup | X32, vec![]);
+    let x32: &[i64] = if cfg!(target_arch = "x86_64") {
+        &[0, 0x4000_0000]
+    } else {
+        &[0]
+    };
+    for bit in x32 {
+        rules.insert(libc::SYS_socket | bit, vec![other_family.clone()]);
+        for nr in always {
+            rules.insert(nr | bit, vec![]);
+        }
     }
     let filter = SeccompFilter::new(
         rules,
@@ -419,14 +442,14 @@ pub fn filter() -> Result<seccompiler::BpfProgram, String> {
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )
-    .map_err(|e| e.to_string())?;
-    seccompiler::BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    .map_err(err)?;
+    seccompiler::BpfProgram::try_from(filter).map_err(err)
 }
 
 /// `sealc __confine`: install the filter on this process, then become the
 /// command. Returns only if either fails.
-pub fn confine_main(command: &[OsString]) -> io::Error {
-    let program = match filter() {
+pub fn confine_main(offline: bool, command: &[OsString]) -> io::Error {
+    let program = match filter(offline) {
         Ok(p) => p,
         Err(e) => return io::Error::other(format!("cannot build the seccomp filter: {e}")),
     };
@@ -529,27 +552,29 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
     });
     let deadline = plan.timeout.map(|t| std::time::Instant::now() + t);
     let mut timed_out = false;
+    // Once timed out: when the group gets `SIGKILL`, whatever arrives meanwhile.
+    let mut kill_at = None;
     let status = loop {
-        let event = match deadline {
-            Some(d) if !timed_out => {
-                let left = d.saturating_duration_since(std::time::Instant::now());
-                match rx.recv_timeout(left) {
+        let wake = if timed_out { kill_at } else { deadline };
+        let event = match wake {
+            Some(t) => {
+                match rx.recv_timeout(t.saturating_duration_since(std::time::Instant::now())) {
                     Ok(e) => e,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        timed_out = true;
-                        deliver(rustix::process::Signal::TERM);
-                        match rx.recv_timeout(GRACE) {
-                            Ok(e) => e,
-                            Err(_) => {
-                                kill_group(rustix::process::Signal::KILL);
-                                continue;
-                            }
+                        if timed_out {
+                            kill_group(rustix::process::Signal::KILL);
+                            kill_at = None;
+                        } else {
+                            timed_out = true;
+                            deliver(rustix::process::Signal::TERM);
+                            kill_at = Some(std::time::Instant::now() + GRACE);
                         }
+                        continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => break None,
                 }
             }
-            _ => match rx.recv() {
+            None => match rx.recv() {
                 Ok(e) => e,
                 Err(_) => break None,
             },
@@ -668,6 +693,7 @@ mod tests {
                 "--",
                 "/opt/sealc",
                 "__confine",
+                "--offline",
                 "--",
                 "/usr/bin/env",
                 "-u",
@@ -692,6 +718,7 @@ mod tests {
 
     #[test]
     fn the_filter_builds_for_this_machine() {
-        assert!(!filter().unwrap().is_empty());
+        assert!(!filter(true).unwrap().is_empty());
+        assert!(!filter(false).unwrap().is_empty());
     }
 }

@@ -108,6 +108,9 @@ impl Model {
                     "--unshare-pid" | "--unshare-ipc" | "--unshare-uts" | "--new-session"
                     | "--die-with-parent",
                 ) => {}
+                Some("--cap-drop") => {
+                    arg(1)?;
+                }
                 _ => return Err(format!("step `{text}` is not modelled")),
             }
         }

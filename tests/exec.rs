@@ -250,6 +250,36 @@ const ATTACKS: &[Attack] = &[
         marker: "UNIX-SERVICE",
     },
     Attack {
+        name: "keep the capabilities of a root caller",
+        script: "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status | grep -v '0000000000000000$' && echo HAS-''CAPS",
+        marker: "HAS-CAPS",
+    },
+    Attack {
+        name: "unmount the stand-in over a denied directory",
+        script: "umount -l $CO; umount -l /proc; mount -o remount,rw,bind /; cat $CO/skills/premortem/SKILL.md",
+        marker: SECRET,
+    },
+    Attack {
+        name: "unmount /proc and read the host's processes' environment",
+        script: "umount -l /proc; cat /proc/[0-9]*/environ | tr '\\0' '\\n'",
+        marker: PARENT,
+    },
+    Attack {
+        name: "swap the proxy bridge's socket for a host unix socket",
+        script: "for d in /tmp/sealc-bridge-*; do rm -f $d/proxy.sock; ln -s $T/sock/agent.sock $d/proxy.sock; done; exec 3<>/dev/tcp/127.0.0.1/$PROXY && head -c 64 <&3",
+        marker: "UNIX-SERVICE",
+    },
+    Attack {
+        name: "open a vsock to the hypervisor",
+        script: "python3 -c \"import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print('VSOCK-' + 'MADE')\"",
+        marker: "VSOCK-MADE",
+    },
+    Attack {
+        name: "join another network namespace",
+        script: "umount -l /proc; for p in /proc/[0-9]*; do nsenter -t ${p#/proc/} -n bash -c \"exec 3<>/dev/tcp/127.0.0.1/$OTHER && head -c 64 <&3\" 2>/dev/null; done",
+        marker: "NOT-THE-PROXY",
+    },
+    Attack {
         name: "connect to a loopback port that is not the proxy",
         script: "exec 3<>/dev/tcp/127.0.0.1/$OTHER && head -c 64 <&3",
         marker: "NOT-THE-PROXY",
@@ -285,7 +315,7 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
 
     // Writes outside the write roots: each must fail, and nothing may appear.
     let out = lab.sh(
-        "echo SANDBOX-UP; for f in $T/outside /etc/sealc-pwned /dev/shm/sealc-pwned /tmp/sealc-pwned $RUN/dispatch/x $CO/x $HOME/../x; do \
+        "echo SANDBOX-UP; mount -o remount,rw,bind / 2>/dev/null; mount -o remount,rw /etc 2>/dev/null; for f in $T/outside /etc/sealc-pwned /dev/shm/sealc-pwned /tmp/sealc-pwned $RUN/dispatch/x $CO/x $HOME/../x; do \
            if (echo pwned > $f) 2>/dev/null; then echo \"WROTE $f\"; fi; done; \
          mkdir /usr/sealc-pwned 2>/dev/null && echo WROTE-usr; true",
     );
@@ -533,7 +563,7 @@ fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
 }
 
 /// A command that ignores the signal is killed after the grace period, with
-/// everything it started.
+/// everything it started, also when another signal arrives in the grace period.
 #[test]
 fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
     if !bwrap_works() {
@@ -544,15 +574,29 @@ fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
         .replace("seconds = 240", "seconds = 1");
     let lab = Lab::with_spec(&spec);
     let marker = "zz-stubborn-51aa";
-    let out = lab
+    let started = Instant::now();
+    let mut child = lab
         .exec_cmd(&[
             "/bin/bash",
             "-c",
-            &format!("trap '' TERM; (trap '' TERM; exec -a {marker} sleep 300) & wait; wait"),
+            &format!(
+                "trap '' TERM INT; (trap '' TERM INT; exec -a {marker} sleep 300) & wait; wait"
+            ),
         ])
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
         .unwrap();
-    assert_eq!(out.status.code(), Some(124), "{}", text(&out));
+    // A signal inside the grace period does not cancel the kill.
+    std::thread::sleep(Duration::from_millis(1500));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(124));
+    assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(wait_gone(marker), Vec::<String>::new());
 }
 
@@ -780,26 +824,43 @@ mod model_matches_bubblewrap {
 fn confine_refuses_new_unix_sockets_and_io_uring_but_not_the_rest() {
     let script = r#"
 import socket, errno, ctypes, os
-try:
-    socket.socket(socket.AF_UNIX); print("unix: made")
-except PermissionError: print("unix: refused")
+def try_(name, f):
+    try:
+        f(); print(name + ": made")
+    except PermissionError: print(name + ": refused")
+try_("unix", lambda: socket.socket(socket.AF_UNIX))
 a, b = socket.socketpair(); a.send(b"x"); print("pair:", b.recv(1).decode())
-socket.socket(socket.AF_INET); print("inet: made")
+try_("inet", lambda: socket.socket(socket.AF_INET))
+try_("inet6", lambda: socket.socket(socket.AF_INET6))
+try_("vsock", lambda: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM))
+try_("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
 libc = ctypes.CDLL(None, use_errno=True)
-p = ctypes.create_string_buffer(120)
-r = libc.syscall(425, 1, p)
-print("io_uring:", "refused" if r == -1 and ctypes.get_errno() == errno.EPERM else "made")
+def sys(name, nr, *args):
+    r = libc.syscall(nr, *args)
+    print(name + ":", "refused" if r == -1 and ctypes.get_errno() == errno.EPERM else "made")
+sys("io_uring", 425, 1, ctypes.create_string_buffer(120))
+sys("keyctl", 250, 0, -3, 0)
+sys("unshare", 272, 0x10000000)
 "#;
-    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
-        .env_clear()
-        .args(["__confine", "--", "/usr/bin/python3", "-c", script])
-        .output()
-        .unwrap();
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "unix: refused\npair: x\ninet: made\nio_uring: refused\n",
-        "{all}"
-    );
+    for (offline, unix) in [(true, "refused"), (false, "made")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        cmd.env_clear().arg("__confine");
+        if offline {
+            cmd.arg("--offline");
+        }
+        let out = cmd
+            .args(["--", "/usr/bin/python3", "-c", script])
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{all}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!(
+                "unix: {unix}\npair: x\ninet: made\ninet6: made\nvsock: refused\npacket: refused\n\
+                 io_uring: refused\nkeyctl: refused\nunshare: refused\n"
+            ),
+            "{all}"
+        );
+    }
 }

@@ -45,12 +45,36 @@ pub const DEV_SET: &[&str] = &[
     "/dev/zero",
 ];
 
-/// What `sealc exec` refuses inside a `none` or `proxy` sandbox, through
-/// `sealc __confine` and a seccomp filter (`EPERM`): new unix sockets (a host
+/// What `sealc __confine` refuses (with `EPERM`) inside every Linux sandbox,
+/// through a seccomp filter: sockets of any family but IPv4, IPv6, netlink
+/// and (in `open` mode) unix, so no vsock to the hypervisor and no packet or
+/// Bluetooth socket; io_uring, which could make sockets without the `socket`
+/// call; the kernel keyring, which no namespace separates; and the calls that
+/// would reshape namespaces or mounts.
+pub const REFUSED: [&str; 9] = [
+    "socket(other than AF_INET, AF_INET6, AF_NETLINK, AF_UNIX)",
+    "io_uring_setup",
+    "add_key",
+    "keyctl",
+    "request_key",
+    "mount",
+    "umount2",
+    "setns",
+    "unshare",
+];
+/// Also refused in `none` and `proxy` mode: new unix sockets (a host
 /// service's socket is still visible in the read-only host tree; a socket
-/// pair stays possible), and io_uring, which could make sockets without the
-/// `socket` call.
-pub const REFUSED: [&str; 2] = ["socket(AF_UNIX)", "io_uring_setup"];
+/// pair stays possible).
+pub const REFUSED_OFFLINE: &str = "socket(AF_UNIX)";
+
+/// What `sealc __confine` refuses for this seal.
+pub fn refused(ir: &Ir) -> Vec<&'static str> {
+    let mut v = REFUSED.to_vec();
+    if ir.network.mode != NetMode::Open {
+        v.push(REFUSED_OFFLINE);
+    }
+    v
+}
 
 /// Where the stand-in for a hidden file comes from.
 const EMPTY_FILE: &str = "/dev/null";
@@ -64,6 +88,9 @@ struct BwrapFile<'a> {
     /// Run inside the sandbox before the command: bubblewrap always sets
     /// `PWD`, so `env` takes it out again (or sets the allowlisted value).
     command_prefix: Vec<String>,
+    /// Roots that did not exist when compiled: nothing is mounted for them,
+    /// and `sealc exec` refuses to start if one has appeared since.
+    absent: Vec<String>,
     network: Network,
     /// Calls refused inside the sandbox (see [`REFUSED`]).
     refused: Vec<&'static str>,
@@ -192,26 +219,23 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 }
             }
             RootKind::Write => {
-                let s = if root.real.is_some() {
-                    step(
-                        ["--bind", &dest, &dest],
-                        format!("write {from}: bound read-write"),
-                    )
-                } else {
-                    step(
-                        ["--bind-try", &dest, &dest],
-                        format!("write {from}: absent when compiled; bound read-write if present"),
-                    )
-                };
-                paths.push((key(2), s));
+                if root.real.is_some() {
+                    paths.push((
+                        key(2),
+                        step(
+                            ["--bind", &dest, &dest],
+                            format!("write {from}: bound read-write"),
+                        ),
+                    ));
+                }
             }
             RootKind::WriteDevice => {
-                if !DEV_SET.contains(&root.path.as_str()) {
+                if !DEV_SET.contains(&root.path.as_str()) && root.real.is_some() {
                     paths.push((
                         key(3),
                         step(
-                            ["--dev-bind-try", &root.path, &root.path],
-                            format!("write_devices {from}: when this host has it"),
+                            ["--dev-bind", &dest, &dest],
+                            format!("write_devices {from}: the host's device, writable"),
                         ),
                     ));
                 }
@@ -266,6 +290,10 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     ));
 
     out.push(step(
+        ["--cap-drop", "ALL"],
+        "no capabilities, even when started by root: no mount, unmount or namespace escape".into(),
+    ));
+    out.push(step(
         ["--unshare-pid"],
         "own pid namespace: no other process is visible or signalled".into(),
     ));
@@ -316,7 +344,17 @@ pub fn argv(ir: &Ir) -> Vec<String> {
 
 /// Render `seal.bwrap.json`.
 pub fn render(ir: &Ir) -> Vec<u8> {
+    let absent = ir
+        .roots
+        .iter()
+        .filter(|r| {
+            r.real.is_none()
+                && !(r.kind == RootKind::WriteDevice && DEV_SET.contains(&r.path.as_str()))
+        })
+        .map(|r| format!("{} {}", r.kind.key(), r.path))
+        .collect();
     let file = BwrapFile {
+        absent,
         bwrap: &ir.exec.bwrap,
         command_prefix: command_prefix(ir),
         network: Network {
@@ -327,10 +365,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
                 .as_ref()
                 .map(|p| format!("{}:{}", p.host, p.port)),
         },
-        refused: match ir.network.mode {
-            NetMode::Open => Vec::new(),
-            NetMode::None | NetMode::Proxy => REFUSED.to_vec(),
-        },
+        refused: refused(ir),
         schema: SCHEMA,
         seal: &ir.name,
         steps: steps(ir),
