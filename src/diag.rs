@@ -138,6 +138,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[network]\nhosts = [\"evil host\"]",
     ),
     (
+        "sealc::linux::file-root",
+        "a denied or metadata-only root is a file, which the host can replace from under its mount on Linux",
+        "# deny_read = [\"${home}/.codex/auth.json\"] compiled with --platform linux",
+    ),
+    (
         "sealc::network::open",
         "the network is open: the seal does not restrict it",
         "[network]\nmode = \"open\"",

@@ -256,3 +256,41 @@ fn explain_reads_a_linux_seal_back() {
     let out = run(&["--op", "process-exec", "/bin/ls"]);
     assert_eq!(out.code, 3, "{}", out.stdout);
 }
+
+#[test]
+fn a_denied_file_on_linux_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().canonicalize().unwrap().join("auth.json");
+    std::fs::write(&file, "token").unwrap();
+    let spec = format!(
+        "version = 1\nname = \"f\"\n[filesystem]\ndeny_read = [{:?}]\n",
+        file.display().to_string()
+    );
+    let out = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--platform", "linux"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("sealc::linux::file-root"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("deny its directory instead"),
+        "{}",
+        out.stderr
+    );
+    // The same spec for macOS: seatbelt rules name paths, nothing to warn.
+    let out = Sealc::new()
+        .file(
+            "s.toml",
+            format!(
+                "version = 1\nname = \"f\"\n[filesystem]\ndeny_read = [{:?}]\n",
+                file.display().to_string()
+            ),
+        )
+        .args(["compile", "s.toml"])
+        .run();
+    assert!(!out.stderr.contains("file-root"), "{}", out.stderr);
+}

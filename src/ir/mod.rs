@@ -372,6 +372,24 @@ impl Lower<'_> {
         }
         let roots: Vec<Root> = out.into_values().collect();
         self.conflicts(&roots);
+        if self.platform(spec) == Platform::Linux {
+            for r in roots.iter().filter(|r| r.kind.is_denied()) {
+                if r.host_kind == Some(PathKind::File) {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            "sealc::linux::file-root",
+                            format!(
+                                "{} is a file: on Linux it is hidden by a mount on the file itself",
+                                quote(&r.path)
+                            ),
+                        )
+                        .at(r.span.clone())
+                        .label("the host undoes it by replacing the file during the run")
+                        .help("deny its directory instead: an atomic rewrite (such as a token refresh) swaps the file for one the sandbox can read"),
+                    );
+                }
+            }
+        }
         roots
     }
 
