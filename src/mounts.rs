@@ -6,6 +6,11 @@
 //! per path, under the assumption the recorded facts still hold on the host:
 //! can its data be read, can its metadata be read, can it be written. For a
 //! remote endpoint it answers from the network namespace and the proxy.
+//!
+//! `seal.bwrap.json` mounts nothing for a root that was absent when compiled
+//! (and `sealc exec` refuses a host where one has appeared), so every mount
+//! it lists exists; the one exception, `--ro-bind-try` of a deny-default
+//! system root, is modelled as present.
 
 use serde::Deserialize;
 
