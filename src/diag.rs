@@ -138,6 +138,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[network]\nhosts = [\"evil host\"]",
     ),
     (
+        "sealc::linux::kind",
+        "the facts of a Linux seal give a root a realpath but no kind (an edited record)",
+        "# seal.json with an entry removed from facts.kinds",
+    ),
+    (
         "sealc::linux::file-root",
         "a denied or metadata-only root is a file, which the host can replace from under its mount on Linux",
         "# deny_read = [\"${home}/.codex/auth.json\"] compiled with --platform linux",

@@ -269,12 +269,19 @@ pub fn host_drift(record: &crate::record::Record, host: &dyn crate::facts::Host)
             ));
         }
     }
-    for (real, kind) in &recorded.kinds {
-        if here.kinds.get(real) != Some(kind) {
+    let reals: std::collections::BTreeSet<&String> =
+        recorded.kinds.keys().chain(here.kinds.keys()).collect();
+    for real in reals {
+        let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
+        if was != now {
+            let show = |k: Option<&crate::facts::PathKind>| {
+                k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
+            };
             drift.push(format!(
-                "{}: compiled as a {}, it no longer is",
+                "{}: compiled as {}, now {}",
                 quote(real),
-                kind.as_str()
+                show(was),
+                show(now)
             ));
         }
     }
@@ -282,6 +289,48 @@ pub fn host_drift(record: &crate::record::Record, host: &dyn crate::facts::Host)
         drift.push("the launcher chain differs from the recorded one".into());
     }
     drift
+}
+
+/// Mark every descriptor from 3 up close-on-exec, so the sandbox inherits
+/// stdin, stdout and stderr only: a descriptor the caller left open (a
+/// file under a denied root, a directory outside the write roots) would
+/// otherwise cross every mount.
+#[allow(unsafe_code)]
+pub fn cloexec_inherited() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `close_range` with `CLOSE_RANGE_CLOEXEC` closes nothing: it
+        // only sets the close-on-exec flag of descriptors 3 and up, so no
+        // descriptor owned anywhere in this process changes meaning.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+    }
+    // Kernels before 5.11, and macOS: each descriptor listed.
+    let dir = if Path::new("/proc/self/fd").is_dir() {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let fds: Vec<i32> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: `F_SETFD` only sets the close-on-exec flag; the listing's
+        // own descriptor, closed by now, fails with `EBADF`, which is fine.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
 }
 
 /// Make a private (0700) directory for the bridge under `parent`.
@@ -503,6 +552,7 @@ fn sandbox_members(bwrap: u32) -> Vec<i32> {
 /// Start the plan and wait for it: own process group, exact environment,
 /// signals forwarded, the timeout enforced, the exit status returned.
 pub fn run(plan: &Plan) -> io::Result<i32> {
+    cloexec_inherited()?;
     if let Some(b) = &plan.bridge {
         serve_outer(b)?;
     }

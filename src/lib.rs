@@ -9,7 +9,10 @@
 //! [`spec`] parses, [`facts`] is the only stage that reads the host, [`ir`]
 //! validates and normalizes, [`backend`] renders, [`record`] binds it all.
 //! [`cli`] is the only module that prints.
-#![forbid(unsafe_code)]
+// One platform call needs `unsafe`: marking the descriptors a caller left
+// open close-on-exec before `sealc exec` starts the sandbox (`exec.rs`,
+// `cloexec_inherited`). Everything else is safe code.
+#![deny(unsafe_code)]
 
 // pest_derive without its `std` feature names `alloc` (and so skips pest's
 // per-call stack guard, a fifth of the time of reading a profile back).

@@ -37,7 +37,8 @@ struct Step {
 enum Mount {
     /// The host tree from `src`, read-only or not.
     Bind { writable: bool },
-    /// An empty tmpfs (a hidden or metadata-only directory).
+    /// An empty tmpfs: a hidden or metadata-only directory when remounted
+    /// read-only, else the sandbox's own scratch space.
     Tmpfs,
     /// `/dev/null` over a hidden file.
     EmptyFile,
@@ -165,9 +166,11 @@ impl Model {
         let allowed = match (mount, access) {
             (Mount::Bind { writable }, Access::Write) => *writable && !ro,
             (Mount::Bind { .. }, _) => true,
+            // A tmpfs left writable is the sandbox's own scratch space
+            // (`/dev/shm`): whatever is in it, the sandbox put there.
+            (Mount::Tmpfs, _) if !ro => true,
             (Mount::Tmpfs, Access::ReadMetadata) => exact || on_the_way,
-            (Mount::Tmpfs, Access::ReadData) => false,
-            (Mount::Tmpfs, Access::Write) => !ro && (exact || on_the_way),
+            (Mount::Tmpfs, Access::ReadData | Access::Write) => false,
             (Mount::EmptyFile, Access::ReadMetadata) => exact,
             (Mount::EmptyFile, _) => false,
             (Mount::Literal, Access::Write) => false,

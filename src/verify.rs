@@ -492,16 +492,24 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
             None => rep.push(subject, Status::Absent, "does not exist here"),
         }
     }
-    for (real, kind) in &recorded.kinds {
+    let reals: std::collections::BTreeSet<&String> =
+        recorded.kinds.keys().chain(here.kinds.keys()).collect();
+    for real in reals {
         let subject = format!("live kind {real}");
-        match here.kinds.get(real) {
-            Some(k) if k == kind => rep.push(subject, Status::Ok, "checked"),
-            Some(k) => rep.push(
+        match (recorded.kinds.get(real), here.kinds.get(real)) {
+            (Some(kind), Some(k)) if k == kind => rep.push(subject, Status::Ok, "checked"),
+            (Some(kind), Some(k)) => rep.push(
                 subject,
                 Status::Drift,
                 format!("record a {}, here a {}", kind.as_str(), k.as_str()),
             ),
-            None => rep.push(subject, Status::Absent, "does not exist here"),
+            (Some(_), None) => rep.push(subject, Status::Absent, "does not exist here"),
+            (None, Some(k)) => rep.push(
+                subject,
+                Status::Drift,
+                format!("not in the record, here a {}", k.as_str()),
+            ),
+            (None, None) => {}
         }
     }
     if let Some(head) = recorded.launcher.first() {

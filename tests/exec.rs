@@ -315,7 +315,7 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
 
     // Writes outside the write roots: each must fail, and nothing may appear.
     let out = lab.sh(
-        "echo SANDBOX-UP; mount -o remount,rw,bind / 2>/dev/null; mount -o remount,rw /etc 2>/dev/null; for f in $T/outside /etc/sealc-pwned /dev/shm/sealc-pwned /tmp/sealc-pwned $RUN/dispatch/x $CO/x $HOME/../x; do \
+        "echo SANDBOX-UP; mount -o remount,rw,bind / 2>/dev/null; mount -o remount,rw /etc 2>/dev/null; echo private > /dev/shm/zz-sealc-private; for f in $T/outside /etc/sealc-pwned /tmp/sealc-pwned $RUN/dispatch/x $CO/x $HOME/../x; do \
            if (echo pwned > $f) 2>/dev/null; then echo \"WROTE $f\"; fi; done; \
          mkdir /usr/sealc-pwned 2>/dev/null && echo WROTE-usr; true",
     );
@@ -336,6 +336,10 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
         assert!(!lab.t.join(p).exists(), "{p} was written on the host");
     }
     assert!(!Path::new("/etc/sealc-pwned").exists());
+    assert!(
+        !Path::new("/dev/shm/zz-sealc-private").exists(),
+        "the sandbox wrote the host's /dev/shm"
+    );
 
     // The checkout and its secret are still where they were on the host.
     assert_eq!(
@@ -353,7 +357,9 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
     // metadata-only directory, reach the proxy, see the secret it was given.
     let out = lab.sh(
         "set -e; cat $WS/task.md; echo notes > $WS/notes.md; echo t > $TMPDIR/t; echo h > $HOME/h; \
-         stat -c %F $RUN/dispatch; exec 3<>/dev/tcp/127.0.0.1/$PROXY; head -c 9 <&3; echo key=$OPENAI_API_KEY",
+         stat -c %F $RUN/dispatch; \
+         python3 -c 'import multiprocessing as m; m.Lock(); print(\"pool\", m.Pool(2).map(abs, [-1, -2]))'; \
+         exec 3<>/dev/tcp/127.0.0.1/$PROXY; head -c 9 <&3; echo key=$OPENAI_API_KEY",
     );
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
@@ -361,6 +367,7 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
     assert!(stdout.contains("the task: write notes.md"), "{all}");
     assert!(stdout.contains("directory"), "{all}");
     assert!(stdout.contains("PROXY-OK"), "{all}");
+    assert!(stdout.contains("pool [1, 2]"), "{all}");
     assert!(stdout.contains(&format!("key={API_KEY}")), "{all}");
     assert_eq!(
         std::fs::read_to_string(lab.t.join("run/ws/notes.md")).unwrap(),
@@ -481,6 +488,37 @@ fn a_host_that_drifted_since_compiling_does_not_start() {
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains(".agents"), "{all}");
     assert!(!Path::new(&marker).exists(), "the command started");
+}
+
+#[test]
+fn descriptors_the_caller_left_open_do_not_cross() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let inner = "cat <&7; echo pwned > /proc/self/fd/8/pwn; ls /proc/self/fd";
+    let outer = format!(
+        "exec 7<{co}/skills/premortem/SKILL.md 8<{t}; exec {sealc} exec {rec} -- /bin/bash -c '{inner}'",
+        co = lab.path("checkout"),
+        t = lab.t.display(),
+        sealc = env!("CARGO_BIN_EXE_sealc"),
+        rec = lab.record.display(),
+    );
+    let out = Command::new("/bin/bash")
+        .current_dir(lab.t.join("run/ws"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("OPENAI_API_KEY", API_KEY)
+        .args(["-c", &outer])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(!all.contains(SECRET), "{all}");
+    assert!(
+        !lab.t.join("pwn").exists(),
+        "wrote through an inherited descriptor"
+    );
+    assert!(all.contains("Bad file descriptor"), "{all}");
 }
 
 #[test]

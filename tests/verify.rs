@@ -376,6 +376,23 @@ fn live_reports_a_linux_root_that_changed_kind() {
     );
 }
 
+/// A Linux record whose facts lose a root's kind (an edit, re-bound by
+/// whoever made it) does not compile back: no root goes unmounted.
+#[test]
+fn a_linux_record_without_a_roots_kind_does_not_recompile() {
+    let src = "version = 1\nname = \"k\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [\"/d\"]\n";
+    let host = sealc::facts::FakeHost::new().dir("/d");
+    let c = sealc::compile("k.toml", src, &Vec::new(), &host).unwrap();
+    assert!(c.facts.kinds.contains_key("/d"));
+    let mut facts = c.facts.clone();
+    facts.kinds.clear();
+    let err = sealc::compile_with_facts("k.toml", src, facts).unwrap_err();
+    assert!(
+        err.0.iter().any(|d| d.code == "sealc::linux::kind"),
+        "{err:?}"
+    );
+}
+
 #[test]
 fn codex_config_may_only_gain_the_workspace_trust_entry() {
     let ws = "/Users/agent/runs/r1/ws";

@@ -156,7 +156,12 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     ));
     out.push(step(
         ["--dev", "/dev"],
-        "a minimal /dev: null, zero, full, random, urandom, tty, pts, shm".into(),
+        "a minimal /dev: null, zero, full, random, urandom, tty, pts".into(),
+    ));
+    out.push(step(
+        ["--tmpfs", "/dev/shm"],
+        "a private, empty /dev/shm: POSIX shared memory and semaphores of the sandbox's own processes"
+            .into(),
     ));
 
     // Path steps, keyed by (depth, order, destination) so the deepest decides.
@@ -286,7 +291,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     }
     out.push(step(
         ["--remount-ro", "/dev"],
-        "nothing can be created in /dev (or /dev/shm); its device nodes still work".into(),
+        "nothing can be created in /dev; its device nodes still work".into(),
     ));
 
     out.push(step(

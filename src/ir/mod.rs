@@ -372,7 +372,26 @@ impl Lower<'_> {
         }
         let roots: Vec<Root> = out.into_values().collect();
         self.conflicts(&roots);
-        if self.platform(spec) == Platform::Linux {
+        if self.platform(spec) == Platform::Linux && !self.symbolic {
+            // Bubblewrap mounts by kind: a recorded realpath without one
+            // cannot be hidden (only an edited record lacks it).
+            for r in roots
+                .iter()
+                .filter(|r| r.real.is_some() && r.host_kind.is_none())
+            {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::linux::kind",
+                        format!(
+                            "the facts give {} a realpath but not what it is",
+                            quote(&r.path)
+                        ),
+                    )
+                    .at(r.span.clone())
+                    .label("a Linux seal needs `facts.kinds` for every existing root")
+                    .help("compile the spec again on the host instead of editing the record"),
+                );
+            }
             for r in roots.iter().filter(|r| r.kind.is_denied()) {
                 if r.host_kind == Some(PathKind::File) {
                     self.diags.push(
