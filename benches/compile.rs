@@ -44,6 +44,9 @@ fn probe_host() -> FakeHost {
         .dir("/private/var/folders/xy/T")
         .dir("/Users/agent/.codex")
         .dir("/Users/agent/src/skills")
+        .dir("/Users/agent/runs/r1/ws")
+        .dir("/Users/agent/runs/r1/home")
+        .dir("/Users/agent/runs/r1/tmp")
 }
 
 /// A spec with `n` filesystem roots: half deny_read, a quarter write and a
