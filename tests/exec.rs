@@ -146,6 +146,12 @@ impl Lab {
         }
     }
 
+    /// The probe spec with its timeout cut to one second.
+    fn with_timeout_of_one_second() -> Lab {
+        let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml")).unwrap();
+        Lab::with_spec(&spec.replace("seconds = 240", "seconds = 1"))
+    }
+
     fn path(&self, p: &str) -> String {
         self.t.join(p).display().to_string()
     }
@@ -535,6 +541,10 @@ fn the_exit_status_passes_through() {
     assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out));
 }
 
+fn send(child: &std::process::Child, sig: rustix::process::Signal) {
+    rustix::process::kill_process(rustix::process::Pid::from_child(child), sig).unwrap();
+}
+
 /// The processes whose `argv[0]` is `marker` (set with `exec -a`).
 fn survivors(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -588,11 +598,7 @@ fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
         assert!(Instant::now() < end, "the sleepers never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
+    send(&child, rustix::process::Signal::TERM);
     let status = child.wait().unwrap();
     // The command's own handler ran and chose its exit status.
     assert_eq!(status.code(), Some(9));
@@ -607,10 +613,7 @@ fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
     if !bwrap_works() {
         return;
     }
-    let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml"))
-        .unwrap()
-        .replace("seconds = 240", "seconds = 1");
-    let lab = Lab::with_spec(&spec);
+    let lab = Lab::with_timeout_of_one_second();
     let marker = "zz-stubborn-51aa";
     let started = Instant::now();
     let mut child = lab
@@ -627,11 +630,7 @@ fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
         .unwrap();
     // A signal inside the grace period does not cancel the kill.
     std::thread::sleep(Duration::from_millis(1500));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
+    send(&child, rustix::process::Signal::INT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(124));
     assert!(started.elapsed() < Duration::from_secs(20));
@@ -643,10 +642,7 @@ fn the_recorded_timeout_stops_the_sandbox() {
     if !bwrap_works() {
         return;
     }
-    let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml"))
-        .unwrap()
-        .replace("seconds = 240", "seconds = 1");
-    let lab = Lab::with_spec(&spec);
+    let lab = Lab::with_timeout_of_one_second();
     let marker = "zz-timeout-8d21";
     let started = Instant::now();
     let out = lab
