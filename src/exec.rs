@@ -333,8 +333,38 @@ pub fn cloexec_inherited() -> io::Result<()> {
     Ok(())
 }
 
+/// Remove the bridge directories (and their sockets) that a `sealc exec`
+/// killed by `SIGKILL` left behind: those whose process is gone. Only what
+/// this user may remove goes; anything else in them keeps the directory.
+fn sweep_stale_bridges(parent: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return; // no way to tell a live process
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("sealc-bridge-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let dir = e.path();
+        let _ = std::fs::remove_file(dir.join(BRIDGE_SOCKET));
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
+
 /// Make a private (0700) directory for the bridge under `parent`.
 pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
+    sweep_stale_bridges(parent);
     let mut n = 0u32;
     loop {
         let dir = parent.join(format!("sealc-bridge-{}-{n}", std::process::id()));

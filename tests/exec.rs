@@ -528,6 +528,32 @@ fn descriptors_the_caller_left_open_do_not_cross() {
 }
 
 #[test]
+fn bridge_directories_are_cleaned_up_even_after_a_killed_run() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let bridges = lab.t.join("bridges");
+    // What a `sealc exec` killed by SIGKILL leaves: its directory and socket
+    // (pid 999999999 is above any pid_max, so never alive).
+    let stale = bridges.join("sealc-bridge-999999999-0");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("proxy.sock"), "").unwrap();
+    let out = lab
+        .exec_cmd(&["/bin/true"])
+        .env("TMPDIR", &bridges)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let left: Vec<_> = std::fs::read_dir(&bridges)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
 fn the_exit_status_passes_through() {
     if !bwrap_works() {
         return;
