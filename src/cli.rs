@@ -562,7 +562,7 @@ fn exec(
     let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
         && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
     let bridge_dir = if dry_run || !needs_bridge {
-        PathBuf::from("/nonexistent/sealc-bridge")
+        PathBuf::from("<bridge-dir>") // made at run time
     } else {
         match crate::exec::private_dir(&std::env::temp_dir()) {
             Ok(d) => d,
@@ -609,6 +609,7 @@ fn exec(
     match crate::exec::run(&plan) {
         Ok(code) => code,
         Err(e) => {
+            let _ = std::fs::remove_file(bridge_dir.join(crate::exec::BRIDGE_SOCKET));
             let _ = std::fs::remove_dir(&bridge_dir);
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
             crate::exec::CANNOT_START

@@ -16,11 +16,12 @@
 //! that socket; outside, each is forwarded to the host's proxy. Nothing else
 //! crosses.
 //!
-//! On Linux in `none` and `proxy` mode the command also runs through
-//! `sealc __confine`, which installs a seccomp filter and then `exec`s it: the
-//! [`bwrap::REFUSED`] calls fail with `EPERM`, so the command cannot reach a host
-//! service through a unix socket that the read-only host tree still shows
-//! (the network namespace only covers abstract sockets and TCP/UDP).
+//! On Linux the command always runs through `sealc __confine`, which installs
+//! a seccomp filter and then `exec`s it: the [`bwrap::REFUSED`] calls fail
+//! with `EPERM` (in `none` and `proxy` mode also [`bwrap::REFUSED_OFFLINE`],
+//! so the command cannot reach a host service through a unix socket that the
+//! read-only host tree still shows; the network namespace only covers
+//! abstract sockets and TCP/UDP).
 
 use std::ffi::OsString;
 use std::io;
@@ -81,7 +82,7 @@ pub struct BridgePlan {
 
 /// What the plan needs from the running host.
 pub struct Runtime<'a> {
-    /// sealc's own binary, bound read-only into a Linux `proxy` sandbox.
+    /// sealc's own binary, bound read-only into every Linux sandbox.
     pub exe: &'a Path,
     /// The private directory of the bridge.
     pub bridge_dir: &'a Path,
@@ -376,51 +377,18 @@ pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
     }
 }
 
-/// Copy both ways between two streams until both sides are done.
-fn pump<A, B>(a: A, b: B)
-where
-    A: io::Read + io::Write + Shutdown + TryClone + Send + 'static,
-    B: io::Read + io::Write + Shutdown + TryClone + Send + 'static,
-{
-    let (Ok(mut a2), Ok(mut b2)) = (a.try_clone_(), b.try_clone_()) else {
+/// Copy both ways between a TCP and a unix stream until both sides are done.
+fn pump(tcp: TcpStream, unix: UnixStream) {
+    let (Ok(mut from_tcp), Ok(mut to_unix)) = (tcp.try_clone(), unix.try_clone()) else {
         return;
     };
-    let (mut a, mut b) = (a, b);
     std::thread::spawn(move || {
-        let _ = io::copy(&mut a2, &mut b2);
-        b2.shutdown_write();
+        let _ = io::copy(&mut from_tcp, &mut to_unix);
+        let _ = to_unix.shutdown(std::net::Shutdown::Write);
     });
-    let _ = io::copy(&mut b, &mut a);
-    a.shutdown_write();
-}
-
-/// `shutdown(Write)` for both stream kinds.
-trait Shutdown {
-    fn shutdown_write(&self);
-}
-/// `try_clone` for both stream kinds.
-trait TryClone: Sized {
-    fn try_clone_(&self) -> io::Result<Self>;
-}
-impl Shutdown for TcpStream {
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Write);
-    }
-}
-impl Shutdown for UnixStream {
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Write);
-    }
-}
-impl TryClone for TcpStream {
-    fn try_clone_(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
-}
-impl TryClone for UnixStream {
-    fn try_clone_(&self) -> io::Result<Self> {
-        self.try_clone()
-    }
+    let (mut tcp, mut unix) = (tcp, unix);
+    let _ = io::copy(&mut unix, &mut tcp);
+    let _ = tcp.shutdown(std::net::Shutdown::Write);
 }
 
 /// The outer half of the bridge: the unix socket in the private directory,
@@ -433,7 +401,7 @@ pub fn serve_outer(b: &BridgePlan) -> io::Result<()> {
             let upstream = upstream.clone();
             std::thread::spawn(move || {
                 if let Ok(up) = TcpStream::connect(&upstream) {
-                    pump(conn, up);
+                    pump(up, conn);
                 }
             });
         }
@@ -676,10 +644,7 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
         let _ = std::fs::remove_dir(&b.dir);
     }
     match status {
-        Some(Ok(s)) if timed_out => {
-            let _ = s;
-            Ok(TIMED_OUT)
-        }
+        Some(Ok(_)) if timed_out => Ok(TIMED_OUT),
         Some(Ok(s)) => Ok(exit_code(s)),
         Some(Err(e)) => Err(e),
         None => Ok(CANNOT_START),

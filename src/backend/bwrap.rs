@@ -12,13 +12,15 @@
 //! | root | step |
 //! | --- | --- |
 //! | base `allow-default` | `--ro-bind / /` |
-//! | base `deny-default` | `--ro-bind-try` of each [`SYSTEM_ROOTS`] |
+//! | base `deny-default` | `--ro-bind-try` of each [`SYSTEM_ROOTS`], then `--remount-ro /` |
 //! | `deny_read`, `metadata_only` directory | `--tmpfs`, then `--remount-ro` |
 //! | `deny_read`, `metadata_only` file | `--ro-bind /dev/null` |
-//! | `allow_read` | `--ro-bind` |
+//! | `allow_read` (not inside a write root) | `--ro-bind` |
 //! | `write` | `--bind` |
-//! | `write_devices` outside [`DEV_SET`] | `--dev-bind-try` |
+//! | `write_devices` outside [`DEV_SET`] | `--dev-bind` |
 //! | launcher chain entry, hidden | `--symlink` / `--ro-bind` |
+//! | a root absent when compiled | nothing (listed under `absent`) |
+//! | always | `--proc`, `--dev`, a private `/dev/shm`, `--cap-drop ALL`, own pid/ipc/uts, `--new-session`, `--die-with-parent` |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
 use serde::Serialize;
@@ -83,14 +85,14 @@ const EMPTY_FILE: &str = "/dev/null";
 /// struct is already in canonical form.
 #[derive(Serialize)]
 struct BwrapFile<'a> {
+    /// Roots that did not exist when compiled: nothing is mounted for them,
+    /// and `sealc exec` refuses to start if one has appeared since.
+    absent: Vec<String>,
     /// `bwrap`'s path.
     bwrap: &'a str,
     /// Run inside the sandbox before the command: bubblewrap always sets
     /// `PWD`, so `env` takes it out again (or sets the allowlisted value).
     command_prefix: Vec<String>,
-    /// Roots that did not exist when compiled: nothing is mounted for them,
-    /// and `sealc exec` refuses to start if one has appeared since.
-    absent: Vec<String>,
     network: Network,
     /// Calls refused inside the sandbox (see [`REFUSED`]).
     refused: Vec<&'static str>,
@@ -379,4 +381,24 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(&file).unwrap_or_default();
     out.push(b'\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_direct_form_is_canonical() {
+        let src = "version = 1\nname = \"b\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [\"/d\", \"/gone\"]\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:1\"\n";
+        let host = crate::facts::FakeHost::new().dir("/d");
+        let c = crate::compile("b.toml", src, &Vec::new(), &host).unwrap();
+        let bytes = &c.files[crate::backend::BWRAP];
+        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(
+            v["absent"],
+            serde_json::json!(["filesystem.deny_read /gone"])
+        );
+        assert_eq!(
+            crate::record::canonical_json(&v).as_bytes(),
+            bytes.as_slice()
+        );
+    }
 }
