@@ -84,6 +84,9 @@ enum Command {
         /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; its write roots are handed to it.
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
         /// The command and its arguments, after `--`.
         #[arg(
             trailing_var_arg = true,
@@ -93,22 +96,34 @@ enum Command {
         )]
         command: Vec<OsString>,
     },
-    /// Inside a Linux `proxy` sandbox: bridge the proxy port, then run the command.
-    #[command(name = "__bridge", hide = true)]
-    Bridge {
+    /// Inside a Linux sandbox, pid 1: the command's environment, the proxy bridge, reaping.
+    #[command(name = "__init", hide = true)]
+    Init {
+        /// The pipe that carries the command's environment.
         #[arg(long)]
-        listen: String,
-        #[arg(long)]
-        socket: PathBuf,
+        env_fd: i32,
+        #[arg(long, requires = "socket")]
+        listen: Option<String>,
+        #[arg(long, requires = "listen")]
+        socket: Option<PathBuf>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
-    /// Inside a Linux sandbox: install the seccomp filter, then become the command.
+    /// Inside a Linux sandbox: Landlock and the seccomp filter, then become the command.
     #[command(name = "__confine", hide = true)]
     Confine {
         /// Also refuse new unix sockets (network `none` and `proxy`).
         #[arg(long)]
         offline: bool,
+        /// TCP connect is not restricted (network `open`).
+        #[arg(long)]
+        tcp_any: bool,
+        /// A port TCP connect may reach (otherwise none).
+        #[arg(long)]
+        tcp_port: Vec<u16>,
+        /// A path beneath which writes are allowed.
+        #[arg(long)]
+        write: Vec<OsString>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
@@ -244,21 +259,51 @@ pub fn run(
             record,
             artifacts,
             dry_run,
+            user,
             command,
-        } => exec(&record, artifacts.as_deref(), dry_run, &command, out, err),
-        Command::Bridge {
+        } => exec(
+            &record,
+            &ExecOpts {
+                artifacts: artifacts.as_deref(),
+                dry_run,
+                user: user.as_deref(),
+            },
+            &command,
+            out,
+            err,
+        ),
+        Command::Init {
+            env_fd,
             listen,
             socket,
             command,
-        } => match crate::exec::bridge_main(&listen, &socket, &command) {
-            Ok(code) => code,
-            Err(e) => {
-                let _ = writeln!(err, "sealc: the proxy bridge cannot start: {e}");
-                crate::exec::CANNOT_START
+        } => {
+            let bridge = listen.as_deref().zip(socket.as_deref());
+            match crate::exec::init_main(env_fd, bridge, &command) {
+                Ok(code) => code,
+                Err(e) => {
+                    let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
+                    crate::exec::CANNOT_START
+                }
             }
-        },
-        Command::Confine { offline, command } => {
-            let e = crate::exec::confine_main(offline, &command);
+        }
+        Command::Confine {
+            offline,
+            tcp_any,
+            tcp_port,
+            write,
+            command,
+        } => {
+            let c = crate::exec::Confinement {
+                offline,
+                write,
+                tcp: if tcp_any {
+                    crate::exec::Tcp::Any
+                } else {
+                    crate::exec::Tcp::Only(tcp_port)
+                },
+            };
+            let e = crate::exec::confine_main(&c, &command);
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }
@@ -494,15 +539,41 @@ struct VerifyArgs {
 
 /// Read the record and the artifact files beside it (or in `--artifacts`),
 /// then verify; the live and Codex-config checks come after.
+/// `sealc exec`'s options.
+struct ExecOpts<'a> {
+    artifacts: Option<&'a Path>,
+    dry_run: bool,
+    user: Option<&'a str>,
+}
+
+/// Who the sandbox runs as: started by root, an unprivileged user (Linux).
+fn exec_user(
+    platform: crate::spec::Platform,
+    user: Option<&str>,
+) -> Result<Option<crate::exec::Ids>, String> {
+    let root = rustix::process::geteuid().is_root();
+    match (platform, root, user) {
+        (crate::spec::Platform::Linux, true, u) => {
+            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+            crate::exec::user::parse_user(u.unwrap_or(crate::exec::user::DEFAULT_USER), &passwd)
+                .map(Some)
+        }
+        (_, _, Some(u)) => Err(format!(
+            "`--user {u}` is for a Linux seal started by root; the agent runs as its caller here"
+        )),
+        _ => Ok(None),
+    }
+}
+
 /// `sealc exec`: verify exactly as `sealc verify` does, then run.
 fn exec(
     record: &Path,
-    artifacts: Option<&Path>,
-    dry_run: bool,
+    opts: &ExecOpts<'_>,
     command: &[OsString],
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    let (artifacts, dry_run) = (opts.artifacts, opts.dry_run);
     let display = record.display().to_string();
     let bytes = match std::fs::read(record) {
         Ok(b) => b,
@@ -558,45 +629,57 @@ fn exec(
                 return DIFFERS;
             }
         };
+    let ways = match crate::exec::stdio::ways() {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(
+                err,
+                "help: give the command a file, a pipe or a terminal, e.g. `< /dev/null`"
+            );
+            return BAD_INPUT;
+        }
+    };
+    let user = match exec_user(compiled.ir.platform, opts.user) {
+        Ok(u) => u,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return BAD_INPUT;
+        }
+    };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
     let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
         && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
-    let bridge_dir = if dry_run || !needs_bridge {
-        PathBuf::from("<bridge-dir>") // made at run time
-    } else {
-        match crate::exec::private_dir(&std::env::temp_dir()) {
-            Ok(d) => d,
-            Err(e) => {
-                let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
-                return crate::exec::CANNOT_START;
-            }
-        }
-    };
     let profile = recompiled
         .get(crate::backend::SEATBELT)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let rt = crate::exec::Runtime {
+    let has_proc_entry = |p: &str| Path::new(p).exists();
+    let mut rt = crate::exec::Runtime {
         exe: &exe,
-        bridge_dir: &bridge_dir,
+        bridge_dir: Path::new("<bridge-dir>"), // made below, once nothing can fail
         profile,
+        user,
+        has_proc_entry: &has_proc_entry,
     };
     let plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
         Ok(p) => p,
         Err(d) => {
-            let _ = std::fs::remove_dir(&bridge_dir);
             let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
             return BAD_INPUT;
         }
     };
     if dry_run {
+        let layers = dry_run_layers(&compiled.ir, &plan);
         let shown = serde_json::json!({
             "argv": std::iter::once(plan.program.clone())
                 .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
                 .collect::<Vec<_>>(),
             "env": plan.env.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            "layers": layers,
             "secrets": plan.secrets,
             "timeout": plan.timeout.map(|t| t.as_secs()),
+            "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
         });
         let _ = writeln!(
             out,
@@ -605,16 +688,84 @@ fn exec(
         );
         return OK;
     }
+    if let Some(ids) = user {
+        let roots: Vec<String> = compiled
+            .ir
+            .roots
+            .iter()
+            .filter(|r| r.kind == crate::ir::RootKind::Write)
+            .filter_map(|r| r.real.clone())
+            .collect();
+        if let Some(e) = roots
+            .iter()
+            .find_map(|r| crate::exec::user::reachable(r, ids).err())
+        {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            let _ = writeln!(
+                err,
+                "help: let that user search every directory above the write roots (`chmod o+x`), or pick another with `--user`"
+            );
+            return BAD_INPUT;
+        }
+        if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            return crate::exec::CANNOT_START;
+        }
+    }
+    let bridge_dir;
+    let plan = if needs_bridge {
+        bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
+                return crate::exec::CANNOT_START;
+            }
+        };
+        rt.bridge_dir = &bridge_dir;
+        match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+            Ok(p) => p,
+            Err(_) => return crate::exec::CANNOT_START,
+        }
+    } else {
+        plan
+    };
     let _ = out.flush();
-    match crate::exec::run(&plan) {
+    match crate::exec::run(&plan, ways) {
         Ok(code) => code,
         Err(e) => {
-            let _ = std::fs::remove_file(bridge_dir.join(crate::exec::BRIDGE_SOCKET));
-            let _ = std::fs::remove_dir(&bridge_dir);
+            if let Some(b) = &plan.bridge {
+                let _ = std::fs::remove_file(b.dir.join(crate::exec::BRIDGE_SOCKET));
+                let _ = std::fs::remove_dir(&b.dir);
+            }
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
             crate::exec::CANNOT_START
         }
     }
+}
+
+/// What `--dry-run` says of the sandbox's layers.
+fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::Value {
+    if ir.platform != crate::spec::Platform::Linux {
+        return serde_json::json!({ "seatbelt": "the verified profile, by sandbox-exec -p" });
+    }
+    let abi = crate::exec::landlock_abi();
+    let landlock = crate::backend::bwrap::landlock(ir);
+    let mut applied = Vec::new();
+    if abi >= 1 {
+        applied.push("writes only beneath the write roots and devices");
+    }
+    if abi >= 4 && landlock.tcp_connect.is_some() {
+        applied.push("TCP connect only to the listed ports");
+    }
+    if abi >= 6 {
+        applied.push("abstract unix sockets and signals scoped to the command");
+    }
+    serde_json::json!({
+        "landlock": { "abi": abi, "applied": applied, "policy": landlock },
+        "namespaces": "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`",
+        "seccomp": crate::backend::bwrap::refused(ir),
+        "skipped": plan.skipped,
+    })
 }
 
 fn verify(a: &VerifyArgs) -> crate::verify::Report {

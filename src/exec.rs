@@ -3,31 +3,36 @@
 //! [`plan`] is pure: from the recompiled IR (never from the files on disk, so
 //! nothing can change between verifying and running), the command and the
 //! secret values, it builds the exact program, argv and environment. [`run`]
-//! starts it in its own process group with exactly that environment (no
-//! shell, no inherited variable), forwards the signals sealc receives,
+//! starts it in its own process group, forwards the signals sealc receives,
 //! enforces the recorded timeout and passes the exit status through. This is
 //! the only module that reads sealc's own environment (for secrets) or starts
 //! processes.
 //!
-//! On Linux in `proxy` mode the sandbox has its own network namespace. A
-//! bridge carries the proxy port across it: sealc listens on a unix socket in
-//! a private directory, bound into the sandbox; inside, `sealc __bridge`
+//! On Linux bubblewrap gets a fixed, empty environment and never runs as
+//! root ([`user`]); the command's environment travels down a pipe to sealc's
+//! own init inside the sandbox ([`inside`]), which is pid 1. Roots are bound
+//! through descriptors opened once, without following a link, and checked,
+//! so a host process swapping a root for a symlink while the sandbox starts
+//! cannot redirect a mount. stdin, stdout and stderr are checked first
+//! ([`stdio`]).
+//!
+//! In `proxy` mode the sandbox has its own network namespace. A bridge
+//! carries the proxy port across it: sealc listens on a unix socket in a
+//! private directory, bound read-only into the sandbox; inside, the init
 //! listens on the proxy's loopback address and forwards each connection to
 //! that socket; outside, each is forwarded to the host's proxy. Nothing else
 //! crosses.
-//!
-//! On Linux the command always runs through `sealc __confine`, which installs
-//! a seccomp filter and then `exec`s it: the [`bwrap::REFUSED`] calls fail
-//! with `EPERM` (in `none` and `proxy` mode also [`bwrap::REFUSED_OFFLINE`],
-//! so the command cannot reach a host service through a unix socket that the
-//! read-only host tree still shows; the network namespace only covers
-//! abstract sockets and TCP/UDP).
+
+pub mod inside;
+pub mod stdio;
+pub mod user;
 
 use std::ffi::OsString;
 use std::io;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -36,8 +41,12 @@ use std::time::Duration;
 
 use crate::backend::bwrap;
 use crate::diag::{quote, Diagnostic};
+use crate::facts::PathKind;
 use crate::ir::Ir;
 use crate::spec::{NetMode, Platform};
+
+pub use inside::{confine_main, init_main, landlock_abi, Confinement, Tcp};
+pub use user::Ids;
 
 /// Exit status when the recorded timeout ran out (as `timeout(1)`).
 pub const TIMED_OUT: i32 = 124;
@@ -55,20 +64,50 @@ pub const FORWARDED: [i32; 4] = [
 /// The bridge's socket, inside its private directory.
 pub const BRIDGE_SOCKET: &str = "proxy.sock";
 
-/// What runs: the program, its arguments and its whole environment.
+/// What runs: the program, its arguments and the command's whole environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     pub program: String,
+    /// The arguments; on Linux a descriptor's number is filled in by [`run`]
+    /// at each of [`Plan::fds`] (shown as `<fd:...>` until then).
     pub args: Vec<OsString>,
-    /// Exactly the environment of the child, sorted by name.
+    /// Exactly the environment of the command, sorted by name.
     pub env: Vec<(String, OsString)>,
     /// Names in `env` whose values are secrets (never shown).
     pub secrets: Vec<String>,
     pub timeout: Option<Duration>,
     /// `host:port` of the host's proxy, to bridge to (Linux, `proxy` mode).
     pub bridge: Option<BridgePlan>,
-    /// The program is bubblewrap: signals go to the processes inside it.
+    /// The program is bubblewrap: signals go to the processes inside it, and
+    /// the environment goes to sealc's init, not to the program.
     pub bubblewrap: bool,
+    /// Descriptors [`run`] opens and names in `args`.
+    pub fds: Vec<FdSlot>,
+    /// Started by root: the unprivileged user the sandbox runs as.
+    pub user: Option<Ids>,
+    /// Steps left out because this kernel's `/proc` lacks their entry.
+    pub skipped: Vec<String>,
+}
+
+/// One descriptor named in argv.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FdSlot {
+    /// Index in `args` of the number.
+    pub at: usize,
+    pub source: FdSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FdSource {
+    /// A root, opened without following any link and checked to be `kind`;
+    /// the option before it becomes its `-fd` form.
+    Bind { path: String, kind: PathKind },
+    /// sealc's own binary.
+    Exe,
+    /// The bridge's private directory.
+    BridgeDir,
+    /// The read end of the pipe that carries the command's environment.
+    Env,
 }
 
 /// The bridge of a Linux `proxy` seal.
@@ -88,6 +127,14 @@ pub struct Runtime<'a> {
     pub bridge_dir: &'a Path,
     /// The seatbelt profile's verified bytes (macOS).
     pub profile: &'a [u8],
+    /// Started by root: the user to run as.
+    pub user: Option<Ids>,
+    /// Does this kernel's `/proc` have the entry (see [`bwrap::kernel_entry`])?
+    pub has_proc_entry: &'a dyn Fn(&str) -> bool,
+}
+
+fn placeholder(what: &str) -> OsString {
+    format!("<fd:{what}>").into()
 }
 
 /// Build the plan. `secret` gives a secret's value from sealc's environment.
@@ -97,12 +144,12 @@ pub fn plan(
     secret: &dyn Fn(&str) -> Option<OsString>,
     rt: &Runtime<'_>,
 ) -> Result<Plan, Diagnostic> {
-    let Some(first) = command.first() else {
+    if command.is_empty() {
         return Err(
             Diagnostic::error("sealc::exec::command", "no command to run")
                 .help("give it after the record: `sealc exec seal/seal.json -- codex exec ...`"),
         );
-    };
+    }
     let mut env: Vec<(String, OsString)> = ir
         .env
         .vars
@@ -135,6 +182,18 @@ pub fn plan(
         .as_ref()
         .map(|(_, s)| Duration::from_secs(*s));
     let secrets = ir.env.secrets.iter().cloned().collect();
+    let mut plan = Plan {
+        program: String::new(),
+        args: Vec::new(),
+        env,
+        secrets,
+        timeout,
+        bridge: None,
+        bubblewrap: false,
+        fds: Vec::new(),
+        user: rt.user,
+        skipped: Vec::new(),
+    };
     match ir.platform {
         Platform::Macos => {
             // The verified bytes, not the file: nothing can swap the profile
@@ -147,82 +206,122 @@ pub fn plan(
                 args.extend([bin.into(), "--foreground".into(), secs.to_string().into()]);
             }
             args.extend(command.iter().cloned());
-            Ok(Plan {
-                program: ir.exec.sandbox_exec.clone(),
-                args,
-                env,
-                secrets,
-                timeout,
-                bridge: None,
-                bubblewrap: false,
-            })
+            plan.program = ir.exec.sandbox_exec.clone();
+            plan.args = args;
+            Ok(plan)
         }
         Platform::Linux => {
-            if first.as_encoded_bytes().contains(&b'=') {
-                return Err(Diagnostic::error(
-                    "sealc::exec::command",
-                    format!(
-                        "the command {} holds `=`, so `env` inside the sandbox would read it as a variable",
-                        quote(&first.to_string_lossy())
-                    ),
-                )
-                .help("rename the program or call it through a path without `=`"));
-            }
-            let bridge = match (&ir.network.mode, &ir.network.proxy) {
-                (NetMode::Proxy, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
-                _ => None,
-            };
-            let offline = ir.network.mode != NetMode::Open;
-            let steps = bwrap::steps(ir);
-            let split = steps
-                .iter()
-                .position(|s| s.args.first().map(String::as_str) == Some("--remount-ro"))
-                .unwrap_or(steps.len());
-            let exe = rt.exe.as_os_str();
-            let mut args: Vec<OsString> = Vec::new();
-            for (i, s) in steps.iter().enumerate() {
-                // sealc's own mounts, made before any hidden directory turns
-                // read-only: its binary (read-only) and the bridge's directory.
-                // The bridge's directory is read-only inside: the command may
-                // connect to its socket, not put another in its place.
-                if i == split {
-                    args.extend(["--ro-bind".into(), exe.into(), exe.into()]);
-                    if bridge.is_some() {
-                        let dir = rt.bridge_dir.as_os_str();
-                        args.extend(["--ro-bind".into(), dir.into(), dir.into()]);
-                    }
-                }
-                args.extend(s.args.iter().map(OsString::from));
-            }
-            args.push("--".into());
-            if let Some(listen) = &bridge {
-                args.push(exe.into());
-                args.extend(["__bridge".into(), "--listen".into(), listen.into()]);
-                args.push("--socket".into());
-                args.push(rt.bridge_dir.join(BRIDGE_SOCKET).into_os_string());
-                args.push("--".into());
-            }
-            args.extend([exe.into(), "__confine".into()]);
-            if offline {
-                args.push("--offline".into());
-            }
-            args.push("--".into());
-            args.extend(bwrap::command_prefix(ir).into_iter().map(OsString::from));
-            args.extend(command.iter().cloned());
-            Ok(Plan {
-                program: ir.exec.bwrap.clone(),
-                args,
-                env,
-                secrets,
-                timeout,
-                bridge: bridge.map(|listen| BridgePlan {
-                    dir: rt.bridge_dir.to_path_buf(),
-                    upstream: listen,
-                }),
-                bubblewrap: true,
-            })
+            linux(ir, command, rt, &mut plan);
+            Ok(plan)
         }
     }
+}
+
+/// The recorded kind of a root mounted at `dest`.
+fn kind_at(ir: &Ir, dest: &str) -> PathKind {
+    ir.roots
+        .iter()
+        .filter(|r| r.real.as_deref() == Some(dest))
+        .find_map(|r| r.host_kind)
+        .unwrap_or(PathKind::File) // launcher chain entries are files
+}
+
+fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
+    let bridge = match (&ir.network.mode, &ir.network.proxy) {
+        (NetMode::Proxy, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
+        _ => None,
+    };
+    let mut args: Vec<OsString> = Vec::new();
+    let mut fds = Vec::new();
+    for s in bwrap::steps(ir) {
+        if let Some(entry) = bwrap::kernel_entry(&s) {
+            if !(rt.has_proc_entry)(entry) {
+                plan.skipped.push(s.args.join(" "));
+                continue;
+            }
+        }
+        let a = &s.args;
+        let by_fd = match a.first().map(String::as_str) {
+            Some("--bind") => Some("--bind-fd"),
+            Some("--ro-bind") => Some("--ro-bind-fd"),
+            _ => None,
+        };
+        match by_fd {
+            // A root bound onto itself: through a descriptor.
+            Some(opt) if a.len() == 3 && a[1] == a[2] && a[1] != "/" => {
+                args.push(opt.into());
+                fds.push(FdSlot {
+                    at: args.len(),
+                    source: FdSource::Bind {
+                        path: a[1].clone(),
+                        kind: kind_at(ir, &a[1]),
+                    },
+                });
+                args.push(placeholder(&a[1]));
+                args.push(a[2].clone().into());
+            }
+            _ => args.extend(a.iter().map(OsString::from)),
+        }
+        // sealc's own mounts, in the sandbox's fresh /dev: its binary and
+        // the bridge's directory, both read-only (the command may connect
+        // to the bridge's socket, not put another in its place).
+        if a.first().map(String::as_str) == Some("--tmpfs") && a.get(1).map(String::as_str) == Some("/dev/shm") {
+            args.push("--ro-bind-fd".into());
+            fds.push(FdSlot {
+                at: args.len(),
+                source: FdSource::Exe,
+            });
+            args.push(placeholder("sealc"));
+            args.push(bwrap::INIT_PATH.into());
+            if bridge.is_some() {
+                args.push("--ro-bind-fd".into());
+                fds.push(FdSlot {
+                    at: args.len(),
+                    source: FdSource::BridgeDir,
+                });
+                args.push(placeholder("bridge"));
+                args.push(bwrap::BRIDGE_PATH.into());
+            }
+        }
+    }
+    args.push("--".into());
+    args.extend([bwrap::INIT_PATH.into(), "__init".into(), "--env-fd".into()]);
+    fds.push(FdSlot {
+        at: args.len(),
+        source: FdSource::Env,
+    });
+    args.push(placeholder("env"));
+    if let Some(listen) = &bridge {
+        args.extend(["--listen".into(), listen.into(), "--socket".into()]);
+        args.push(format!("{}/{BRIDGE_SOCKET}", bwrap::BRIDGE_PATH).into());
+    }
+    args.push("--".into());
+    args.extend([bwrap::INIT_PATH.into(), "__confine".into()]);
+    if ir.network.mode != NetMode::Open {
+        args.push("--offline".into());
+    }
+    let ll = bwrap::landlock(ir);
+    match &ll.tcp_connect {
+        None => args.push("--tcp-any".into()),
+        Some(ports) => {
+            for p in ports {
+                args.extend(["--tcp-port".into(), p.to_string().into()]);
+            }
+        }
+    }
+    for w in &ll.write {
+        args.extend(["--write".into(), w.into()]);
+    }
+    args.push("--".into());
+    args.extend(command.iter().cloned());
+    plan.program = ir.exec.bwrap.clone();
+    plan.args = args;
+    plan.fds = fds;
+    plan.bubblewrap = true;
+    plan.bridge = bridge.map(|listen| BridgePlan {
+        dir: rt.bridge_dir.to_path_buf(),
+        upstream: listen,
+    });
 }
 
 /// The filesystem facts the seal was compiled against that no longer hold on
@@ -377,31 +476,24 @@ pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
     }
 }
 
-/// Copy both ways between a TCP and a unix stream until both sides are done.
-fn pump(tcp: TcpStream, unix: UnixStream) {
-    let (Ok(mut from_tcp), Ok(mut to_unix)) = (tcp.try_clone(), unix.try_clone()) else {
-        return;
-    };
-    std::thread::spawn(move || {
-        let _ = io::copy(&mut from_tcp, &mut to_unix);
-        let _ = to_unix.shutdown(std::net::Shutdown::Write);
-    });
-    let (mut tcp, mut unix) = (tcp, unix);
-    let _ = io::copy(&mut unix, &mut tcp);
-    let _ = tcp.shutdown(std::net::Shutdown::Write);
-}
 
 /// The outer half of the bridge: the unix socket in the private directory,
 /// each connection forwarded to the host's proxy. Runs until sealc exits.
-pub fn serve_outer(b: &BridgePlan) -> io::Result<()> {
-    let listener = UnixListener::bind(b.dir.join(BRIDGE_SOCKET))?;
+pub fn serve_outer(b: &BridgePlan, user: Option<Ids>) -> io::Result<()> {
+    let socket = b.dir.join(BRIDGE_SOCKET);
+    let listener = UnixListener::bind(&socket)?;
+    if let Some(ids) = user {
+        // The sandbox's user connects through the read-only bind.
+        std::os::unix::fs::chown(&b.dir, Some(ids.uid), Some(ids.gid))?;
+        std::os::unix::fs::chown(&socket, Some(ids.uid), Some(ids.gid))?;
+    }
     let upstream = b.upstream.clone();
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
             let upstream = upstream.clone();
             std::thread::spawn(move || {
                 if let Ok(up) = TcpStream::connect(&upstream) {
-                    pump(up, conn);
+                    inside::pump(up, conn);
                 }
             });
         }
@@ -409,111 +501,19 @@ pub fn serve_outer(b: &BridgePlan) -> io::Result<()> {
     Ok(())
 }
 
-/// The inner half (`sealc __bridge`), inside the sandbox's network namespace:
-/// listen on the proxy's address, forward each connection to the socket, run
-/// the command and return its exit status.
-pub fn bridge_main(listen: &str, socket: &Path, command: &[OsString]) -> io::Result<i32> {
-    // `sealc exec` signals every process of the sandbox, this one included:
-    // the command gets its own copy, the bridge outlives it to report its
-    // status.
-    let _caught = signal_hook::iterator::Signals::new(FORWARDED)?;
-    // Not dumpable: the command (same uid) cannot ptrace it or read its
-    // memory to use the unix socket it keeps.
-    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
-    let listener = TcpListener::bind(listen)?;
-    let socket = socket.to_path_buf();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let socket = socket.clone();
-            std::thread::spawn(move || {
-                if let Ok(out) = UnixStream::connect(&socket) {
-                    pump(conn, out);
-                }
-            });
-        }
-    });
-    let Some((program, args)) = command.split_first() else {
-        return Ok(CANNOT_START);
-    };
-    let status = Command::new(program).args(args).status()?;
-    Ok(exit_code(status))
-}
-
-/// The seccomp filter of [`bwrap::REFUSED`] (and, `offline`, of
-/// [`bwrap::REFUSED_OFFLINE`]), for the architecture sealc runs on.
-pub fn filter(offline: bool) -> Result<seccompiler::BpfProgram, String> {
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    };
-    let err = |e: seccompiler::BackendError| e.to_string();
-    let arch =
-        seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    // `socket(domain, ...)` is refused when the domain is none of these.
-    let mut kept = vec![libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
-    if !offline {
-        kept.push(libc::AF_UNIX);
-    }
-    let other_family = kept
-        .iter()
-        .map(|d| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *d as u64))
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(SeccompRule::new)
-        .map_err(err)?;
-    let always = [
-        libc::SYS_io_uring_setup,
-        libc::SYS_add_key,
-        libc::SYS_keyctl,
-        libc::SYS_request_key,
-        libc::SYS_mount,
-        libc::SYS_umount2,
-        libc::SYS_setns,
-        libc::SYS_unshare,
-    ];
-    let mut rules = std::collections::BTreeMap::new();
-    // x32 shares x86_64's audit architecture with its own call numbers;
-    // 32-bit (i386) calls fail the filter's architecture check and are killed.
-    let x32: &[i64] = if cfg!(target_arch = "x86_64") {
-        &[0, 0x4000_0000]
-    } else {
-        &[0]
-    };
-    for bit in x32 {
-        rules.insert(libc::SYS_socket | bit, vec![other_family.clone()]);
-        for nr in always {
-            rules.insert(nr | bit, vec![]);
-        }
-    }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(err)?;
-    seccompiler::BpfProgram::try_from(filter).map_err(err)
-}
-
-/// `sealc __confine`: install the filter on this process, then become the
-/// command. Returns only if either fails.
-pub fn confine_main(offline: bool, command: &[OsString]) -> io::Error {
-    let program = match filter(offline) {
-        Ok(p) => p,
-        Err(e) => return io::Error::other(format!("cannot build the seccomp filter: {e}")),
-    };
-    if let Err(e) = seccompiler::apply_filter(&program) {
-        return io::Error::other(format!("cannot install the seccomp filter: {e}"));
-    }
-    let Some((first, rest)) = command.split_first() else {
-        return io::Error::other("no command to run");
-    };
-    Command::new(first).args(rest).exec()
-}
-
 /// The exit status a shell would report: the code, or 128 + the signal.
 pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(CANNOT_START)
+}
+
+/// [`exit_code`] of a status from `wait`.
+pub fn exit_code_of(status: rustix::process::WaitStatus) -> i32 {
+    status
+        .exit_status()
+        .or_else(|| status.terminating_signal().map(|s| 128 + s))
         .unwrap_or(CANNOT_START)
 }
 
@@ -526,8 +526,7 @@ enum Event {
 /// `bwrap` is `bwrap`: those in the pid namespace of its child. Bubblewrap
 /// does not forward signals, and a signal to it kills the sandbox outright;
 /// sent to the processes themselves, a signal reaches the command, which may
-/// handle it. Empty when `/proc` does not tell (the caller falls back to the
-/// process group).
+/// handle it (the init, pid 1, ignores it). Empty when `/proc` does not tell.
 fn sandbox_members(bwrap: u32) -> Vec<i32> {
     let read_ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
     let children =
@@ -547,36 +546,131 @@ fn sandbox_members(bwrap: u32) -> Vec<i32> {
         .collect()
 }
 
+/// Open `path` without following any link on the way (every component is
+/// opened with `O_NOFOLLOW` from `/`), as an `O_PATH` descriptor that the
+/// sandbox's builder may inherit, and check that it is `kind`.
+fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let mut fd = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    for comp in Path::new(path).components().skip(1) {
+        fd = rustix::fs::openat(&fd, comp.as_os_str(), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+    }
+    let ft = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
+    let ok = match kind {
+        PathKind::Dir => ft == FileType::Directory,
+        PathKind::File => ft == FileType::RegularFile,
+        PathKind::Other => !matches!(ft, FileType::Directory | FileType::RegularFile | FileType::Symlink),
+    };
+    if !ok {
+        return Err(io::Error::other(format!(
+            "{} is no longer a {} (a link or another object was put in its place)",
+            quote(path),
+            kind.as_str()
+        )));
+    }
+    Ok(fd)
+}
+
+/// Let the sandbox's builder inherit `fd` (and return its number).
+fn inheritable(fd: &OwnedFd) -> io::Result<i32> {
+    use std::os::fd::AsRawFd;
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    Ok(fd.as_raw_fd())
+}
+
 /// Start the plan and wait for it: own process group, exact environment,
-/// signals forwarded, the timeout enforced, the exit status returned.
-pub fn run(plan: &Plan) -> io::Result<i32> {
+/// stdio as [`stdio::ways`] decided, signals forwarded, the timeout
+/// enforced, the exit status returned.
+pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
+    use std::process::Stdio;
     cloexec_inherited()?;
     if let Some(b) = &plan.bridge {
-        serve_outer(b)?;
+        serve_outer(b, plan.user)?;
+    }
+    let mut args = plan.args.clone();
+    let mut keep: Vec<OwnedFd> = Vec::new();
+    let mut env_writer = None;
+    for slot in &plan.fds {
+        let fd = match &slot.source {
+            FdSource::Bind { path, kind } => open_exact(path, *kind).map_err(|e| {
+                io::Error::other(format!("cannot open the root {} to mount it: {e}", quote(path)))
+            })?,
+            FdSource::Exe => OwnedFd::from(std::fs::File::open(&plan_exe()?)?),
+            FdSource::BridgeDir => {
+                let dir = plan.bridge.as_ref().map(|b| b.dir.clone()).unwrap_or_default();
+                OwnedFd::from(std::fs::File::open(dir)?)
+            }
+            FdSource::Env => {
+                let (r, w) = std::io::pipe()?;
+                env_writer = Some(w);
+                OwnedFd::from(r)
+            }
+        };
+        args[slot.at] = inheritable(&fd)?.to_string().into();
+        keep.push(fd);
     }
     let mut cmd = Command::new(&plan.program);
-    cmd.args(&plan.args)
-        .env_clear()
-        .envs(plan.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0);
+    cmd.args(&args).env_clear().process_group(0);
+    if !plan.bubblewrap {
+        cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(ids) = plan.user {
+        // std drops the supplementary groups when root changes uid.
+        cmd.uid(ids.uid).gid(ids.gid);
+    }
+    let way = |w: stdio::Way| match w {
+        stdio::Way::Inherit => Stdio::inherit(),
+        stdio::Way::Relay => Stdio::piped(),
+        stdio::Way::Null => Stdio::null(),
+    };
+    cmd.stdin(way(ways[0])).stdout(way(ways[1])).stderr(way(ways[2]));
     let mut signals = signal_hook::iterator::Signals::new(FORWARDED)?;
     let mut child = cmd.spawn()?;
-    let group = rustix::process::Pid::from_child(&child);
-    let kill_group = move |sig: rustix::process::Signal| {
-        let _ = rustix::process::kill_process_group(group, sig);
+    drop(keep); // the builder has its own copies now
+    if let Some(mut w) = env_writer {
+        let bytes = inside::encode_env(&plan.env);
+        std::thread::spawn(move || {
+            let _ = io::Write::write_all(&mut w, &bytes);
+        });
+    }
+    let mut relays = Vec::new();
+    if let Some(mut to) = child.stdin.take() {
+        std::thread::spawn(move || {
+            if let Ok(mut from) = io::stdin().as_fd().try_clone_to_owned().map(std::fs::File::from) {
+                let _ = io::copy(&mut from, &mut to);
+            }
+        });
+    }
+    // The caller's descriptors, duplicated: the CLI may hold the lock on
+    // its own `Stdout` meanwhile.
+    let caller = |fd: std::os::fd::BorrowedFd<'_>| -> io::Result<std::fs::File> {
+        Ok(std::fs::File::from(fd.try_clone_to_owned()?))
     };
-    // Deliver a signal to the command: inside a Linux sandbox, to each of its
-    // processes; otherwise to the process group.
+    if let Some(mut from) = child.stdout.take() {
+        let mut to = caller(io::stdout().as_fd())?;
+        relays.push(std::thread::spawn(move || {
+            let _ = io::copy(&mut from, &mut to);
+        }));
+    }
+    if let Some(mut from) = child.stderr.take() {
+        let mut to = caller(io::stderr().as_fd())?;
+        relays.push(std::thread::spawn(move || {
+            let _ = io::copy(&mut from, &mut to);
+        }));
+    }
+    let group = rustix::process::Pid::from_child(&child);
     let inside = plan.bubblewrap;
     let bwrap_pid = child.id();
+    // Deliver a signal to the command: inside a Linux sandbox, to each of its
+    // processes; otherwise to the process group. `SIGKILL` goes to both.
     let deliver = move |sig: rustix::process::Signal| {
         let members = if inside {
             sandbox_members(bwrap_pid)
         } else {
             Vec::new()
         };
-        if members.is_empty() {
-            kill_group(sig);
+        if members.is_empty() || sig == rustix::process::Signal::KILL {
+            let _ = rustix::process::kill_process_group(group, sig);
         }
         for pid in members
             .into_iter()
@@ -600,18 +694,23 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
     });
     let deadline = plan.timeout.map(|t| std::time::Instant::now() + t);
     let mut timed_out = false;
-    // Once timed out: when the group gets `SIGKILL`, whatever arrives meanwhile.
-    let mut kill_at = None;
+    // Once stopping (a forwarded signal or the timeout): when everything
+    // inside gets `SIGKILL`, stopped or traced processes included.
+    let mut kill_at: Option<std::time::Instant> = None;
     let status = loop {
-        let wake = if timed_out { kill_at } else { deadline };
+        let wake = match (kill_at, deadline) {
+            (Some(k), _) => Some(k),
+            (None, d) if !timed_out => d,
+            _ => None,
+        };
         let event = match wake {
             Some(t) => {
                 match rx.recv_timeout(t.saturating_duration_since(std::time::Instant::now())) {
                     Ok(e) => e,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if timed_out {
-                            kill_group(rustix::process::Signal::KILL);
-                            kill_at = None;
+                        if kill_at.is_some() {
+                            deliver(rustix::process::Signal::KILL);
+                            kill_at = Some(std::time::Instant::now() + GRACE);
                         } else {
                             timed_out = true;
                             deliver(rustix::process::Signal::TERM);
@@ -633,12 +732,16 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
                 if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
                     deliver(s);
                 }
+                kill_at.get_or_insert(std::time::Instant::now() + GRACE);
             }
         }
     };
     handle.close();
-    // Whatever is left of the group does not outlive sealc.
-    kill_group(rustix::process::Signal::KILL);
+    // Whatever is left does not outlive sealc.
+    deliver(rustix::process::Signal::KILL);
+    for r in relays {
+        let _ = r.join();
+    }
     if let Some(b) = &plan.bridge {
         let _ = std::fs::remove_file(b.dir.join(BRIDGE_SOCKET));
         let _ = std::fs::remove_dir(&b.dir);
@@ -649,6 +752,11 @@ pub fn run(plan: &Plan) -> io::Result<i32> {
         Some(Err(e)) => Err(e),
         None => Ok(CANNOT_START),
     }
+}
+
+/// sealc's own binary, as the kernel has it.
+fn plan_exe() -> io::Result<PathBuf> {
+    std::env::current_exe()
 }
 
 #[cfg(test)]
@@ -669,6 +777,8 @@ mod tests {
             exe: Path::new("/opt/sealc"),
             bridge_dir: Path::new("/tmp/b"),
             profile: b"(version 1)",
+            user: None,
+            has_proc_entry: &|p| p != "/proc/kcore",
         }
     }
 
@@ -711,7 +821,7 @@ mod tests {
     }
 
     #[test]
-    fn linux_mounts_sealc_before_any_directory_turns_read_only() {
+    fn linux_binds_roots_and_sealc_through_descriptors_and_runs_its_init() {
         let plan = plan(
             &ir(Platform::Linux),
             &["cmd".into()],
@@ -720,33 +830,47 @@ mod tests {
         )
         .unwrap();
         let a = strs(&plan.args);
-        let first_ro = a.iter().position(|x| x == "--remount-ro").unwrap();
-        let exe = a.iter().position(|x| x == "/opt/sealc").unwrap();
-        let dir = a.iter().position(|x| x == "/tmp/b").unwrap();
-        assert!(exe < first_ro && dir < first_ro, "{a:?}");
+        // The write root is bound through a descriptor, never by path.
+        let w = a.iter().position(|x| x == "<fd:/w>").unwrap();
+        assert_eq!(a[w - 1], "--bind-fd");
+        assert!(!a.windows(3).any(|x| x == ["--bind", "/w", "/w"]), "{a:?}");
+        // sealc's own binary and the bridge, in the fresh /dev, before it turns read-only.
+        let exe = a.iter().position(|x| x == "<fd:sealc>").unwrap();
+        let dev_ro = a
+            .windows(2)
+            .position(|x| x == ["--remount-ro", "/dev"])
+            .unwrap();
+        assert!(exe < dev_ro && a[exe + 1] == bwrap::INIT_PATH, "{a:?}");
+        assert!(a.contains(&"<fd:bridge>".to_string()));
+        // /proc entries this kernel lacks are left out, and said so.
+        assert!(!a.contains(&"/proc/kcore".to_string()));
+        assert!(plan.skipped.iter().any(|s| s.ends_with("/proc/kcore")));
+        assert!(a.contains(&"/proc/keys".to_string()));
         let sep = a.iter().position(|x| x == "--").unwrap();
         assert_eq!(
-            &a[sep..],
+            &a[sep..sep + 9],
             [
                 "--",
-                "/opt/sealc",
-                "__bridge",
+                bwrap::INIT_PATH,
+                "__init",
+                "--env-fd",
+                "<fd:env>",
                 "--listen",
                 "127.0.0.1:3128",
                 "--socket",
-                "/tmp/b/proxy.sock",
-                "--",
-                "/opt/sealc",
-                "__confine",
-                "--offline",
-                "--",
-                "/usr/bin/env",
-                "-u",
-                "PWD",
-                "--",
-                "cmd"
+                "/dev/.sealc-bridge/proxy.sock",
             ]
         );
+        let tail = &a[sep + 9..];
+        assert_eq!(&tail[..5], ["--", bwrap::INIT_PATH, "__confine", "--offline", "--tcp-port"]);
+        assert_eq!(tail[5], "3128");
+        assert!(tail.windows(2).any(|x| x == ["--write", "/w"]));
+        assert_eq!(tail[tail.len() - 2..], ["--", "cmd"]);
+        // Each descriptor slot names its placeholder.
+        for slot in &plan.fds {
+            assert!(a[slot.at].starts_with("<fd:"), "{:?}", slot);
+        }
+        assert!(plan.bubblewrap);
         assert_eq!(plan.bridge.unwrap().upstream, "127.0.0.1:3128");
     }
 
@@ -757,13 +881,20 @@ mod tests {
         assert!(e.message.contains("`K`"), "{}", e.message);
         let e = plan(&i, &[], &|_| Some("v".into()), &rt()).unwrap_err();
         assert_eq!(e.code, "sealc::exec::command");
-        let e = plan(&i, &["A=1".into()], &|_| Some("v".into()), &rt()).unwrap_err();
-        assert!(e.message.contains("`A=1`"), "{}", e.message);
+        // No `env` runs in between any more, so `=` in a name is fine.
+        assert!(plan(&i, &["A=1".into()], &|_| Some("v".into()), &rt()).is_ok());
     }
 
     #[test]
-    fn the_filter_builds_for_this_machine() {
-        assert!(!filter(true).unwrap().is_empty());
-        assert!(!filter(false).unwrap().is_empty());
+    fn a_root_is_opened_exactly_or_not_at_all() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("d")).unwrap();
+        std::os::unix::fs::symlink(real.join("d"), real.join("l")).unwrap();
+        let s = |p: &str| real.join(p).display().to_string();
+        assert!(open_exact(&s("d"), PathKind::Dir).is_ok());
+        assert!(open_exact(&s("l"), PathKind::Dir).is_err(), "a link is not followed");
+        assert!(open_exact(&s("l/x"), PathKind::Dir).is_err());
+        assert!(open_exact(&s("d"), PathKind::File).is_err(), "the kind is checked");
     }
 }

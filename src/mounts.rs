@@ -112,7 +112,8 @@ impl Model {
                 Some("--unshare-net") => net_unshared = true,
                 Some(
                     "--unshare-pid" | "--unshare-ipc" | "--unshare-uts" | "--new-session"
-                    | "--die-with-parent",
+                    | "--die-with-parent" | "--unshare-user" | "--disable-userns" | "--as-pid-1"
+                    | "--unshare-cgroup-try",
                 ) => {}
                 Some("--cap-drop") => {
                     arg(1)?;

@@ -81,6 +81,8 @@ impl Lab {
         // tested on its own.
         let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let t = tmp.path().canonicalize().unwrap();
+        // Started by root, the agent runs as `nobody`: it must reach the lab.
+        std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let w = |p: &str, s: &str| {
             let p = t.join(p);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();

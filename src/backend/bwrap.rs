@@ -20,7 +20,7 @@
 //! | `write_devices` outside [`DEV_SET`] | `--dev-bind` |
 //! | launcher chain entry, hidden | `--symlink` / `--ro-bind` |
 //! | a root absent when compiled | nothing (listed under `absent`) |
-//! | always | `--proc`, `--dev`, a private `/dev/shm`, `--cap-drop ALL`, own pid/ipc/uts, `--new-session`, `--die-with-parent` |
+//! | always | `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
 use serde::Serialize;
@@ -47,35 +47,135 @@ pub const DEV_SET: &[&str] = &[
     "/dev/zero",
 ];
 
-/// What `sealc __confine` refuses (with `EPERM`) inside every Linux sandbox,
-/// through a seccomp filter: sockets of any family but IPv4, IPv6, netlink
-/// and (in `open` mode) unix, so no vsock to the hypervisor and no packet or
-/// Bluetooth socket; io_uring, which could make sockets without the `socket`
-/// call; the kernel keyring, which no namespace separates; and the calls that
-/// would reshape namespaces or mounts.
-pub const REFUSED: [&str; 9] = [
+/// Where `sealc exec` binds its own binary inside every Linux sandbox: in the
+/// sandbox's fresh `/dev`, so the agent's user need not reach sealc's host path.
+pub const INIT_PATH: &str = "/dev/.sealc-init";
+/// Where `sealc exec` binds the proxy bridge's private directory (read-only).
+pub const BRIDGE_PATH: &str = "/dev/.sealc-bridge";
+
+/// Host-global `/proc` entries made read-only (Docker's read-only list).
+pub const PROC_READ_ONLY: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+/// `/proc` files masked by an empty device (Docker's masked list).
+pub const PROC_MASKED_FILES: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+];
+/// `/proc` directories masked by an empty read-only tmpfs (Docker's list).
+pub const PROC_MASKED_DIRS: &[&str] = &["/proc/acpi", "/proc/asound", "/proc/scsi"];
+
+/// The `/proc` destination of a step that only applies where the kernel has
+/// that entry (the sandbox's `/proc` is the same kernel's): `sealc exec`
+/// leaves such a step out when the host's `/proc` lacks the entry, since
+/// bubblewrap cannot mount over what is not there.
+pub fn kernel_entry(step: &Step) -> Option<&str> {
+    let dest = step.args.last()?;
+    let masks = PROC_READ_ONLY
+        .iter()
+        .chain(PROC_MASKED_FILES)
+        .chain(PROC_MASKED_DIRS);
+    masks
+        .clone()
+        .any(|m| m == dest)
+        .then_some(dest.as_str())
+}
+
+/// What `sealc __confine` refuses inside every Linux sandbox, through a
+/// seccomp filter (`EPERM`, or `ENOSYS` for `clone3` so that libc falls back
+/// to `clone`, whose flags the filter can read).
+pub const REFUSED: &[&str] = &[
     "socket(other than AF_INET, AF_INET6, AF_NETLINK, AF_UNIX)",
-    "io_uring_setup",
-    "add_key",
-    "keyctl",
-    "request_key",
+    "socket(AF_NETLINK, other than NETLINK_ROUTE)",
+    "clone(CLONE_NEW*), clone3 (ENOSYS)",
+    "unshare",
+    "setns",
     "mount",
     "umount2",
-    "setns",
-    "unshare",
+    "fsopen, fsconfig, fsmount, fspick, open_tree, move_mount, mount_setattr",
+    "ptrace",
+    "process_vm_readv, process_vm_writev",
+    "pidfd_getfd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "add_key, keyctl, request_key",
+    "ioctl(TIOCSTI, TIOCSCTTY, TIOCLINUX)",
+    "chmod, fchmod, fchmodat, fchmodat2 (setuid or setgid bit)",
+    "mknod, mknodat (character or block device)",
 ];
-/// Also refused in `none` and `proxy` mode: new unix sockets (a host
-/// service's socket is still visible in the read-only host tree; a socket
-/// pair stays possible).
-pub const REFUSED_OFFLINE: &str = "socket(AF_UNIX)";
+/// Also refused in `none` and `proxy` mode: new unix sockets, and unix
+/// socket pairs other than streams (a host service's socket is still visible
+/// in the read-only host tree; a datagram pair could `sendto` it).
+pub const REFUSED_OFFLINE: &[&str] = &[
+    "socket(AF_UNIX)",
+    "socketpair(AF_UNIX, other than SOCK_STREAM)",
+];
 
 /// What `sealc __confine` refuses for this seal.
 pub fn refused(ir: &Ir) -> Vec<&'static str> {
     let mut v = REFUSED.to_vec();
     if ir.network.mode != NetMode::Open {
-        v.push(REFUSED_OFFLINE);
+        v.extend(REFUSED_OFFLINE);
     }
     v
+}
+
+/// The Landlock layer `sealc __confine` applies, as far as the kernel's ABI
+/// goes: writes only beneath these paths; TCP connect only to these ports
+/// (`None`: not restricted, network `open`); no abstract unix socket or
+/// signal outside the command's own domain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Landlock {
+    pub scopes: Vec<&'static str>,
+    pub tcp_connect: Option<Vec<u16>>,
+    pub write: Vec<String>,
+}
+
+/// Devices and scratch the command may always write (Landlock).
+pub const LANDLOCK_DEVICES: &[&str] = &[
+    "/dev/full",
+    "/dev/null",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/random",
+    "/dev/shm",
+    "/dev/tty",
+    "/dev/urandom",
+    "/dev/zero",
+];
+
+/// The Landlock policy of this seal.
+pub fn landlock(ir: &Ir) -> Landlock {
+    let mut write: Vec<String> = LANDLOCK_DEVICES.iter().map(|d| d.to_string()).collect();
+    for r in &ir.roots {
+        if matches!(r.kind, RootKind::Write | RootKind::WriteDevice) {
+            if let Some(real) = &r.real {
+                write.push(real.clone());
+            }
+        }
+    }
+    write.sort();
+    write.dedup();
+    let tcp_connect = match ir.network.mode {
+        NetMode::Open => None,
+        NetMode::None => Some(Vec::new()),
+        NetMode::Proxy => Some(ir.network.proxy.iter().map(|p| p.port).collect()),
+    };
+    Landlock {
+        scopes: vec!["abstract-unix-socket", "signal"],
+        tcp_connect,
+        write,
+    }
 }
 
 /// Where the stand-in for a hidden file comes from.
@@ -90,9 +190,8 @@ struct BwrapFile<'a> {
     absent: Vec<String>,
     /// `bwrap`'s path.
     bwrap: &'a str,
-    /// Run inside the sandbox before the command: bubblewrap always sets
-    /// `PWD`, so `env` takes it out again (or sets the allowlisted value).
-    command_prefix: Vec<String>,
+    /// The second layer, applied by `sealc __confine` where the kernel has it.
+    landlock: Landlock,
     network: Network,
     /// Calls refused inside the sandbox (see [`REFUSED`]).
     refused: Vec<&'static str>,
@@ -156,6 +255,28 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         "a fresh /proc: only this sandbox's processes; /proc/self/root is the sandbox's root"
             .into(),
     ));
+    for d in PROC_READ_ONLY {
+        out.push(step(
+            ["--ro-bind-try", d, d],
+            "host-global /proc entry, read-only (as container runtimes do)".into(),
+        ));
+    }
+    for f in PROC_MASKED_FILES {
+        out.push(step(
+            ["--ro-bind-try", EMPTY_FILE, f],
+            "host-global /proc entry, masked (as container runtimes do)".into(),
+        ));
+    }
+    for d in PROC_MASKED_DIRS {
+        out.push(step(
+            ["--tmpfs", d],
+            "host-global /proc directory, masked (as container runtimes do)".into(),
+        ));
+        out.push(step(
+            ["--remount-ro", d],
+            "the masked /proc directory stays empty".into(),
+        ));
+    }
     out.push(step(
         ["--dev", "/dev"],
         "a minimal /dev: null, zero, full, random, urandom, tty, pts".into(),
@@ -297,12 +418,28 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     ));
 
     out.push(step(
+        ["--unshare-user"],
+        "own user namespace: no capability counts on the host's files (`sealc exec` never starts bubblewrap as root)".into(),
+    ));
+    out.push(step(
+        ["--disable-userns"],
+        "no further user namespace inside, so no new mount or network namespace either".into(),
+    ));
+    out.push(step(
         ["--cap-drop", "ALL"],
-        "no capabilities, even when started by root: no mount, unmount or namespace escape".into(),
+        "no capabilities, even inside the sandbox's own user namespace".into(),
     ));
     out.push(step(
         ["--unshare-pid"],
         "own pid namespace: no other process is visible or signalled".into(),
+    ));
+    out.push(step(
+        ["--as-pid-1"],
+        "no bubblewrap process inside: `sealc exec`'s own init is pid 1, non-dumpable and filtered".into(),
+    ));
+    out.push(step(
+        ["--unshare-cgroup-try"],
+        "own cgroup namespace where the kernel has one: the host's cgroup tree is not named".into(),
     ));
     out.push(step(
         ["--unshare-ipc"],
@@ -331,21 +468,13 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     out
 }
 
-/// What runs inside the sandbox before the command.
-pub fn command_prefix(ir: &Ir) -> Vec<String> {
-    let env = crate::backend::env::ENV_BIN.to_string();
-    match ir.env.vars.get("PWD") {
-        Some(v) => vec![env, "--".into(), format!("PWD={v}")],
-        None => vec![env, "-u".into(), "PWD".into(), "--".into()],
-    }
-}
-
-/// The whole argv before the command: `bwrap`, every step, `--`, the prefix.
+/// The whole argv before the command: `bwrap`, every step, `--`. `sealc
+/// exec` puts its own init (which sets the command's exact environment)
+/// and filter between that and the command.
 pub fn argv(ir: &Ir) -> Vec<String> {
     let mut argv = vec![ir.exec.bwrap.clone()];
     argv.extend(steps(ir).into_iter().flat_map(|s| s.args));
     argv.push("--".into());
-    argv.extend(command_prefix(ir));
     argv
 }
 
@@ -363,7 +492,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     let file = BwrapFile {
         absent,
         bwrap: &ir.exec.bwrap,
-        command_prefix: command_prefix(ir),
+        landlock: landlock(ir),
         network: Network {
             mode: ir.network.mode.as_str(),
             proxy: ir

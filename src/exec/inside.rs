@@ -1,0 +1,429 @@
+//! What runs inside a Linux sandbox, before the command: `sealc __init`
+//! (pid 1) and `sealc __confine` (the command's last step before `exec`).
+//!
+//! bubblewrap runs with `--as-pid-1`, so no bubblewrap process is inside.
+//! `__init` is the sandbox's pid 1: it makes itself non-dumpable, reads the
+//! command's exact environment from a pipe (so the environment never reaches
+//! bubblewrap, which runs outside the seal, nor argv), closes every other
+//! descriptor it inherited, installs its own seccomp filter, carries the
+//! proxy port across the network namespace (mode `proxy`), starts the command
+//! through `__confine`, reaps orphans and returns the command's status.
+//! `__confine` adds the Landlock layer and the command's seccomp filter, then
+//! becomes the command.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
+    SeccompFilter, SeccompRule,
+};
+
+use super::{exit_code_of, CANNOT_START};
+
+/// How the command may connect over TCP (the Landlock layer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tcp {
+    /// Not restricted (network `open`).
+    Any,
+    /// Only to these ports (network `none`: none; `proxy`: the proxy's).
+    Only(Vec<u16>),
+}
+
+/// What `__confine` applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confinement {
+    /// Refuse new unix sockets and non-stream unix socket pairs.
+    pub offline: bool,
+    /// Landlock: writes only beneath these paths.
+    pub write: Vec<OsString>,
+    pub tcp: Tcp,
+}
+
+/// Which Landlock ABI this kernel offers (0: none).
+#[allow(unsafe_code)]
+pub fn landlock_abi() -> i32 {
+    // SAFETY: `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`
+    // reads no memory (the attribute pointer is null, as the flag requires)
+    // and returns the ABI version, or -1 where the kernel has no Landlock.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    i32::try_from(v).unwrap_or(0).max(0)
+}
+
+/// Apply the Landlock layer to this process (and what it starts).
+fn apply_landlock(c: &Confinement) -> Result<(), String> {
+    use landlock::{
+        AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    };
+    let abi = ABI::V7;
+    let err = |e: landlock::RulesetError| e.to_string();
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_write(abi))
+        .map_err(err)?;
+    if let Tcp::Only(_) = c.tcp {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(err)?;
+    }
+    ruleset = ruleset
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(err)?;
+    let mut created = ruleset.create().map_err(err)?;
+    for p in &c.write {
+        let Ok(meta) = std::fs::metadata(p) else {
+            continue; // not in this sandbox: nothing to allow
+        };
+        let Ok(fd) = PathFd::new(p) else { continue };
+        let access = if meta.is_dir() {
+            AccessFs::from_write(abi)
+        } else {
+            AccessFs::from_write(abi) & AccessFs::from_file(abi)
+        };
+        created = created
+            .set_compatibility(CompatLevel::BestEffort)
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(err)?;
+    }
+    if let Tcp::Only(ports) = &c.tcp {
+        for p in ports {
+            created = created
+                .add_rule(NetPort::new(*p, AccessNet::ConnectTcp))
+                .map_err(err)?;
+        }
+    }
+    created.restrict_self().map_err(err)?;
+    Ok(())
+}
+
+const CLONE_NEW: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+fn cond(arg: u8, len: Len, op: Op, value: u64) -> Result<Cond, String> {
+    Cond::new(arg, len, op, value).map_err(|e| e.to_string())
+}
+
+fn rule(conds: Vec<Cond>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conds).map_err(|e| e.to_string())
+}
+
+/// The seccomp rules: each listed call (with its conditions) fails with
+/// `EPERM`. `offline` adds the unix-socket rules of [`crate::backend::bwrap::REFUSED_OFFLINE`].
+fn rules(offline: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    use Len::{Dword, Qword};
+    let mut kept = vec![libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+    if !offline {
+        kept.push(libc::AF_UNIX);
+    }
+    let other_family = rule(
+        kept.iter()
+            .map(|d| cond(0, Dword, Op::Ne, *d as u64))
+            .collect::<Result<_, _>>()?,
+    )?;
+    let other_netlink = rule(vec![
+        cond(0, Dword, Op::Eq, libc::AF_NETLINK as u64)?,
+        cond(2, Dword, Op::Ne, libc::NETLINK_ROUTE as u64)?,
+    ])?;
+    let mut socketpair = Vec::new();
+    if offline {
+        for ty in [
+            libc::SOCK_DGRAM,
+            libc::SOCK_RAW,
+            libc::SOCK_RDM,
+            libc::SOCK_SEQPACKET,
+        ] {
+            socketpair.push(rule(vec![
+                cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?,
+                cond(1, Dword, Op::MaskedEq(0xf), ty as u64)?,
+            ])?);
+        }
+    }
+    let new_ns = CLONE_NEW
+        .iter()
+        .map(|f| rule(vec![cond(0, Qword, Op::MaskedEq(*f), *f)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ioctls = [libc::TIOCSTI, libc::TIOCSCTTY, libc::TIOCLINUX]
+        .iter()
+        .map(|c| rule(vec![cond(1, Dword, Op::Eq, *c)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let set_id_bits = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+        [libc::S_ISUID, libc::S_ISGID]
+            .iter()
+            .map(|b| rule(vec![cond(arg, Dword, Op::MaskedEq(*b as u64), *b as u64)?]))
+            .collect()
+    };
+    let device = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+        [libc::S_IFCHR, libc::S_IFBLK]
+            .iter()
+            .map(|t| {
+                rule(vec![cond(
+                    arg,
+                    Dword,
+                    Op::MaskedEq(libc::S_IFMT as u64),
+                    *t as u64,
+                )?])
+            })
+            .collect()
+    };
+    let always = [
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_mount_setattr,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_pidfd_getfd,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_io_uring_setup,
+        libc::SYS_add_key,
+        libc::SYS_keyctl,
+        libc::SYS_request_key,
+    ];
+    let mut conditional: Vec<(i64, Vec<SeccompRule>)> = vec![
+        (libc::SYS_socket, vec![other_family, other_netlink]),
+        (libc::SYS_clone, new_ns),
+        (libc::SYS_ioctl, ioctls),
+        (libc::SYS_fchmod, set_id_bits(1)?),
+        (libc::SYS_fchmodat, set_id_bits(2)?),
+        (libc::SYS_fchmodat2, set_id_bits(2)?),
+        (libc::SYS_mknodat, device(2)?),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    {
+        conditional.push((libc::SYS_chmod, set_id_bits(1)?));
+        conditional.push((libc::SYS_mknod, device(1)?));
+    }
+    if !socketpair.is_empty() {
+        conditional.push((libc::SYS_socketpair, socketpair));
+    }
+    let mut rules = BTreeMap::new();
+    for bit in x32_bits() {
+        for (nr, r) in &conditional {
+            rules.insert(nr | bit, r.clone());
+        }
+        for nr in always {
+            rules.insert(nr | bit, vec![]);
+        }
+    }
+    Ok(rules)
+}
+
+/// x32 shares x86_64's audit architecture with its own call numbers; 32-bit
+/// (i386) calls fail the filter's architecture check and are killed.
+fn x32_bits() -> &'static [i64] {
+    if cfg!(target_arch = "x86_64") {
+        &[0, 0x4000_0000]
+    } else {
+        &[0]
+    }
+}
+
+/// The seccomp filters for the architecture sealc runs on: the refused calls
+/// (`EPERM`), and `clone3` (`ENOSYS`, so libc falls back to `clone`).
+pub fn filters(offline: bool) -> Result<Vec<seccompiler::BpfProgram>, String> {
+    let arch =
+        seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let build = |rules, errno: i32| -> Result<seccompiler::BpfProgram, String> {
+        let f = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(|e| e.to_string())?;
+        seccompiler::BpfProgram::try_from(f).map_err(|e| e.to_string())
+    };
+    let clone3: BTreeMap<i64, Vec<SeccompRule>> = x32_bits()
+        .iter()
+        .map(|bit| (libc::SYS_clone3 | bit, vec![]))
+        .collect();
+    Ok(vec![
+        build(rules(offline)?, libc::EPERM)?,
+        build(clone3, libc::ENOSYS)?,
+    ])
+}
+
+fn install(offline: bool) -> Result<(), String> {
+    for f in filters(offline)? {
+        seccompiler::apply_filter(&f).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `sealc __confine`: Landlock, then the filter, then become the command.
+/// Returns only when one of them fails.
+pub fn confine_main(c: &Confinement, command: &[OsString]) -> io::Error {
+    if let Err(e) = apply_landlock(c) {
+        return io::Error::other(format!("cannot apply the Landlock layer: {e}"));
+    }
+    if let Err(e) = install(c.offline) {
+        return io::Error::other(format!("cannot install the seccomp filter: {e}"));
+    }
+    let Some((first, rest)) = command.split_first() else {
+        return io::Error::other("no command to run");
+    };
+    Command::new(first).args(rest).exec()
+}
+
+/// Copy both ways between a TCP and a unix stream until both sides are done.
+pub fn pump(tcp: TcpStream, unix: UnixStream) {
+    let (Ok(mut from_tcp), Ok(mut to_unix)) = (tcp.try_clone(), unix.try_clone()) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut from_tcp, &mut to_unix);
+        let _ = to_unix.shutdown(std::net::Shutdown::Write);
+    });
+    let (mut tcp, mut unix) = (tcp, unix);
+    let _ = io::copy(&mut unix, &mut tcp);
+    let _ = tcp.shutdown(std::net::Shutdown::Write);
+}
+
+/// The environment `sealc exec` sends down the pipe: `NAME=VALUE\0`...
+pub fn encode_env(env: &[(String, OsString)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in env {
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'=');
+        out.extend_from_slice(v.as_encoded_bytes());
+        out.push(0);
+    }
+    out
+}
+
+fn decode_env(bytes: &[u8]) -> Vec<(OsString, OsString)> {
+    use std::os::unix::ffi::OsStringExt;
+    bytes
+        .split(|&b| b == 0)
+        .filter(|e| !e.is_empty())
+        .filter_map(|e| {
+            let at = e.iter().position(|&b| b == b'=')?;
+            Some((
+                OsString::from_vec(e[..at].to_vec()),
+                OsString::from_vec(e[at + 1..].to_vec()),
+            ))
+        })
+        .collect()
+}
+
+/// `sealc __init`, pid 1 of the sandbox. Returns the exit status.
+pub fn init_main(
+    env_fd: i32,
+    bridge: Option<(&str, &Path)>,
+    command: &[OsString],
+) -> Result<i32, String> {
+    // Not dumpable: nothing inside (same uid) can ptrace it or read its
+    // memory, e.g. to use the unix sockets it keeps for the bridge.
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| format!("cannot make itself non-dumpable: {e}"))?;
+    let mut env = Vec::new();
+    {
+        // SAFETY: `env_fd` is the read end of the pipe `sealc exec` made for
+        // this process and named on its command line; nothing else owns it,
+        // and it is closed when `pipe` drops.
+        #[allow(unsafe_code)]
+        let pipe = unsafe { OwnedFd::from_raw_fd(env_fd) };
+        std::fs::File::from(pipe)
+            .read_to_end(&mut env)
+            .map_err(|e| format!("cannot read the environment: {e}"))?;
+    }
+    let env = decode_env(&env);
+    // Whatever else crossed (bubblewrap's descriptors) does not reach the command.
+    super::cloexec_inherited().map_err(|e| format!("cannot close inherited descriptors: {e}"))?;
+    install(false)?;
+    if let Some((listen, socket)) = bridge {
+        let listener =
+            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let socket = socket.to_path_buf();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let socket = socket.clone();
+                std::thread::spawn(move || {
+                    if let Ok(out) = UnixStream::connect(&socket) {
+                        pump(conn, out);
+                    }
+                });
+            }
+        });
+    }
+    let Some((program, args)) = command.split_first() else {
+        return Ok(CANNOT_START);
+    };
+    let child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+    let main = rustix::process::Pid::from_child(&child);
+    // Reap every orphan until the command itself ends; then pid 1 exits and
+    // the kernel ends whatever is left in the namespace.
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid == main => return Ok(exit_code_of(status)),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(format!("cannot wait for the command: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_round_trips_through_the_pipe_encoding() {
+        let env = vec![
+            ("A".to_string(), OsString::from("x=y z")),
+            ("B".to_string(), OsString::from("")),
+        ];
+        let back = decode_env(&encode_env(&env));
+        assert_eq!(
+            back,
+            vec![
+                ("A".into(), OsString::from("x=y z")),
+                ("B".into(), OsString::from(""))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_filters_build_for_this_machine() {
+        for offline in [true, false] {
+            let f = filters(offline).unwrap();
+            assert_eq!(f.len(), 2);
+            assert!(f.iter().all(|p| !p.is_empty()));
+        }
+    }
+}

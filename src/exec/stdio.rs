@@ -1,0 +1,82 @@
+//! The caller's stdin, stdout and stderr, checked before anything starts.
+//!
+//! A descriptor crosses every mount: a directory on stdin would hand the
+//! sandbox `/proc/self/fd/0/...`, a terminal would let it inject input
+//! (`TIOCSTI`) or change the caller's terminal settings. So a directory, a
+//! block device or any other special file is refused; stdout and stderr
+//! always reach the command as pipes that `sealc exec` relays (a file the
+//! caller gave is then never reopened inside, where Landlock would refuse
+//! it, and a terminal never crosses); stdin crosses as it is when it is a
+//! file, a pipe, a socket or a memory device such as `/dev/null`, and a
+//! terminal on stdin is relayed through a pipe too.
+
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// How one standard descriptor reaches the command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// The caller's descriptor itself.
+    Inherit,
+    /// A pipe; `sealc exec` copies between it and the caller's descriptor.
+    Relay,
+    /// The caller's descriptor is closed: `/dev/null` instead.
+    Null,
+}
+
+const NAMES: [&str; 3] = ["standard input", "standard output", "standard error"];
+
+/// Decide how descriptor `n` (0, 1 or 2) reaches the command, or say why
+/// it is refused.
+pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, String> {
+    use rustix::fs::FileType;
+    let st = match rustix::fs::fstat(fd) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::BADF) => return Ok(Way::Null),
+        Err(e) => return Err(format!("cannot inspect {}: {e}", NAMES[n])),
+    };
+    let out = n > 0;
+    let what = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile | FileType::Fifo | FileType::Socket => {
+            return Ok(if out { Way::Relay } else { Way::Inherit })
+        }
+        FileType::CharacterDevice if rustix::termios::isatty(fd) => return Ok(Way::Relay),
+        // The memory devices (null, zero, full, random, urandom): major 1.
+        FileType::CharacterDevice if rustix::fs::major(st.st_rdev) == 1 => {
+            return Ok(if out { Way::Relay } else { Way::Inherit })
+        }
+        FileType::CharacterDevice => "a character device",
+        FileType::Directory => "a directory",
+        FileType::BlockDevice => "a block device",
+        FileType::Symlink | FileType::Unknown => "a special file",
+    };
+    Err(format!(
+        "{} is {what}, which the command could reach through `/proc/self/fd/{n}`, so nothing was started",
+        NAMES[n]
+    ))
+}
+
+/// [`way`] for this process's stdin, stdout and stderr.
+pub fn ways() -> Result<[Way; 3], String> {
+    Ok([
+        way(0, std::io::stdin().as_fd())?,
+        way(1, std::io::stdout().as_fd())?,
+        way(2, std::io::stderr().as_fd())?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_refused_and_files_and_pipes_cross() {
+        let dir = std::fs::File::open("/").unwrap();
+        let e = way(0, dir.as_fd()).unwrap_err();
+        assert!(e.contains("standard input is a directory"), "{e}");
+        let null = std::fs::File::open("/dev/null").unwrap();
+        assert_eq!(way(0, null.as_fd()).unwrap(), Way::Inherit);
+        assert_eq!(way(1, null.as_fd()).unwrap(), Way::Relay);
+        let (r, _w) = std::io::pipe().unwrap();
+        assert_eq!(way(0, r.as_fd()).unwrap(), Way::Inherit);
+    }
+}
