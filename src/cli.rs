@@ -541,10 +541,9 @@ fn exec(
             err,
             "error: this host no longer matches the facts {display} was compiled against, so nothing was started"
         );
-        let _ = writeln!(
-            err,
-            "help: compile the seal again on this host, after the roots exist"
-        );
+        for help in drift_help(&drift) {
+            let _ = writeln!(err, "help: {help}");
+        }
         return DIFFERS;
     }
     let compiled =
@@ -615,6 +614,25 @@ fn exec(
             crate::exec::CANNOT_START
         }
     }
+}
+
+/// What to do about host drift, by its kind. A denied root that a run moved
+/// is never answered with "compile again": the new seal would hide the decoy
+/// left in its place and expose what was moved.
+fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
+    use crate::drift::DriftKind;
+    let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
+    if has(DriftKind::Moved) {
+        return vec!["do not compile the seal again: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
+    }
+    let mut help = Vec::new();
+    if has(DriftKind::Builder) {
+        help.push("a program that starts the sandbox changed: make sure the new one is one you trust (a package upgrade), then compile the seal again on this host");
+    }
+    if has(DriftKind::Host) {
+        help.push("compile the seal again on this host, after the roots exist");
+    }
+    help
 }
 
 fn verify(a: &VerifyArgs) -> crate::verify::Report {

@@ -148,6 +148,16 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "# deny_read = [\"${home}/.codex/auth.json\"] compiled with --platform linux",
     ),
     (
+        "sealc::linux::denied-link-in-write-root",
+        "a denied or metadata-only root of a Linux seal is a symlink inside a write root: a run could point it at a decoy (Linux only: seatbelt denies the unlink)",
+        "# ${ws}/link is a symlink
+[target]
+platform = \"linux\"
+[filesystem]
+write = [\"${ws}\"]
+deny_read = [\"${ws}/link\"]",
+    ),
+    (
         "sealc::network::open",
         "the network is open: the seal does not restrict it",
         "[network]\nmode = \"open\"",

@@ -553,6 +553,43 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
             );
         }
     }
+    for (path, was) in &recorded.identities {
+        let subject = format!("live identity {path}");
+        match host.identity(path) {
+            Some(now) if now == *was => rep.push(subject, Status::Ok, "checked"),
+            Some(now) => rep.push(
+                subject,
+                Status::Drift,
+                format!("record {was}, here {now}: moved or replaced since compiling"),
+            ),
+            None => rep.push(subject, Status::Absent, "does not exist here"),
+        }
+    }
+    for (program, was) in &recorded.builders {
+        let subject = format!("live builder {program}");
+        let now = here.builders.get(program).cloned().unwrap_or_default();
+        let digest = |c: &[crate::facts::ChainLink]| {
+            c.last()
+                .and_then(|l| l.digest.clone())
+                .unwrap_or_else(|| "no regular file".into())
+        };
+        match (was.is_empty(), now.is_empty()) {
+            _ if *was == now && !was.is_empty() => {
+                rep.push(subject, Status::Ok, format!("checked: {}", digest(was)))
+            }
+            (true, true) => rep.push(subject, Status::Absent, "absent here, as when compiled"),
+            (false, true) => rep.push(subject, Status::Absent, "does not exist here"),
+            _ => rep.push(
+                subject,
+                Status::Drift,
+                format!(
+                    "record {}, here {}",
+                    crate::drift::chain_text(was),
+                    crate::drift::chain_text(&now)
+                ),
+            ),
+        }
+    }
     for (name, value) in &recorded.env {
         let subject = format!("live env {name}");
         match (value, host.env(name)) {

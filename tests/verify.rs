@@ -445,3 +445,61 @@ fn codex_config_may_only_gain_the_workspace_trust_entry() {
         );
     }
 }
+
+#[test]
+fn live_reports_a_moved_denied_root_and_a_replaced_builder() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(t.join("ws/a/secret")).unwrap();
+    std::fs::create_dir_all(t.join("tools")).unwrap();
+    std::fs::write(t.join("tools/bwrap"), "reviewed").unwrap();
+    let spec = format!(
+        "version = 1\nname = \"moved\"\n[filesystem]\nwrite = [{:?}]\ndeny_read = [{:?}]\n[exec]\nbwrap = {:?}\n",
+        t.join("ws").display().to_string(),
+        t.join("ws/a/secret").display().to_string(),
+        t.join("tools/bwrap").display().to_string(),
+    );
+    let c = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--platform", "linux"])
+        .run();
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let record = c.path("seal/seal.json");
+    let live = || {
+        Sealc::new()
+            .args(["verify", "--live"])
+            .args([&record])
+            .run()
+    };
+    let ok = live();
+    assert_eq!(ok.code, 0, "{}", ok.stdout);
+    let line = |out: &Out, subject: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.contains(subject))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let a = format!("live identity {} ", t.join("ws/a").display());
+    assert!(line(&ok, &a).starts_with("ok "), "{}", ok.stdout);
+    let b = format!("live builder {} ", t.join("tools/bwrap").display());
+    assert!(line(&ok, &b).starts_with("ok "), "{}", ok.stdout);
+
+    std::fs::rename(t.join("ws/a"), t.join("ws/a2")).unwrap();
+    std::fs::create_dir_all(t.join("ws/a/secret")).unwrap();
+    std::fs::write(t.join("tools/bwrap"), "replaced").unwrap();
+    let drift = live();
+    assert_eq!(drift.code, 1, "{}", drift.stdout);
+    assert!(line(&drift, &a).starts_with("drift "), "{}", drift.stdout);
+    assert!(
+        line(&drift, &a).contains("moved or replaced since compiling"),
+        "{}",
+        drift.stdout
+    );
+    assert!(line(&drift, &b).starts_with("drift "), "{}", drift.stdout);
+    assert!(
+        line(&drift, &b).contains(&sealc::digest::sha256(b"replaced")),
+        "{}",
+        drift.stdout
+    );
+}
