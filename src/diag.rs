@@ -203,6 +203,11 @@ deny_read = [\"${ws}/link\"]",
         "# sealc exec seal/seal.json -- A=1 codex",
     ),
     (
+        "sealc::exec::in-write-root",
+        "a program that starts the sandbox (`bwrap`, `sandbox-exec`, `env`) or an entry of the launcher chain lies inside a write root, by its path or its realpath",
+        "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
+    ),
+    (
         "sealc::lint::schema",
         "the spec does not match the JSON Schema (the editor's view)",
         "# a value the JSON Schema refuses that no other check names",
