@@ -183,6 +183,11 @@ deny_read = [\"${ws}/link\"]",
         "# TERM unset while compiling\n[env]\npass = [\"TERM\"]",
     ),
     (
+        "sealc::env::loader",
+        "`pass`, `set` or `secret` names a loader or libc variable (`LD_*`, `DYLD_*`, `GCONV_PATH`, ...) without `allow_loader_vars = true`",
+        "[env]\nset = { LD_PRELOAD = \"/w/evil.so\" }",
+    ),
+    (
         "sealc::assert::shape",
         "an `[[assert]]` does not name exactly one verdict and one kind of subject",
         "[[assert]]\ndeny = \"file-read-data\"",

@@ -298,6 +298,42 @@ fn a_denied_file_on_linux_is_warned_about() {
 }
 
 #[test]
+fn loader_variables_need_allow_loader_vars() {
+    let spec = |allow: &str| {
+        format!("version = 1\nname = \"l\"\n[env]\nset = {{ LD_PRELOAD = \"/opt/lib/x.so\", A = \"1\" }}\n{allow}")
+    };
+    let out = Sealc::new()
+        .file("s.toml", spec(""))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("sealc::env::loader"), "{}", out.stderr);
+    assert!(out.stderr.contains("allow_loader_vars"), "{}", out.stderr);
+    assert!(!out.path("seal").exists());
+    // Lint says the same, without a host.
+    let out = Sealc::new()
+        .file("s.toml", spec(""))
+        .args(["lint", "s.toml"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("sealc::env::loader"), "{}", out.stdout);
+    // Opted in: it is in the allowlist, for the command inside the sandbox.
+    let out = Sealc::new()
+        .file("s.toml", spec("allow_loader_vars = true\n"))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let env = std::fs::read_to_string(out.path("seal/env.json")).unwrap();
+    assert!(env.contains("\"LD_PRELOAD\": \"/opt/lib/x.so\""), "{env}");
+    // `false` is the default, said out loud.
+    let out = Sealc::new()
+        .file("s.toml", spec("allow_loader_vars = false\n"))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
 fn the_programs_that_start_the_sandbox_are_pinned_and_out_of_reach() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().canonicalize().unwrap();

@@ -839,12 +839,29 @@ impl Lower<'_> {
                 note(v, "network.mode = \"proxy\"", 0..0);
             }
         }
+        let loader_ok = e.allow_loader_vars.as_ref().is_some_and(|a| a.value);
         let mut ok_names = BTreeSet::new();
         for (name, places) in &lists {
             let spanned: Vec<&(&str, Span)> = places.iter().filter(|(_, s)| s.end > 0).collect();
             if let Some((_, span)) = spanned.first() {
                 if !check_env_name(name, span, &mut self.diags) {
                     continue;
+                }
+            }
+            if is_loader_var(name) && !loader_ok {
+                for (list, span) in &spanned {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::env::loader",
+                            format!(
+                                "`env.{list}` names `{}`, a variable that changes what programs load",
+                                visible(name)
+                            ),
+                        )
+                        .at(span.clone())
+                        .label("a loader or libc variable")
+                        .help("remove it, or set `env.allow_loader_vars = true` if the command inside the sandbox needs it: it then reaches that command only"),
+                    );
                 }
             }
             let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
@@ -1049,6 +1066,24 @@ impl Lower<'_> {
         }
         out
     }
+}
+
+/// The dynamic loader's and libc's variables: each changes what a program
+/// loads or reads (a library, a module, a locale, a hosts file) before its
+/// `main` runs.
+pub const LOADER_VARS: [&str; 7] = [
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "LOCPATH",
+    "MALLOC_TRACE",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+];
+
+/// `LD_*`, `DYLD_*` or one of [`LOADER_VARS`].
+pub fn is_loader_var(name: &str) -> bool {
+    name.starts_with("LD_") || name.starts_with("DYLD_") || LOADER_VARS.contains(&name)
 }
 
 fn nul_error(name: &str, span: Span) -> Diagnostic {
