@@ -67,6 +67,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Refuse any record but the one with this binding (`sha256:<hex>`, as in its `binding`).
+        #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+        expect: Option<String>,
         /// A Codex config after a run, to compare with the generated one.
         #[arg(long, value_name = "PATH", requires = "workspace")]
         codex_config: Option<PathBuf>,
@@ -84,6 +87,9 @@ enum Command {
         /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
+        #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+        expect: Option<String>,
         /// The command and its arguments, after `--`.
         #[arg(
             trailing_var_arg = true,
@@ -223,6 +229,7 @@ pub fn run(
             artifacts,
             live,
             format,
+            expect,
             codex_config,
             workspace,
         } => {
@@ -230,6 +237,7 @@ pub fn run(
                 record,
                 artifacts,
                 live,
+                expect,
                 codex_config: codex_config.zip(workspace),
             };
             let report = verify(&opts);
@@ -244,8 +252,17 @@ pub fn run(
             record,
             artifacts,
             dry_run,
+            expect,
             command,
-        } => exec(&record, artifacts.as_deref(), dry_run, &command, out, err),
+        } => exec(
+            &record,
+            artifacts.as_deref(),
+            dry_run,
+            expect.as_deref(),
+            &command,
+            out,
+            err,
+        ),
         Command::Bridge {
             listen,
             socket,
@@ -485,20 +502,35 @@ fn explain_bwrap(
     code
 }
 
+/// `--expect`: a binding digest, `sha256:` and 64 lowercase hex digits.
+fn parse_expect(s: &str) -> Result<String, String> {
+    if crate::verify::is_binding(s) {
+        Ok(s.to_string())
+    } else {
+        Err(
+            "give the `binding` of the reviewed seal.json: `sha256:` and 64 lowercase hex digits"
+                .into(),
+        )
+    }
+}
+
 struct VerifyArgs {
     record: PathBuf,
     artifacts: Option<PathBuf>,
     live: bool,
+    expect: Option<String>,
     codex_config: Option<(PathBuf, PathBuf)>,
 }
 
 /// Read the record and the artifact files beside it (or in `--artifacts`),
 /// then verify; the live and Codex-config checks come after.
 /// `sealc exec`: verify exactly as `sealc verify` does, then run.
+#[allow(clippy::too_many_arguments)]
 fn exec(
     record: &Path,
     artifacts: Option<&Path>,
     dry_run: bool,
+    expect: Option<&str>,
     command: &[OsString],
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -521,6 +553,20 @@ fn exec(
     };
     let files = |name: &str| std::fs::read(dir.join(name)).ok();
     let outcome = crate::verify::verify(&bytes, &files);
+    if let (Some(want), Some(rec)) = (expect, &outcome.record) {
+        if rec.binding != want {
+            let _ = writeln!(
+                err,
+                "error: {display} binds {}, not the expected {want}, so nothing was started",
+                rec.binding
+            );
+            let _ = writeln!(
+                err,
+                "help: run the seal you reviewed, or review this one and pass its binding to `--expect`"
+            );
+            return DIFFERS;
+        }
+    }
     let verdict = outcome.report.verdict();
     let (Some(rec), Some(recompiled), crate::verify::Verdict::Verified) =
         (&outcome.record, &outcome.recompiled, verdict)
@@ -657,6 +703,9 @@ fn verify(a: &VerifyArgs) -> crate::verify::Report {
     let files = |name: &str| std::fs::read(dir.join(name)).ok();
     let outcome = crate::verify::verify(&bytes, &files);
     let mut report = outcome.report;
+    if let (Some(want), Some(record)) = (&a.expect, &outcome.record) {
+        crate::verify::check_expected(record, want, &mut report);
+    }
     if let (true, Some(record)) = (a.live, &outcome.record) {
         crate::verify::live_facts(record, &RealHost, &mut report);
     }

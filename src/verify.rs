@@ -52,6 +52,9 @@ pub struct Check {
 pub struct Report {
     /// The seal's name, once the record could be read.
     pub seal: Option<String>,
+    /// The record's binding digest, once the record could be read: what a
+    /// harness pins with `--expect`.
+    pub binding: Option<String>,
     pub checks: Vec<Check>,
     /// Unified diffs, recompiled bytes against the file, per artifact.
     pub diffs: Vec<(String, String)>,
@@ -116,6 +119,9 @@ impl Report {
         if let Some(seal) = &self.seal {
             out.push_str(&format!("seal `{}`\n", visible(seal)));
         }
+        if let Some(binding) = &self.binding {
+            out.push_str(&format!("binding {binding}\n"));
+        }
         let width = self
             .checks
             .iter()
@@ -171,6 +177,7 @@ impl Report {
         canonical_json(&json!({
             "schema": REPORT_SCHEMA,
             "seal": self.seal,
+            "binding": self.binding,
             "verdict": self.verdict().as_str(),
             "unusable": self.unusable,
             "checks": checks,
@@ -254,12 +261,45 @@ pub fn verify(record_bytes: &[u8], files: &dyn Fn(&str) -> Option<Vec<u8>>) -> O
             }
         }
     };
-    let mut report = Report::default();
+    let mut report = Report {
+        binding: Some(record.binding.clone()),
+        ..Report::default()
+    };
     let recompiled = check_record(&record, record_bytes, files, &mut report);
     Outcome {
         report,
         record: Some(record),
         recompiled,
+    }
+}
+
+/// Is `s` of the form `sha256:` and 64 lowercase hex digits, as a binding is?
+pub fn is_binding(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// `--expect`: the record must be the one the caller pinned, by its binding.
+/// Any other record is drift, however well it verifies.
+pub fn check_expected(record: &Record, expected: &str, rep: &mut Report) {
+    if record.binding == expected {
+        rep.push(
+            "expected binding",
+            Status::Ok,
+            format!("the record binds {expected}, as expected"),
+        );
+    } else {
+        rep.push(
+            "expected binding",
+            Status::Drift,
+            format!(
+                "expected {expected}, the record binds {}",
+                digest_text(&record.binding)
+            ),
+        );
     }
 }
 

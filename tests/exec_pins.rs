@@ -1,6 +1,7 @@
-//! `sealc exec` starts only on the host the seal was compiled for: a denied
-//! root that a run moved out of its stand-in's way (Linux mounts stay with
-//! the moved directory), or a replaced program that starts the sandbox, and
+//! `sealc exec` starts only the seal it was given, on the host it was
+//! compiled for: a denied root that a run moved out of its stand-in's way
+//! (Linux mounts stay with the moved directory), a replaced program that
+//! starts the sandbox, or a record other than the one `--expect` pins, and
 //! nothing starts.
 //!
 //! The moves are made for real, by a first run inside the seal, under
@@ -92,6 +93,11 @@ impl Lab {
         self.t.join(p)
     }
 
+    fn binding(&self) -> String {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(self.path("seal/seal.json")).unwrap()).unwrap();
+        record["binding"].as_str().unwrap().to_string()
+    }
 }
 
 const MOVED_SPEC: &str = r#"version = 1
@@ -240,4 +246,42 @@ bwrap = "@/tools/bwrap"
     assert_eq!(dry(&lab).status.code(), Some(0));
     std::fs::write(lab.path("tools/bwrap"), "a new bwrap").unwrap();
     check(dry(&lab), "compiled as absent");
+}
+
+#[test]
+fn exec_expect_starts_only_the_pinned_seal() {
+    let lab = Lab::new(
+        |t| std::fs::create_dir_all(t.join("ws")).unwrap(),
+        "version = 1\nname = \"pinned\"\n[filesystem]\nwrite = [\"@/ws\"]\n",
+    );
+    let binding = lab.binding();
+    let other = format!("sha256:{}", "a".repeat(64));
+    let marker = lab.path("ws/started");
+    let touch = format!("touch {}", marker.display());
+
+    let out = lab.exec(&["--expect", &other], &touch);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(!marker.exists(), "the command started: {all}");
+    assert!(all.contains(&binding) && all.contains(&other), "{all}");
+    assert!(all.contains("nothing was started"), "{all}");
+
+    for bad in [
+        "sha256:xyz",
+        binding.trim_start_matches("sha256:"),
+        "latest",
+    ] {
+        let out = lab.exec(&["--expect", bad], &touch);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(!marker.exists(), "the command started: {}", text(&out));
+    }
+
+    let out = lab.exec(&["--expect", &binding, "--dry-run"], &touch);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    if !bwrap_works() {
+        return;
+    }
+    let out = lab.exec(&["--expect", &binding], &touch);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(marker.exists(), "{}", text(&out));
 }

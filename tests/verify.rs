@@ -447,6 +447,69 @@ fn codex_config_may_only_gain_the_workspace_trust_entry() {
 }
 
 #[test]
+fn expect_pins_the_reviewed_binding() {
+    let files = probe_files();
+    let record: serde_json::Value = serde_json::from_slice(&files["seal.json"]).unwrap();
+    let binding = record["binding"].as_str().unwrap().to_string();
+    let other = format!("sha256:{}", "0".repeat(64));
+    let run = |expect: &str, format: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        write_seal(dir.path(), &files);
+        Sealc::new()
+            .in_dir(dir)
+            .args(["verify", "seal/seal.json", "--format", format])
+            .args(["--expect", expect])
+            .run()
+    };
+    // The reviewed seal: verified, and the report shows what was pinned.
+    let out = run(&binding, "text");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("binding {binding}\n")),
+        "{}",
+        out.stdout
+    );
+    let line = |status: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(status) && l.contains(" expected binding "))
+            .map(str::to_string)
+    };
+    assert!(line("ok ").is_some(), "{}", out.stdout);
+    // Any other seal, however well it verifies: drift, both digests shown.
+    let out = run(&other, "text");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let drift = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("drift ") && l.contains(" expected binding "))
+        .unwrap_or_default();
+    assert!(
+        drift.ends_with(&format!("expected {other}, the record binds {binding}")),
+        "{}",
+        out.stdout
+    );
+    let out = run(&other, "json");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["binding"], binding.as_str());
+    assert_eq!(report["verdict"], "drift");
+    // A value that is no binding at all is bad input.
+    for bad in [
+        "",
+        "sha256:",
+        &binding[7..],
+        &binding.to_uppercase(),
+        &format!("{binding}0"),
+        "sha512:00",
+    ] {
+        let out = run(bad, "text");
+        assert_eq!(out.code, 2, "--expect {bad:?}: {}", out.stderr);
+        assert!(out.stderr.contains("--expect"), "{}", out.stderr);
+    }
+}
+
+#[test]
 fn live_reports_a_moved_denied_root_and_a_replaced_builder() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().canonicalize().unwrap();
