@@ -67,6 +67,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Refuse any record but the one with this binding (`sha256:<hex>`, as in its `binding`).
+        #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+        expect: Option<String>,
         /// A Codex config after a run, to compare with the generated one.
         #[arg(long, value_name = "PATH", requires = "workspace")]
         codex_config: Option<PathBuf>,
@@ -87,6 +90,9 @@ enum Command {
         /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; its write roots are handed to it.
         #[arg(long, value_name = "USER")]
         user: Option<String>,
+        /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
+        #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+        expect: Option<String>,
         /// The command and its arguments, after `--`.
         #[arg(
             trailing_var_arg = true,
@@ -238,6 +244,7 @@ pub fn run(
             artifacts,
             live,
             format,
+            expect,
             codex_config,
             workspace,
         } => {
@@ -245,6 +252,7 @@ pub fn run(
                 record,
                 artifacts,
                 live,
+                expect,
                 codex_config: codex_config.zip(workspace),
             };
             let report = verify(&opts);
@@ -260,6 +268,7 @@ pub fn run(
             artifacts,
             dry_run,
             user,
+            expect,
             command,
         } => exec(
             &record,
@@ -267,6 +276,7 @@ pub fn run(
                 artifacts: artifacts.as_deref(),
                 dry_run,
                 user: user.as_deref(),
+                expect: expect.as_deref(),
             },
             &command,
             out,
@@ -530,10 +540,23 @@ fn explain_bwrap(
     code
 }
 
+/// `--expect`: a binding digest, `sha256:` and 64 lowercase hex digits.
+fn parse_expect(s: &str) -> Result<String, String> {
+    if crate::verify::is_binding(s) {
+        Ok(s.to_string())
+    } else {
+        Err(
+            "give the `binding` of the reviewed seal.json: `sha256:` and 64 lowercase hex digits"
+                .into(),
+        )
+    }
+}
+
 struct VerifyArgs {
     record: PathBuf,
     artifacts: Option<PathBuf>,
     live: bool,
+    expect: Option<String>,
     codex_config: Option<(PathBuf, PathBuf)>,
 }
 
@@ -544,6 +567,7 @@ struct ExecOpts<'a> {
     artifacts: Option<&'a Path>,
     dry_run: bool,
     user: Option<&'a str>,
+    expect: Option<&'a str>,
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).
@@ -573,7 +597,7 @@ fn exec(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let (artifacts, dry_run) = (opts.artifacts, opts.dry_run);
+    let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
     let display = record.display().to_string();
     let bytes = match std::fs::read(record) {
         Ok(b) => b,
@@ -592,6 +616,20 @@ fn exec(
     };
     let files = |name: &str| std::fs::read(dir.join(name)).ok();
     let outcome = crate::verify::verify(&bytes, &files);
+    if let (Some(want), Some(rec)) = (expect, &outcome.record) {
+        if rec.binding != want {
+            let _ = writeln!(
+                err,
+                "error: {display} binds {}, not the expected {want}, so nothing was started",
+                rec.binding
+            );
+            let _ = writeln!(
+                err,
+                "help: run the seal you reviewed, or review this one and pass its binding to `--expect`"
+            );
+            return DIFFERS;
+        }
+    }
     let verdict = outcome.report.verdict();
     let (Some(rec), Some(recompiled), crate::verify::Verdict::Verified) =
         (&outcome.record, &outcome.recompiled, verdict)
@@ -612,10 +650,9 @@ fn exec(
             err,
             "error: this host no longer matches the facts {display} was compiled against, so nothing was started"
         );
-        let _ = writeln!(
-            err,
-            "help: compile the seal again on this host, after the roots exist"
-        );
+        for help in drift_help(&drift) {
+            let _ = writeln!(err, "help: {help}");
+        }
         return DIFFERS;
     }
     let compiled =
@@ -768,6 +805,25 @@ fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::V
     })
 }
 
+/// What to do about host drift, by its kind. A denied root that a run moved
+/// is never answered with "compile again": the new seal would hide the decoy
+/// left in its place and expose what was moved.
+fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
+    use crate::drift::DriftKind;
+    let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
+    if has(DriftKind::Moved) {
+        return vec!["do not compile the seal again: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
+    }
+    let mut help = Vec::new();
+    if has(DriftKind::Builder) {
+        help.push("a program that starts the sandbox changed: make sure the new one is one you trust (a package upgrade), then compile the seal again on this host");
+    }
+    if has(DriftKind::Host) {
+        help.push("compile the seal again on this host, after the roots exist");
+    }
+    help
+}
+
 fn verify(a: &VerifyArgs) -> crate::verify::Report {
     use crate::facts::Host as _;
     let bytes = match std::fs::read(&a.record) {
@@ -790,6 +846,9 @@ fn verify(a: &VerifyArgs) -> crate::verify::Report {
     let files = |name: &str| std::fs::read(dir.join(name)).ok();
     let outcome = crate::verify::verify(&bytes, &files);
     let mut report = outcome.report;
+    if let (Some(want), Some(record)) = (&a.expect, &outcome.record) {
+        crate::verify::check_expected(record, want, &mut report);
+    }
     if let (true, Some(record)) = (a.live, &outcome.record) {
         crate::verify::live_facts(record, &RealHost, &mut report);
     }

@@ -148,6 +148,16 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "# deny_read = [\"${home}/.codex/auth.json\"] compiled with --platform linux",
     ),
     (
+        "sealc::linux::denied-link-in-write-root",
+        "a denied or metadata-only root of a Linux seal is a symlink inside a write root: a run could point it at a decoy (Linux only: seatbelt denies the unlink)",
+        "# ${ws}/link is a symlink
+[target]
+platform = \"linux\"
+[filesystem]
+write = [\"${ws}\"]
+deny_read = [\"${ws}/link\"]",
+    ),
+    (
         "sealc::network::open",
         "the network is open: the seal does not restrict it",
         "[network]\nmode = \"open\"",
@@ -173,6 +183,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "# TERM unset while compiling\n[env]\npass = [\"TERM\"]",
     ),
     (
+        "sealc::env::loader",
+        "`pass`, `set` or `secret` names a loader or libc variable (`LD_*`, `DYLD_*`, `GCONV_PATH`, ...) without `allow_loader_vars = true`",
+        "[env]\nset = { LD_PRELOAD = \"/w/evil.so\" }",
+    ),
+    (
         "sealc::assert::shape",
         "an `[[assert]]` does not name exactly one verdict and one kind of subject",
         "[[assert]]\ndeny = \"file-read-data\"",
@@ -191,6 +206,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "sealc::exec::command",
         "`sealc exec` was given no command, or one that cannot cross into the sandbox as written",
         "# sealc exec seal/seal.json -- A=1 codex",
+    ),
+    (
+        "sealc::exec::in-write-root",
+        "a program that starts the sandbox (`bwrap`, `sandbox-exec`, `env`) or an entry of the launcher chain lies inside a write root, by its path or its realpath",
+        "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
     ),
     (
         "sealc::lint::schema",

@@ -324,72 +324,8 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
     });
 }
 
-/// The filesystem facts the seal was compiled against that no longer hold on
-/// this host: each root's realpath (absent stays absent) and kind, and the
-/// launcher chain. A seal is only as good as these: a write root swapped for
-/// a symlink to `/etc`, or a denied root that appeared since, would make the
-/// compiled mounts or rules mean something else. Env facts may differ.
-pub fn host_drift(record: &crate::record::Record, host: &dyn crate::facts::Host) -> Vec<String> {
-    let recorded = &record.facts;
-    let Ok(spec) = crate::spec::parse(&record.spec.text) else {
-        return vec!["the recorded spec does not parse".into()];
-    };
-    let flags: Vec<(String, String)> = recorded
-        .vars
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let here =
-        match crate::facts::gather_for(&spec, &record.spec.text, &flags, recorded.platform, host) {
-            Ok((f, _)) => f,
-            Err(d) => {
-                return d
-                    .0
-                    .iter()
-                    .filter(|d| d.is_error())
-                    .map(|d| d.message.clone())
-                    .collect()
-            }
-        };
-    let mut drift = Vec::new();
-    let paths: std::collections::BTreeSet<&String> = recorded
-        .realpaths
-        .keys()
-        .chain(here.realpaths.keys())
-        .collect();
-    for p in paths {
-        let (was, now) = (recorded.realpaths.get(p), here.realpaths.get(p));
-        if was != now {
-            let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
-            drift.push(format!(
-                "{}: compiled as {}, now {}",
-                quote(p),
-                show(was),
-                show(now)
-            ));
-        }
-    }
-    let reals: std::collections::BTreeSet<&String> =
-        recorded.kinds.keys().chain(here.kinds.keys()).collect();
-    for real in reals {
-        let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
-        if was != now {
-            let show = |k: Option<&crate::facts::PathKind>| {
-                k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
-            };
-            drift.push(format!(
-                "{}: compiled as {}, now {}",
-                quote(real),
-                show(was),
-                show(now)
-            ));
-        }
-    }
-    if here.launcher != recorded.launcher {
-        drift.push("the launcher chain differs from the recorded one".into());
-    }
-    drift
-}
+/// `host_drift` lives in its own module, `drift`, with the kinds of drift.
+pub use crate::drift::host_drift;
 
 /// Mark every descriptor from 3 up close-on-exec, so the sandbox inherits
 /// stdin, stdout and stderr only: a descriptor the caller left open (a

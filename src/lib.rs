@@ -22,6 +22,7 @@ pub mod backend;
 pub mod cli;
 pub mod diag;
 pub mod digest;
+pub mod drift;
 pub mod exec;
 pub mod facts;
 pub mod ir;

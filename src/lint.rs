@@ -130,14 +130,24 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
             }
         }
         if root.kind.is_denied() && root.spellings.iter().any(|s| writable.covers(s)) {
+            let (label, help) = match ir.platform {
+                crate::spec::Platform::Macos => (
+                    "needs the move-blocking rules",
+                    "sealc denies writes in it and renames of its writable ancestors, so it cannot be moved out from under its rule; move it out of the write root if you can",
+                ),
+                crate::spec::Platform::Linux => (
+                    "a run can rename it or its ancestors",
+                    "on Linux its stand-in stays with the moved directory, so sealc pins the identity of it and of its ancestors in the write root, and `sealc exec` refuses to start once one was moved; it must not be a symlink; move it out of the write root if you can",
+                ),
+            };
             out.push(
                 Diagnostic::advice(
                     "sealc::lint::deny_inside_write",
                     format!("{} lies inside a write root", quote(&root.origin)),
                 )
                 .at(root.span.clone())
-                .label("needs the move-blocking rules")
-                .help("sealc denies writes in it and renames of its writable ancestors, so it cannot be moved out from under its rule; move it out of the write root if you can"),
+                .label(label)
+                .help(help),
             );
         }
     }

@@ -52,6 +52,9 @@ pub struct Check {
 pub struct Report {
     /// The seal's name, once the record could be read.
     pub seal: Option<String>,
+    /// The record's binding digest, once the record could be read: what a
+    /// harness pins with `--expect`.
+    pub binding: Option<String>,
     pub checks: Vec<Check>,
     /// Unified diffs, recompiled bytes against the file, per artifact.
     pub diffs: Vec<(String, String)>,
@@ -116,6 +119,9 @@ impl Report {
         if let Some(seal) = &self.seal {
             out.push_str(&format!("seal `{}`\n", visible(seal)));
         }
+        if let Some(binding) = &self.binding {
+            out.push_str(&format!("binding {binding}\n"));
+        }
         let width = self
             .checks
             .iter()
@@ -171,6 +177,7 @@ impl Report {
         canonical_json(&json!({
             "schema": REPORT_SCHEMA,
             "seal": self.seal,
+            "binding": self.binding,
             "verdict": self.verdict().as_str(),
             "unusable": self.unusable,
             "checks": checks,
@@ -254,12 +261,45 @@ pub fn verify(record_bytes: &[u8], files: &dyn Fn(&str) -> Option<Vec<u8>>) -> O
             }
         }
     };
-    let mut report = Report::default();
+    let mut report = Report {
+        binding: Some(record.binding.clone()),
+        ..Report::default()
+    };
     let recompiled = check_record(&record, record_bytes, files, &mut report);
     Outcome {
         report,
         record: Some(record),
         recompiled,
+    }
+}
+
+/// Is `s` of the form `sha256:` and 64 lowercase hex digits, as a binding is?
+pub fn is_binding(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// `--expect`: the record must be the one the caller pinned, by its binding.
+/// Any other record is drift, however well it verifies.
+pub fn check_expected(record: &Record, expected: &str, rep: &mut Report) {
+    if record.binding == expected {
+        rep.push(
+            "expected binding",
+            Status::Ok,
+            format!("the record binds {expected}, as expected"),
+        );
+    } else {
+        rep.push(
+            "expected binding",
+            Status::Drift,
+            format!(
+                "expected {expected}, the record binds {}",
+                digest_text(&record.binding)
+            ),
+        );
     }
 }
 
@@ -551,6 +591,43 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
                     show(&here.launcher)
                 ),
             );
+        }
+    }
+    for (path, was) in &recorded.identities {
+        let subject = format!("live identity {path}");
+        match host.identity(path) {
+            Some(now) if now == *was => rep.push(subject, Status::Ok, "checked"),
+            Some(now) => rep.push(
+                subject,
+                Status::Drift,
+                format!("record {was}, here {now}: moved or replaced since compiling"),
+            ),
+            None => rep.push(subject, Status::Absent, "does not exist here"),
+        }
+    }
+    for (program, was) in &recorded.builders {
+        let subject = format!("live builder {program}");
+        let now = here.builders.get(program).cloned().unwrap_or_default();
+        let digest = |c: &[crate::facts::ChainLink]| {
+            c.last()
+                .and_then(|l| l.digest.clone())
+                .unwrap_or_else(|| "no regular file".into())
+        };
+        match (was.is_empty(), now.is_empty()) {
+            _ if *was == now && !was.is_empty() => {
+                rep.push(subject, Status::Ok, format!("checked: {}", digest(was)))
+            }
+            (true, true) => rep.push(subject, Status::Absent, "absent here, as when compiled"),
+            (false, true) => rep.push(subject, Status::Absent, "does not exist here"),
+            _ => rep.push(
+                subject,
+                Status::Drift,
+                format!(
+                    "record {}, here {}",
+                    crate::drift::chain_text(was),
+                    crate::drift::chain_text(&now)
+                ),
+            ),
         }
     }
     for (name, value) in &recorded.env {

@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 const SPEC: &str = r#"#:schema ../schemas/seal-spec.schema.json
@@ -293,4 +295,98 @@ fn a_denied_file_on_linux_is_warned_about() {
         .args(["compile", "s.toml"])
         .run();
     assert!(!out.stderr.contains("file-root"), "{}", out.stderr);
+}
+
+#[test]
+fn loader_variables_need_allow_loader_vars() {
+    let spec = |allow: &str| {
+        format!("version = 1\nname = \"l\"\n[env]\nset = {{ LD_PRELOAD = \"/opt/lib/x.so\", A = \"1\" }}\n{allow}")
+    };
+    let out = Sealc::new()
+        .file("s.toml", spec(""))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("sealc::env::loader"), "{}", out.stderr);
+    assert!(out.stderr.contains("allow_loader_vars"), "{}", out.stderr);
+    assert!(!out.path("seal").exists());
+    // Lint says the same, without a host.
+    let out = Sealc::new()
+        .file("s.toml", spec(""))
+        .args(["lint", "s.toml"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("sealc::env::loader"), "{}", out.stdout);
+    // Opted in: it is in the allowlist, for the command inside the sandbox.
+    let out = Sealc::new()
+        .file("s.toml", spec("allow_loader_vars = true\n"))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let env = std::fs::read_to_string(out.path("seal/env.json")).unwrap();
+    assert!(env.contains("\"LD_PRELOAD\": \"/opt/lib/x.so\""), "{env}");
+    // `false` is the default, said out loud.
+    let out = Sealc::new()
+        .file("s.toml", spec("allow_loader_vars = false\n"))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn the_programs_that_start_the_sandbox_are_pinned_and_out_of_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(t.join("ws")).unwrap();
+    std::fs::create_dir_all(t.join("tools")).unwrap();
+    std::fs::write(t.join("tools/bwrap"), "stand-in bwrap").unwrap();
+    let spec = |bwrap: &Path| {
+        format!(
+            "version = 1\nname = \"b\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [{:?}]\n[exec]\nbwrap = {:?}\n",
+            t.join("ws").display().to_string(),
+            bwrap.display().to_string()
+        )
+    };
+    let out = Sealc::new()
+        .file("s.toml", spec(&t.join("tools/bwrap")))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path("seal/seal.json")).unwrap()).unwrap();
+    let builders = &record["facts"]["builders"];
+    let bwrap = &builders[t.join("tools/bwrap").display().to_string()];
+    assert_eq!(
+        bwrap[0]["digest"],
+        sealc::digest::sha256(b"stand-in bwrap").as_str(),
+        "{builders:#}"
+    );
+    // `env` is recorded too: its digest where it exists, an empty chain where not.
+    let env = &builders[sealc::backend::env::ENV_BIN];
+    match std::fs::read(sealc::backend::env::ENV_BIN) {
+        Ok(_) => assert!(
+            env.as_array()
+                .unwrap()
+                .last()
+                .is_some_and(|l| l["digest"].as_str().unwrap().starts_with("sha256:")),
+            "{builders:#}"
+        ),
+        Err(_) => assert_eq!(env, &serde_json::json!([]), "{builders:#}"),
+    }
+
+    // Reached through a symlink outside the write root, it still lies inside it.
+    std::fs::write(t.join("ws/bwrap"), "agent-written").unwrap();
+    std::os::unix::fs::symlink(t.join("ws/bwrap"), t.join("tools/link")).unwrap();
+    let out = Sealc::new()
+        .file("s.toml", spec(&t.join("tools/link")))
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("sealc::exec::in-write-root"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("(through"), "{}", out.stderr);
+    assert!(!out.path("seal").exists());
 }

@@ -3,7 +3,9 @@
 //! the problem has one), no panic, and nothing written. The rendered
 //! diagnostics are snapshotted beside each spec as `NAME.stderr`.
 //!
-//! A spec may start with `# args: ...` (extra CLI arguments, split on spaces).
+//! A spec may start with `# args: ...` (extra CLI arguments, split on spaces)
+//! and `# link: NAME -> TARGET` lines (symlinks made in the run directory,
+//! which is `$HOME`; it is shown as `$HOME` in the snapshot).
 
 mod common;
 
@@ -27,12 +29,29 @@ fn every_hostile_spec_is_refused_cleanly() {
             .find_map(|l| l.strip_prefix("# args: "))
             .map(|a| a.split(' ').map(String::from).collect())
             .unwrap_or_default();
-        let out = Sealc::new()
+        let links: Vec<(String, String)> = String::from_utf8_lossy(&text)
+            .lines()
+            .filter_map(|l| l.strip_prefix("# link: "))
+            .filter_map(|l| l.split_once(" -> "))
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        // Under `/tmp`, so the path (shown in messages) is as long on every
+        // machine and miette wraps the same lines.
+        let dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+        let home = dir.path().display().to_string();
+        for (link, target) in &links {
+            let at = dir.path().join(link);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(target, at).unwrap();
+        }
+        let mut out = Sealc::new()
+            .in_dir(dir)
             .file(&name, text)
             .env("OPENAI_API_KEY", SECRET)
             .args(["compile", name.as_str(), "--out", "out"])
             .args(extra)
             .run();
+        out.stderr = out.stderr.replace(&home, "$HOME");
         let mut problems = Vec::new();
         if out.code != 2 {
             problems.push(format!("exit {} (want 2)", out.code));

@@ -445,3 +445,124 @@ fn codex_config_may_only_gain_the_workspace_trust_entry() {
         );
     }
 }
+
+#[test]
+fn expect_pins_the_reviewed_binding() {
+    let files = probe_files();
+    let record: serde_json::Value = serde_json::from_slice(&files["seal.json"]).unwrap();
+    let binding = record["binding"].as_str().unwrap().to_string();
+    let other = format!("sha256:{}", "0".repeat(64));
+    let run = |expect: &str, format: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        write_seal(dir.path(), &files);
+        Sealc::new()
+            .in_dir(dir)
+            .args(["verify", "seal/seal.json", "--format", format])
+            .args(["--expect", expect])
+            .run()
+    };
+    // The reviewed seal: verified, and the report shows what was pinned.
+    let out = run(&binding, "text");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("binding {binding}\n")),
+        "{}",
+        out.stdout
+    );
+    let line = |status: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(status) && l.contains(" expected binding "))
+            .map(str::to_string)
+    };
+    assert!(line("ok ").is_some(), "{}", out.stdout);
+    // Any other seal, however well it verifies: drift, both digests shown.
+    let out = run(&other, "text");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let drift = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("drift ") && l.contains(" expected binding "))
+        .unwrap_or_default();
+    assert!(
+        drift.ends_with(&format!("expected {other}, the record binds {binding}")),
+        "{}",
+        out.stdout
+    );
+    let out = run(&other, "json");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["binding"], binding.as_str());
+    assert_eq!(report["verdict"], "drift");
+    // A value that is no binding at all is bad input.
+    for bad in [
+        "",
+        "sha256:",
+        &binding[7..],
+        &binding.to_uppercase(),
+        &format!("{binding}0"),
+        "sha512:00",
+    ] {
+        let out = run(bad, "text");
+        assert_eq!(out.code, 2, "--expect {bad:?}: {}", out.stderr);
+        assert!(out.stderr.contains("--expect"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn live_reports_a_moved_denied_root_and_a_replaced_builder() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(t.join("ws/a/secret")).unwrap();
+    std::fs::create_dir_all(t.join("tools")).unwrap();
+    std::fs::write(t.join("tools/bwrap"), "reviewed").unwrap();
+    let spec = format!(
+        "version = 1\nname = \"moved\"\n[filesystem]\nwrite = [{:?}]\ndeny_read = [{:?}]\n[exec]\nbwrap = {:?}\n",
+        t.join("ws").display().to_string(),
+        t.join("ws/a/secret").display().to_string(),
+        t.join("tools/bwrap").display().to_string(),
+    );
+    let c = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--platform", "linux"])
+        .run();
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let record = c.path("seal/seal.json");
+    let live = || {
+        Sealc::new()
+            .args(["verify", "--live"])
+            .args([&record])
+            .run()
+    };
+    let ok = live();
+    assert_eq!(ok.code, 0, "{}", ok.stdout);
+    let line = |out: &Out, subject: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.contains(subject))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let a = format!("live identity {} ", t.join("ws/a").display());
+    assert!(line(&ok, &a).starts_with("ok "), "{}", ok.stdout);
+    let b = format!("live builder {} ", t.join("tools/bwrap").display());
+    assert!(line(&ok, &b).starts_with("ok "), "{}", ok.stdout);
+
+    std::fs::rename(t.join("ws/a"), t.join("ws/a2")).unwrap();
+    std::fs::create_dir_all(t.join("ws/a/secret")).unwrap();
+    std::fs::write(t.join("tools/bwrap"), "replaced").unwrap();
+    let drift = live();
+    assert_eq!(drift.code, 1, "{}", drift.stdout);
+    assert!(line(&drift, &a).starts_with("drift "), "{}", drift.stdout);
+    assert!(
+        line(&drift, &a).contains("moved or replaced since compiling"),
+        "{}",
+        drift.stdout
+    );
+    assert!(line(&drift, &b).starts_with("drift "), "{}", drift.stdout);
+    assert!(
+        line(&drift, &b).contains(&sealc::digest::sha256(b"replaced")),
+        "{}",
+        drift.stdout
+    );
+}

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::{Identity, NodeKind};
+
 /// What a path is, without following a final symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -24,6 +26,9 @@ pub trait Host {
     fn read_link(&self, path: &str) -> Option<String>;
     /// The bytes of a file.
     fn read(&self, path: &str) -> Option<Vec<u8>>;
+    /// The device, inode and kind of a path, not following a final symlink
+    /// (None if absent).
+    fn identity(&self, path: &str) -> Option<Identity>;
 }
 
 /// This machine.
@@ -64,16 +69,39 @@ impl Host for RealHost {
     fn read(&self, path: &str) -> Option<Vec<u8>> {
         std::fs::read(path).ok()
     }
+
+    fn identity(&self, path: &str) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
+        let t = m.file_type();
+        let kind = if t.is_symlink() {
+            NodeKind::Symlink
+        } else if t.is_file() {
+            NodeKind::File
+        } else if t.is_dir() {
+            NodeKind::Dir
+        } else {
+            NodeKind::Other
+        };
+        Some(Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            kind,
+        })
+    }
 }
 
 /// An in-memory host: env vars, directories, files and symlinks given by the
-/// test. Paths are absolute strings.
+/// test. Paths are absolute strings. Every path is on device 1, and its inode
+/// is derived from the path (so it is the same on every run) unless the test
+/// gives another with [`FakeHost::inode`], which is how a test moves one.
 #[derive(Clone, Debug, Default)]
 pub struct FakeHost {
     pub env: BTreeMap<String, String>,
     pub dirs: BTreeSet<String>,
     pub files: BTreeMap<String, Vec<u8>>,
     pub links: BTreeMap<String, String>,
+    pub inodes: BTreeMap<String, u64>,
 }
 
 impl FakeHost {
@@ -95,6 +123,22 @@ impl FakeHost {
     pub fn link(mut self, p: &str, target: &str) -> Self {
         self.links.insert(p.into(), target.into());
         self
+    }
+    /// Give a path another inode, as if it had been replaced.
+    pub fn inode(mut self, p: &str, ino: u64) -> Self {
+        self.inodes.insert(p.into(), ino);
+        self
+    }
+
+    /// The inode of a path that the test did not give one: FNV-1a of the
+    /// path, cut to 48 bits (exact in any JSON reader).
+    fn derived_inode(p: &str) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in p.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h & 0xffff_ffff_ffff
     }
 
     fn exists_plain(&self, p: &str) -> bool {
@@ -179,6 +223,21 @@ impl Host for FakeHost {
     fn read(&self, path: &str) -> Option<Vec<u8>> {
         self.files.get(path).cloned()
     }
+
+    fn identity(&self, path: &str) -> Option<Identity> {
+        let kind = match self.lstat(path)? {
+            Kind::File => NodeKind::File,
+            Kind::Dir => NodeKind::Dir,
+            Kind::Symlink => NodeKind::Symlink,
+            Kind::Other => NodeKind::Other,
+        };
+        let ino = self
+            .inodes
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| FakeHost::derived_inode(path));
+        Some(Identity { dev: 1, ino, kind })
+    }
 }
 
 #[cfg(test)]
@@ -194,5 +253,17 @@ mod tests {
         assert_eq!(h.canonicalize("/tmp/x").as_deref(), Some("/private/tmp/x"));
         assert_eq!(h.canonicalize("/a").as_deref(), Some("/private/tmp/x"));
         assert_eq!(h.canonicalize("/nope"), None);
+    }
+
+    #[test]
+    fn fake_identities_are_stable_until_a_test_moves_one() {
+        let h = FakeHost::new().dir("/w/a").file("/w/a/s", b"x");
+        let a = h.identity("/w/a").unwrap();
+        assert_eq!(a, h.identity("/w/a").unwrap());
+        assert_eq!(a.kind, NodeKind::Dir);
+        assert_ne!(a.ino, h.identity("/w/a/s").unwrap().ino);
+        assert_eq!(h.identity("/w/b"), None);
+        let moved = h.inode("/w/a", 7);
+        assert_eq!(moved.identity("/w/a").unwrap().ino, 7);
     }
 }

@@ -16,14 +16,20 @@ use serde::{Deserialize, Serialize};
 pub use host::{FakeHost, Host, Kind, RealHost};
 
 use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics};
-use crate::spec::{interpolate, references, Platform, Spec};
+use crate::spec::{interpolate, references, Platform, Spanned, Spec};
 
 /// Everything read from the host at compile time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Facts {
+    /// The programs that start the sandbox, by path: `exec.bwrap` (Linux target) or `exec.sandbox_exec` (macOS target), and `/usr/bin/env`. Each is its symlink chain as `launcher` records it, the last entry a regular file with its digest; an empty chain means the path did not exist on the compiling host. `sealc exec` refuses to start when one changed, went missing or appeared.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub builders: BTreeMap<String, Vec<ChainLink>>,
     /// The captured value of each `env.pass` name (`null` when it was not set).
     pub env: BTreeMap<String, Option<String>>,
+    /// For a Linux target, by realpath: the identity (device, inode, kind) of every `deny_read` and `metadata_only` root whose realpath lies inside a write root's realpath, and of each of its ancestors below that write root. The agent may rename these between runs; `sealc exec` refuses to start when one was moved or replaced.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub identities: BTreeMap<String, Identity>,
     /// For a Linux target, what each existing root's realpath is (`dir`, `file` or `other`): bubblewrap hides a directory and a file differently.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kinds: BTreeMap<String, PathKind>,
@@ -49,6 +55,9 @@ pub struct ChainLink {
     pub kind: LinkKind,
     /// Absolute path of this entry.
     pub path: String,
+    /// Where the entry really is (its directory's realpath and its name), when that differs from `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real: Option<String>,
     /// For a symlink, the link text as stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -70,6 +79,53 @@ impl PathKind {
             PathKind::File => "file",
             PathKind::Other => "special file",
         }
+    }
+}
+
+/// What a file system object is, as `lstat` sees it: a final symlink is not followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Dir,
+    File,
+    Symlink,
+    Other,
+}
+
+impl NodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Dir => "directory",
+            NodeKind::File => "file",
+            NodeKind::Symlink => "symlink",
+            NodeKind::Other => "special file",
+        }
+    }
+}
+
+/// Which object a path names: its device and inode, and what it is. The same
+/// path with another identity is another object: the first was moved away or
+/// replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// The device number (`st_dev`).
+    pub dev: u64,
+    /// The inode number (`st_ino`).
+    pub ino: u64,
+    /// What the object is.
+    pub kind: NodeKind,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a {} (device {}, inode {})",
+            self.kind.as_str(),
+            self.dev,
+            self.ino
+        )
     }
 }
 
@@ -120,6 +176,23 @@ pub fn gather_for(
     platform: Option<Platform>,
     host: &dyn Host,
 ) -> Result<(Facts, Diagnostics), Diagnostics> {
+    let (facts, diags) = gather_all(spec, src, flags, platform, host);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok((facts, diags))
+}
+
+/// [`gather_for`] that goes on past errors: every fact it could read, and
+/// every diagnostic (sorted). `sealc exec` uses it to compare a host with a
+/// record, where an error is one more difference, not a reason to stop.
+pub fn gather_all(
+    spec: &Spec,
+    src: &str,
+    flags: &VarFlags,
+    platform: Option<Platform>,
+    host: &dyn Host,
+) -> (Facts, Diagnostics) {
     let linux = platform.unwrap_or(spec.platform()) == Platform::Linux;
     let mut kinds = BTreeMap::new();
     let mut diags = Diagnostics::default();
@@ -128,12 +201,9 @@ pub fn gather_for(
 
     let mut realpaths = BTreeMap::new();
     for root in spec.filesystem.all_roots() {
-        let Ok(path) = interpolate(root, src, &vars) else {
+        let Some(path) = root_path(root, src, &vars) else {
             continue;
         };
-        if !path.starts_with('/') || path.contains('\0') {
-            continue; // the IR reports it, with its span
-        }
         if let Some(real) = host.canonicalize(&path) {
             if linux {
                 let kind = match host.lstat(&real) {
@@ -146,6 +216,12 @@ pub fn gather_for(
             realpaths.insert(path, real);
         }
     }
+    let identities = if linux {
+        denied_in_write_roots(spec, src, &vars, &realpaths, host, &mut diags)
+    } else {
+        BTreeMap::new()
+    };
+    let builders = builders(spec, src, &vars, linux, host);
 
     let mut launcher = Vec::new();
     if let Some(l) = &spec.launcher {
@@ -198,20 +274,149 @@ pub fn gather_for(
         }
     }
 
-    if diags.has_errors() {
-        return Err(diags.sorted());
-    }
-    Ok((
+    (
         Facts {
             vars,
             realpaths,
             kinds,
+            identities,
             launcher,
+            builders,
             env,
             platform,
         },
         diags.sorted(),
-    ))
+    )
+}
+
+/// A root's path after `${var}` substitution, when it is one the host can be
+/// asked about (the IR reports the others, with their spans).
+fn root_path(root: &Spanned<String>, src: &str, vars: &BTreeMap<String, String>) -> Option<String> {
+    let path = interpolate(root, src, vars).ok()?;
+    (path.starts_with('/') && !path.contains('\0')).then_some(path)
+}
+
+/// Where a path really is: its directory's realpath and its own name (a
+/// final symlink is not followed). `None` when the directory does not exist.
+fn located(path: &str, host: &dyn Host) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let dir = host.canonicalize(parent(path))?;
+    Some(if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    })
+}
+
+/// For a Linux target: the identity of every denied or metadata-only root
+/// whose realpath lies inside a write root's realpath, and of each of its
+/// ancestors below the outermost such write root. Between runs the agent may
+/// rename any of them (its mounts hide a root only where it is), so
+/// `sealc exec` compares them before starting. A denied root that is itself a
+/// symlink inside a write root is refused: the agent could point it anywhere.
+fn denied_in_write_roots(
+    spec: &Spec,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+    realpaths: &BTreeMap<String, String>,
+    host: &dyn Host,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, Identity> {
+    use crate::ir::is_within;
+    let writes: Vec<(String, Option<&String>)> = spec
+        .filesystem
+        .write
+        .iter()
+        .filter_map(|w| root_path(w, src, vars))
+        .map(|p| {
+            let real = realpaths.get(&p);
+            (p, real)
+        })
+        .collect();
+    let fs = &spec.filesystem;
+    let mut identities = BTreeMap::new();
+    for entry in fs.deny_read.iter().chain(&fs.metadata_only) {
+        let Some(path) = root_path(entry, src, vars) else {
+            continue;
+        };
+        if host.lstat(&path) == Some(Kind::Symlink) {
+            let location = located(&path, host).unwrap_or_else(|| path.clone());
+            let inside = writes.iter().find(|(w, real)| {
+                is_within(&path, w) || real.is_some_and(|r| is_within(&location, r))
+            });
+            if let Some((w, _)) = inside {
+                let target = host.read_link(&path).unwrap_or_default();
+                diags.push(
+                    Diagnostic::error(
+                        "sealc::linux::denied-link-in-write-root",
+                        format!(
+                            "{} is a symlink inside the write root {}",
+                            quote(&path),
+                            quote(w)
+                        ),
+                    )
+                    .at(entry.span.clone())
+                    .label("the agent can point it at a decoy between runs, and what it hid is exposed")
+                    .help(format!(
+                        "list the path it points to ({}) instead, or move the link out of the write root",
+                        quote(&target)
+                    )),
+                );
+            }
+        }
+        let Some(real) = realpaths.get(&path) else {
+            continue;
+        };
+        let Some(outer) = writes
+            .iter()
+            .filter_map(|(_, r)| *r)
+            .filter(|w| is_within(real, w))
+            .min_by_key(|w| w.len())
+        else {
+            continue;
+        };
+        let mut cur = real.as_str();
+        loop {
+            if let Some(id) = host.identity(cur) {
+                identities.insert(cur.to_string(), id);
+            }
+            let up = parent(cur);
+            if up == cur || up == outer.as_str() || !is_within(up, outer) {
+                break;
+            }
+            cur = up;
+        }
+    }
+    identities
+}
+
+/// The programs that start the sandbox, each walked as the launcher is:
+/// `exec.bwrap` (Linux) or `exec.sandbox_exec` (macOS), and `env`. A program
+/// absent here is recorded with an empty chain.
+fn builders(
+    spec: &Spec,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+    linux: bool,
+    host: &dyn Host,
+) -> BTreeMap<String, Vec<ChainLink>> {
+    let (given, default) = if linux {
+        (&spec.exec.bwrap, crate::ir::BWRAP)
+    } else {
+        (&spec.exec.sandbox_exec, crate::ir::SANDBOX_EXEC)
+    };
+    let mut programs = vec![crate::backend::env::ENV_BIN.to_string()];
+    match given {
+        Some(p) => programs.extend(root_path(p, src, vars)),
+        None => programs.push(default.to_string()),
+    }
+    programs
+        .into_iter()
+        .map(|p| {
+            let (chain, _) = walk(&p, host);
+            (p, chain)
+        })
+        .collect()
 }
 
 fn resolve_vars(
@@ -390,9 +595,22 @@ impl Resolver<'_> {
 
 /// Walk the symlink chain from `path` to a regular file.
 fn walk_chain(path: &str, host: &dyn Host) -> Result<Vec<ChainLink>, String> {
+    let (chain, end) = walk(path, host);
+    end.map(|()| chain)
+}
+
+/// Walk the symlink chain from `path`: the entries walked, and why the walk
+/// did not end at a regular file, if it did not.
+fn walk(path: &str, host: &dyn Host) -> (Vec<ChainLink>, Result<(), String>) {
     let mut chain = Vec::new();
+    let end = walk_into(path, host, &mut chain);
+    (chain, end)
+}
+
+fn walk_into(path: &str, host: &dyn Host, chain: &mut Vec<ChainLink>) -> Result<(), String> {
     let mut cur = normalize(path);
     for _ in 0..=MAX_LINKS {
+        let real = located(&cur, host).filter(|r| *r != cur);
         match host.lstat(&cur) {
             Some(Kind::Symlink) => {
                 let target = host
@@ -410,6 +628,7 @@ fn walk_chain(path: &str, host: &dyn Host) -> Result<Vec<ChainLink>, String> {
                 chain.push(ChainLink {
                     path: cur,
                     kind: LinkKind::Symlink,
+                    real,
                     target: Some(target),
                     digest: None,
                 });
@@ -422,10 +641,11 @@ fn walk_chain(path: &str, host: &dyn Host) -> Result<Vec<ChainLink>, String> {
                 chain.push(ChainLink {
                     path: cur,
                     kind: LinkKind::File,
+                    real,
                     target: None,
                     digest: Some(crate::digest::sha256(&bytes)),
                 });
-                return Ok(chain);
+                return Ok(());
             }
             Some(Kind::Dir) => {
                 return Err(format!(

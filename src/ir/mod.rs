@@ -251,6 +251,7 @@ impl Lower<'_> {
         let network = self.network(spec);
         let env = self.env(spec, &network);
         let exec = self.exec(spec);
+        self.builders_out_of_reach(spec, &roots, &exec);
         let codex = self.codex(spec);
         let asserts = self.asserts(spec);
         Ir {
@@ -588,6 +589,109 @@ impl Lower<'_> {
         out
     }
 
+    /// The programs that start the sandbox (`exec.bwrap` or
+    /// `exec.sandbox_exec`, and `env`) and every entry of the launcher chain
+    /// must lie outside every write root, by the path as written and by
+    /// every place their symlink chains pass through: a run could replace
+    /// them, and the next run would start what it wrote, `bwrap` as the
+    /// caller and before any sandbox.
+    fn builders_out_of_reach(&mut self, spec: &Spec, roots: &[Root], exec: &ExecIr) {
+        let writes: Vec<&Root> = roots.iter().filter(|r| r.kind == RootKind::Write).collect();
+        if writes.is_empty() {
+            return;
+        }
+        let inside = |p: &str| -> Option<(&Root, &String)> {
+            writes.iter().find_map(|r| {
+                r.spellings
+                    .iter()
+                    .find(|s| is_within(p, s))
+                    .map(|s| (*r, s))
+            })
+        };
+        // (what, the path as written, the span to point at, if the spec names it)
+        let (key, program, given) = match self.platform(spec) {
+            Platform::Linux => ("`exec.bwrap`", &exec.bwrap, &spec.exec.bwrap),
+            Platform::Macos => (
+                "`exec.sandbox_exec`",
+                &exec.sandbox_exec,
+                &spec.exec.sandbox_exec,
+            ),
+        };
+        let mut programs: Vec<(String, String, Option<Span>)> = Vec::new();
+        if !program.is_empty() {
+            programs.push((
+                key.to_string(),
+                program.clone(),
+                given.as_ref().map(|g| g.span.clone()),
+            ));
+        }
+        programs.push((
+            "`env`".to_string(),
+            crate::backend::env::ENV_BIN.to_string(),
+            None,
+        ));
+        let launcher_span = spec.launcher.as_ref().map(|l| l.path.span.clone());
+        if let (Some(l), Some(span)) = (&spec.launcher, &launcher_span) {
+            if self.symbolic {
+                if let Ok(p) = interpolate(&l.path, self.src, &self.facts.vars) {
+                    programs.push(("the launcher".into(), p, Some(span.clone())));
+                }
+            }
+        }
+        let mut found: Vec<(String, String, Option<Span>, &Root, String)> = Vec::new();
+        for (what, path, span) in programs {
+            let chain = self.facts.builders.get(&path);
+            let places = std::iter::once(path.clone()).chain(
+                chain
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|l| std::iter::once(l.path.clone()).chain(l.real.clone())),
+            );
+            for place in places {
+                if let Some((root, spelling)) = inside(&place) {
+                    let shown = if place == path {
+                        quote(&path)
+                    } else {
+                        format!("{} (through {})", quote(&path), quote(&place))
+                    };
+                    found.push((what, shown, span, root, spelling.clone()));
+                    break;
+                }
+            }
+        }
+        for link in &self.facts.launcher {
+            let places = std::iter::once(&link.path).chain(link.real.as_ref());
+            for place in places {
+                if let Some((root, spelling)) = inside(place) {
+                    found.push((
+                        "the launcher chain entry".into(),
+                        quote(place),
+                        launcher_span.clone(),
+                        root,
+                        spelling.clone(),
+                    ));
+                    break;
+                }
+            }
+        }
+        for (what, shown, span, root, spelling) in found {
+            let root_shown = if spelling == root.path {
+                quote(&root.path)
+            } else {
+                format!("{} (as {})", quote(&root.path), quote(&spelling))
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::exec::in-write-root",
+                    format!("{what} {shown} lies inside the write root {root_shown}"),
+                )
+                .at(span.unwrap_or_else(|| root.span.clone()))
+                .label("a run could replace it, and the next run would start what it wrote, outside the sandbox")
+                .help("install it outside every write root (such as under `/usr/bin`), or narrow `filesystem.write`"),
+            );
+        }
+    }
+
     fn network(&mut self, spec: &Spec) -> NetIr {
         let n = &spec.network;
         let mode = spec.net_mode();
@@ -735,12 +839,29 @@ impl Lower<'_> {
                 note(v, "network.mode = \"proxy\"", 0..0);
             }
         }
+        let loader_ok = e.allow_loader_vars.as_ref().is_some_and(|a| a.value);
         let mut ok_names = BTreeSet::new();
         for (name, places) in &lists {
             let spanned: Vec<&(&str, Span)> = places.iter().filter(|(_, s)| s.end > 0).collect();
             if let Some((_, span)) = spanned.first() {
                 if !check_env_name(name, span, &mut self.diags) {
                     continue;
+                }
+            }
+            if is_loader_var(name) && !loader_ok {
+                for (list, span) in &spanned {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::env::loader",
+                            format!(
+                                "`env.{list}` names `{}`, a variable that changes what programs load",
+                                visible(name)
+                            ),
+                        )
+                        .at(span.clone())
+                        .label("a loader or libc variable")
+                        .help("remove it, or set `env.allow_loader_vars = true` if the command inside the sandbox needs it: it then reaches that command only"),
+                    );
                 }
             }
             let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
@@ -945,6 +1066,24 @@ impl Lower<'_> {
         }
         out
     }
+}
+
+/// The dynamic loader's and libc's variables: each changes what a program
+/// loads or reads (a library, a module, a locale, a hosts file) before its
+/// `main` runs.
+pub const LOADER_VARS: [&str; 7] = [
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "LOCPATH",
+    "MALLOC_TRACE",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+];
+
+/// `LD_*`, `DYLD_*` or one of [`LOADER_VARS`].
+pub fn is_loader_var(name: &str) -> bool {
+    name.starts_with("LD_") || name.starts_with("DYLD_") || LOADER_VARS.contains(&name)
 }
 
 fn nul_error(name: &str, span: Span) -> Diagnostic {

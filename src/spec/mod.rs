@@ -283,6 +283,10 @@ pub struct EnvSpec {
     #[serde(default)]
     #[schemars(inner(pattern(ENV_NAME_PATTERN)), extend("examples" = [["OPENAI_API_KEY"]]))]
     pub secret: Vec<Spanned<String>>,
+    /// Allow dynamic loader and libc variables (`LD_*`, `DYLD_*`, `GCONV_PATH`, `GLIBC_TUNABLES`, `LOCPATH`, `NLSPATH`, `MALLOC_TRACE`, `HOSTALIASES`, `RESOLV_HOST_CONF`) in `pass`, `set` and `secret`. Refused by default, since they change what a program loads; with `true` they reach only the command inside the sandbox, never the programs that build it.
+    #[serde(default)]
+    #[schemars(extend("default" = false))]
+    pub allow_loader_vars: Option<Spanned<bool>>,
 }
 
 /// How the sandbox is started.

@@ -498,7 +498,7 @@ impl Cx {
         let Some(t) = self.table("env", v) else {
             return EnvSpec::default();
         };
-        t.finish(self, &["pass", "set", "secret"]);
+        t.finish(self, &["pass", "set", "secret", "allow_loader_vars"]);
         let mut set = BTreeMap::new();
         let mut set_keys = BTreeMap::new();
         if let Some(sv) = t.get("set") {
@@ -517,6 +517,9 @@ impl Cx {
             set,
             set_keys,
             secret: self.strings("env.secret", t.get("secret")),
+            allow_loader_vars: t
+                .get("allow_loader_vars")
+                .and_then(|v| self.boolean("env.allow_loader_vars", v)),
         }
     }
 

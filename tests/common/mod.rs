@@ -80,7 +80,7 @@ pub fn demo_host() -> FakeHost {
             "/Users/agent/skill-store/skills",
         )
         .dir("/Users/agent/src/skills")
-        .dir("/Users/agent/runs/r1/ws")
+        .dir("/Users/agent/runs/r1/ws/.harness/secrets")
         .dir("/opt/job/src/.git")
         .dir("/opt/homebrew/bin")
         .link(

@@ -1,0 +1,332 @@
+//! Host drift: does this host still hold the facts a record was compiled
+//! against? `sealc exec` asks before it starts anything.
+//!
+//! The facts are re-resolved through [`crate::facts`] (so through the
+//! [`Host`] trait) with the recorded var values, and compared with the
+//! record: each root's realpath and kind, the identity of every denied root
+//! inside a write root and of its ancestors there, the launcher chain, and
+//! the programs that start the sandbox. Each difference says what kind of
+//! change it is, because the remedy differs: a host that changed on purpose
+//! is compiled again, but a denied root that a run moved must not be, since
+//! a new compile would hide the decoy left in its place and expose what was
+//! moved.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::diag::quote;
+use crate::facts::{ChainLink, Host, Identity, LinkKind, PathKind};
+use crate::ir::is_within;
+use crate::record::Record;
+
+/// What kind of change a drift is; it decides the advice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DriftKind {
+    /// A root's realpath or kind, the launcher chain, or a fact that can no
+    /// longer be read: compile again once the host is as intended.
+    Host,
+    /// A program that starts the sandbox (`bwrap`, `sandbox-exec`, `env`)
+    /// changed, went missing or appeared.
+    Builder,
+    /// A denied or metadata-only root inside a write root, or an ancestor of
+    /// one there, was moved or replaced. Never compile again for this:
+    /// that would expose what was moved.
+    Moved,
+}
+
+/// One fact that no longer holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drift {
+    pub kind: DriftKind,
+    pub message: String,
+}
+
+impl Drift {
+    fn new(kind: DriftKind, message: String) -> Drift {
+        Drift { kind, message }
+    }
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why recompiling is no remedy, said with every [`DriftKind::Moved`] drift.
+const EXPOSES: &str = "compiling again would expose what was moved";
+
+/// The filesystem facts the seal was compiled against that no longer hold on
+/// this host: each root's realpath (absent stays absent) and kind, the
+/// identity of each denied root inside a write root and of its ancestors
+/// there, the launcher chain, and the programs that start the sandbox. A
+/// seal is only as good as these: a write root swapped for a symlink to
+/// `/etc`, a denied root that appeared since, a denied directory renamed by
+/// the last run and replaced by a decoy, or a replaced `bwrap` would make
+/// the compiled mounts or rules mean something else. Env facts may differ.
+pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
+    let recorded = &record.facts;
+    let src = &record.spec.text;
+    let Ok(spec) = crate::spec::parse(src) else {
+        return vec![Drift::new(
+            DriftKind::Host,
+            "the recorded spec does not parse".into(),
+        )];
+    };
+    let flags: Vec<(String, String)> = recorded
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let (here, diags) = crate::facts::gather_all(&spec, src, &flags, recorded.platform, host);
+    let mut drift: Vec<Drift> = diags
+        .0
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| Drift::new(DriftKind::Host, d.message.clone()))
+        .collect();
+
+    // The denied roots a run inside the seal can reach: inside a write root
+    // by the path as written, or by the recorded realpath.
+    let paths = |list: &[crate::spec::Spanned<String>]| -> BTreeSet<String> {
+        list.iter()
+            .filter_map(|r| crate::spec::interpolate(r, src, &recorded.vars).ok())
+            .collect()
+    };
+    let fs = &spec.filesystem;
+    let writes = paths(&fs.write);
+    let write_reals: Vec<&String> = writes
+        .iter()
+        .filter_map(|w| recorded.realpaths.get(w))
+        .collect();
+    let mut denied = paths(&fs.deny_read);
+    denied.extend(paths(&fs.metadata_only));
+    let movable = |p: &str| {
+        denied.contains(p)
+            && (writes.iter().any(|w| is_within(p, w))
+                || recorded
+                    .realpaths
+                    .get(p)
+                    .is_some_and(|r| write_reals.iter().any(|w| is_within(r, w))))
+    };
+    let denied_reals: BTreeSet<&String> = denied
+        .iter()
+        .filter_map(|d| recorded.realpaths.get(d))
+        .collect();
+
+    let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+    let all: BTreeSet<&String> = recorded
+        .realpaths
+        .keys()
+        .chain(here.realpaths.keys())
+        .collect();
+    for p in all {
+        let (was, now) = (recorded.realpaths.get(p), here.realpaths.get(p));
+        if was == now {
+            continue;
+        }
+        if was.is_some() && movable(p) {
+            drift.push(Drift::new(
+                DriftKind::Moved,
+                format!(
+                    "{}: the denied root was compiled as {}, now {}: it or an ancestor was moved or replaced since compiling; {EXPOSES}",
+                    quote(p),
+                    show(was),
+                    show(now)
+                ),
+            ));
+        } else {
+            drift.push(Drift::new(
+                DriftKind::Host,
+                format!("{}: compiled as {}, now {}", quote(p), show(was), show(now)),
+            ));
+        }
+    }
+
+    // Kinds; a pinned path's kind is part of its identity, compared below.
+    let reals: BTreeSet<&String> = recorded.kinds.keys().chain(here.kinds.keys()).collect();
+    for real in reals {
+        if recorded.identities.contains_key(real) {
+            continue;
+        }
+        let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
+        if was != now {
+            let show = |k: Option<&PathKind>| {
+                k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
+            };
+            drift.push(Drift::new(
+                DriftKind::Host,
+                format!(
+                    "{}: compiled as {}, now {}",
+                    quote(real),
+                    show(was),
+                    show(now)
+                ),
+            ));
+        }
+    }
+
+    // Identities: each recorded path looked at again where it was, whatever
+    // the roots resolve to now.
+    for (path, was) in &recorded.identities {
+        let now = host.identity(path);
+        if now.as_ref() == Some(was) {
+            continue;
+        }
+        let what = if denied_reals.contains(path) {
+            "the denied root".to_string()
+        } else {
+            match denied_reals.iter().find(|d| is_within(d, path)) {
+                Some(d) => format!("an ancestor of the denied root {}", quote(d)),
+                None => "an ancestor of a denied root".to_string(),
+            }
+        };
+        let now = now.map_or("nothing".to_string(), |n: Identity| n.to_string());
+        drift.push(Drift::new(
+            DriftKind::Moved,
+            format!(
+                "{}: {what} was moved or replaced since compiling (compiled as {was}, now {now}); {EXPOSES}",
+                quote(path)
+            ),
+        ));
+    }
+    for path in here.identities.keys() {
+        if !recorded.identities.contains_key(path) {
+            drift.push(Drift::new(
+                DriftKind::Host,
+                format!(
+                    "{}: a denied root inside a write root (or an ancestor of one) that the record does not pin",
+                    quote(path)
+                ),
+            ));
+        }
+    }
+
+    if here.launcher != recorded.launcher {
+        drift.push(Drift::new(
+            DriftKind::Host,
+            "the launcher chain differs from the recorded one".into(),
+        ));
+    }
+
+    let programs: BTreeSet<&String> = recorded
+        .builders
+        .keys()
+        .chain(here.builders.keys())
+        .collect();
+    for p in programs {
+        let message = match (recorded.builders.get(p), here.builders.get(p)) {
+            (Some(was), Some(now)) if was == now => continue,
+            (None, _) => format!(
+                "{}, which starts the sandbox, is not pinned by the record",
+                quote(p)
+            ),
+            (Some(was), now) => format!(
+                "{}, which starts the sandbox, changed since compiling: compiled as {}, now {}",
+                quote(p),
+                chain_text(was),
+                chain_text(now.map_or(&[][..], Vec::as_slice))
+            ),
+        };
+        drift.push(Drift::new(DriftKind::Builder, message));
+    }
+    drift
+}
+
+/// A chain as one line: each entry, the file with its digest; `absent` when empty.
+pub(crate) fn chain_text(chain: &[ChainLink]) -> String {
+    if chain.is_empty() {
+        return "absent".into();
+    }
+    let mut parts: Vec<String> = chain
+        .iter()
+        .map(|l| match &l.digest {
+            Some(d) => format!("{} {d}", quote(&l.path)),
+            None => quote(&l.path),
+        })
+        .collect();
+    if chain.last().is_some_and(|l| l.kind != LinkKind::File) {
+        parts.push("no regular file".into());
+    }
+    parts.join(" → ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::FakeHost;
+
+    const SPEC: &str = "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/w/a/secret\"]\nmetadata_only = [\"/w/m\"]\n";
+
+    fn host() -> FakeHost {
+        FakeHost::new()
+            .file("/w/a/secret", b"s")
+            .dir("/w/m")
+            .file("/usr/bin/bwrap", b"bwrap")
+            .file("/usr/bin/env", b"env")
+    }
+
+    fn record(h: &FakeHost) -> Record {
+        crate::compile("m.toml", SPEC, &Vec::new(), h)
+            .expect("compiles")
+            .record
+    }
+
+    #[test]
+    fn identities_pin_each_denied_root_in_a_write_root_and_its_ancestors_there() {
+        let r = record(&host());
+        let pinned: Vec<&str> = r.facts.identities.keys().map(String::as_str).collect();
+        assert_eq!(pinned, ["/w/a", "/w/a/secret", "/w/m"]);
+        assert!(host_drift(&r, &host()).is_empty());
+    }
+
+    #[test]
+    fn a_moved_parent_or_root_is_drift_that_never_says_compile_again() {
+        let r = record(&host());
+        for moved in ["/w/a", "/w/a/secret", "/w/m"] {
+            let d = host_drift(&r, &host().inode(moved, 7));
+            assert_eq!(d.len(), 1, "{d:?}");
+            assert_eq!(d[0].kind, DriftKind::Moved);
+            assert!(d[0].message.contains("moved or replaced"), "{}", d[0]);
+            assert!(d[0].message.contains(EXPOSES), "{}", d[0]);
+            assert!(d[0].message.contains("inode 7"), "{}", d[0]);
+        }
+        let d = host_drift(&r, &host().inode("/w/a", 9));
+        assert!(d[0]
+            .message
+            .contains("ancestor of the denied root `/w/a/secret`"));
+        // The parent replaced by a symlink to a decoy: the realpath moved too.
+        let mut swapped = host();
+        swapped.files.remove("/w/a/secret");
+        let swapped = swapped.file("/w/decoy/secret", b"d").link("/w/a", "decoy");
+        let d = host_drift(&r, &swapped);
+        assert!(d.iter().any(|d| d.kind == DriftKind::Moved), "{d:?}");
+        assert!(
+            d.iter().any(|d| d.message.contains("`/w/decoy/secret`")),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_replaced_missing_or_new_builder_is_drift() {
+        let r = record(&host());
+        assert_eq!(r.facts.builders.len(), 2);
+        let changed = host().file("/usr/bin/bwrap", b"evil");
+        let d = host_drift(&r, &changed);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].kind, DriftKind::Builder);
+        assert!(d[0]
+            .message
+            .contains("`/usr/bin/bwrap`, which starts the sandbox, changed"));
+        let mut gone = host();
+        gone.files.remove("/usr/bin/env");
+        let d = host_drift(&r, &gone);
+        assert!(d[0].message.ends_with("now absent"), "{}", d[0]);
+        let mut without = host();
+        without.files.remove("/usr/bin/env");
+        let r = record(&without);
+        assert_eq!(r.facts.builders["/usr/bin/env"], vec![]);
+        let d = host_drift(&r, &host());
+        assert!(d[0].message.contains("compiled as absent"), "{}", d[0]);
+    }
+}

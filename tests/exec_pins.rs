@@ -1,0 +1,287 @@
+//! `sealc exec` starts only the seal it was given, on the host it was
+//! compiled for: a denied root that a run moved out of its stand-in's way
+//! (Linux mounts stay with the moved directory), a replaced program that
+//! starts the sandbox, or a record other than the one `--expect` pins, and
+//! nothing starts.
+//!
+//! The moves are made for real, by a first run inside the seal, under
+//! bubblewrap. Without bubblewrap those tests say so and pass, unless
+//! `SEALC_REQUIRE_BWRAP=1`, under which they fail.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const SECRET: &str = "MOVED-SECRET-3c8e";
+
+/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
+/// under `SEALC_REQUIRE_BWRAP=1`.
+fn bwrap_works() -> bool {
+    let ok = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--unshare-pid", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
+        );
+        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
+    }
+    ok
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A temp directory (outside `/tmp`), a Linux spec compiled in it, and
+/// `sealc exec` of its record.
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+}
+
+impl Lab {
+    /// `spec` may use `@` for the lab's directory.
+    fn new(setup: impl FnOnce(&Path), spec: &str) -> Lab {
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        setup(&t);
+        let spec = spec.replace('@', &t.display().to_string());
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let lab = Lab { _tmp: tmp, t };
+        let out = lab.compile();
+        assert_eq!(out.status.code(), Some(0), "compile: {}", text(&out));
+        lab
+    }
+
+    fn sealc(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(&self.t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        c
+    }
+
+    fn compile(&self) -> Output {
+        self.sealc()
+            .args(["compile", "spec.toml", "--platform", "linux", "--force"])
+            .args(["--out", "seal"])
+            .output()
+            .unwrap()
+    }
+
+    fn exec(&self, flags: &[&str], script: &str) -> Output {
+        self.sealc()
+            .arg("exec")
+            .arg(self.t.join("seal/seal.json"))
+            .args(flags)
+            .args(["--", "/bin/sh", "-c", script])
+            .output()
+            .unwrap()
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.t.join(p)
+    }
+
+    fn binding(&self) -> String {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(self.path("seal/seal.json")).unwrap()).unwrap();
+        record["binding"].as_str().unwrap().to_string()
+    }
+}
+
+const MOVED_SPEC: &str = r#"version = 1
+name = "moved"
+[target]
+platform = "linux"
+[filesystem]
+write = ["@/ws"]
+deny_read = ["@/ws/a/secret"]
+"#;
+
+/// Run 1 moves a denied root's directory away inside the seal and leaves a
+/// decoy; run 2 must not start, and must not advise compiling again (the
+/// new compile would hide the decoy and expose the moved secret).
+fn the_next_run_refuses_a_move(
+    setup: impl FnOnce(&Path),
+    moves: &str,
+    moved_secret: &str,
+    pinned: &str,
+) {
+    let lab = Lab::new(setup, MOVED_SPEC);
+    // Run 1: the secret is hidden where it was compiled...
+    let out = lab.exec(&[], "cat ws/a/secret ws/a/secret/token; echo RUN-1-UP");
+    assert!(text(&out).contains("RUN-1-UP"), "{}", text(&out));
+    assert!(!text(&out).contains(SECRET), "{}", text(&out));
+    // ... and the run moves it out of the stand-in's way.
+    let out = lab.exec(&[], moves);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(lab.path(moved_secret))
+            .unwrap()
+            .trim(),
+        SECRET,
+        "the move did not happen: {}",
+        text(&out)
+    );
+
+    // Run 2 starts nothing.
+    let marker = lab.path("ws/started");
+    let script = format!(
+        "touch {}; cat ws/a2/secret ws/a2/secret/* 2>/dev/null",
+        marker.display()
+    );
+    let out = lab.exec(&[], &script);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(!marker.exists(), "the command started: {all}");
+    assert!(!all.contains(SECRET), "{all}");
+    assert!(all.contains("nothing was started"), "{all}");
+    assert!(all.contains(pinned), "{all}");
+    assert!(
+        all.contains("was moved or replaced since compiling"),
+        "{all}"
+    );
+    assert!(
+        all.contains("compiling again would expose what was moved"),
+        "{all}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("help: compile")),
+        "advised compiling again: {all}"
+    );
+    assert!(
+        stderr.contains("help: do not compile the seal again"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_denied_file_whose_directory_a_run_moved_does_not_start_the_next_run() {
+    if !bwrap_works() {
+        return;
+    }
+    the_next_run_refuses_a_move(
+        |t| {
+            std::fs::create_dir_all(t.join("ws/a")).unwrap();
+            std::fs::write(t.join("ws/a/secret"), SECRET).unwrap();
+        },
+        "mv ws/a ws/a2 && mkdir ws/a && echo decoy > ws/a/secret",
+        "ws/a2/secret",
+        "an ancestor of the denied root",
+    );
+}
+
+#[test]
+fn a_denied_directory_whose_parent_a_run_replaced_by_a_link_does_not_start_the_next_run() {
+    if !bwrap_works() {
+        return;
+    }
+    the_next_run_refuses_a_move(
+        |t| {
+            std::fs::create_dir_all(t.join("ws/a/secret")).unwrap();
+            std::fs::write(t.join("ws/a/secret/token"), SECRET).unwrap();
+        },
+        "mv ws/a ws/a2 && mkdir -p ws/decoy/secret && echo decoy > ws/decoy/secret/token && ln -s decoy ws/a",
+        "ws/a2/secret/token",
+        "the denied root",
+    );
+}
+
+#[test]
+fn a_replaced_missing_or_new_program_that_starts_the_sandbox_is_drift() {
+    // `--dry-run` verifies and checks the host exactly as a run does, and
+    // starts nothing, so no working bubblewrap is needed here.
+    let spec = r#"version = 1
+name = "builder"
+[target]
+platform = "linux"
+[filesystem]
+write = ["@/ws"]
+[exec]
+bwrap = "@/tools/bwrap"
+"#;
+    let lab = Lab::new(
+        |t| {
+            std::fs::create_dir_all(t.join("ws")).unwrap();
+            std::fs::create_dir_all(t.join("tools")).unwrap();
+            std::fs::write(t.join("tools/bwrap"), "the reviewed bwrap").unwrap();
+        },
+        spec,
+    );
+    let dry = |lab: &Lab| lab.exec(&["--dry-run"], "true");
+    let out = dry(&lab);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    let check = |out: Output, now: &str| {
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(all.contains("which starts the sandbox, changed"), "{all}");
+        assert!(all.contains(now), "{all}");
+        assert!(all.contains("nothing was started"), "{all}");
+        assert!(
+            all.contains("help: a program that starts the sandbox changed"),
+            "{all}"
+        );
+    };
+    std::fs::write(lab.path("tools/bwrap"), "a replaced bwrap").unwrap();
+    check(dry(&lab), &sealc::digest::sha256(b"a replaced bwrap"));
+    std::fs::remove_file(lab.path("tools/bwrap")).unwrap();
+    check(dry(&lab), "now absent");
+
+    // Compiled while absent, present since.
+    let out = lab.compile();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(dry(&lab).status.code(), Some(0));
+    std::fs::write(lab.path("tools/bwrap"), "a new bwrap").unwrap();
+    check(dry(&lab), "compiled as absent");
+}
+
+#[test]
+fn exec_expect_starts_only_the_pinned_seal() {
+    let lab = Lab::new(
+        |t| std::fs::create_dir_all(t.join("ws")).unwrap(),
+        "version = 1\nname = \"pinned\"\n[filesystem]\nwrite = [\"@/ws\"]\n",
+    );
+    let binding = lab.binding();
+    let other = format!("sha256:{}", "a".repeat(64));
+    let marker = lab.path("ws/started");
+    let touch = format!("touch {}", marker.display());
+
+    let out = lab.exec(&["--expect", &other], &touch);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(!marker.exists(), "the command started: {all}");
+    assert!(all.contains(&binding) && all.contains(&other), "{all}");
+    assert!(all.contains("nothing was started"), "{all}");
+
+    for bad in [
+        "sha256:xyz",
+        binding.trim_start_matches("sha256:"),
+        "latest",
+    ] {
+        let out = lab.exec(&["--expect", bad], &touch);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(!marker.exists(), "the command started: {}", text(&out));
+    }
+
+    let out = lab.exec(&["--expect", &binding, "--dry-run"], &touch);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    if !bwrap_works() {
+        return;
+    }
+    let out = lab.exec(&["--expect", &binding], &touch);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(marker.exists(), "{}", text(&out));
+}
