@@ -265,7 +265,9 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
         // sealc's own mounts, in the sandbox's fresh /dev: its binary and
         // the bridge's directory, both read-only (the command may connect
         // to the bridge's socket, not put another in its place).
-        if a.first().map(String::as_str) == Some("--tmpfs") && a.get(1).map(String::as_str) == Some("/dev/shm") {
+        if a.first().map(String::as_str) == Some("--tmpfs")
+            && a.get(1).map(String::as_str) == Some("/dev/shm")
+        {
             args.push("--ro-bind-fd".into());
             fds.push(FdSlot {
                 at: args.len(),
@@ -412,7 +414,6 @@ pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
     }
 }
 
-
 /// The outer half of the bridge: the unix socket in the private directory,
 /// each connection forwarded to the host's proxy. Runs until sealc exits.
 pub fn serve_outer(b: &BridgePlan, user: Option<Ids>) -> io::Result<()> {
@@ -487,15 +488,27 @@ fn sandbox_members(bwrap: u32) -> Vec<i32> {
 /// sandbox's builder may inherit, and check that it is `kind`.
 fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
     use rustix::fs::{FileType, Mode, OFlags};
-    let mut fd = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut fd = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
     for comp in Path::new(path).components().skip(1) {
-        fd = rustix::fs::openat(&fd, comp.as_os_str(), OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+        fd = rustix::fs::openat(
+            &fd,
+            comp.as_os_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
     }
     let ft = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
     let ok = match kind {
         PathKind::Dir => ft == FileType::Directory,
         PathKind::File => ft == FileType::RegularFile,
-        PathKind::Other => !matches!(ft, FileType::Directory | FileType::RegularFile | FileType::Symlink),
+        PathKind::Other => !matches!(
+            ft,
+            FileType::Directory | FileType::RegularFile | FileType::Symlink
+        ),
     };
     if !ok {
         return Err(io::Error::other(format!(
@@ -529,11 +542,18 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     for slot in &plan.fds {
         let fd = match &slot.source {
             FdSource::Bind { path, kind } => open_exact(path, *kind).map_err(|e| {
-                io::Error::other(format!("cannot open the root {} to mount it: {e}", quote(path)))
+                io::Error::other(format!(
+                    "cannot open the root {} to mount it: {e}",
+                    quote(path)
+                ))
             })?,
             FdSource::Exe => OwnedFd::from(std::fs::File::open(&plan_exe()?)?),
             FdSource::BridgeDir => {
-                let dir = plan.bridge.as_ref().map(|b| b.dir.clone()).unwrap_or_default();
+                let dir = plan
+                    .bridge
+                    .as_ref()
+                    .map(|b| b.dir.clone())
+                    .unwrap_or_default();
                 OwnedFd::from(std::fs::File::open(dir)?)
             }
             FdSource::Env => {
@@ -559,7 +579,9 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
         stdio::Way::Relay => Stdio::piped(),
         stdio::Way::Null => Stdio::null(),
     };
-    cmd.stdin(way(ways[0])).stdout(way(ways[1])).stderr(way(ways[2]));
+    cmd.stdin(way(ways[0]))
+        .stdout(way(ways[1]))
+        .stderr(way(ways[2]));
     let mut signals = signal_hook::iterator::Signals::new(FORWARDED)?;
     let mut child = cmd.spawn()?;
     drop(keep); // the builder has its own copies now
@@ -572,7 +594,11 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let mut relays = Vec::new();
     if let Some(mut to) = child.stdin.take() {
         std::thread::spawn(move || {
-            if let Ok(mut from) = io::stdin().as_fd().try_clone_to_owned().map(std::fs::File::from) {
+            if let Ok(mut from) = io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(std::fs::File::from)
+            {
                 let _ = io::copy(&mut from, &mut to);
             }
         });
@@ -798,7 +824,16 @@ mod tests {
             ]
         );
         let tail = &a[sep + 9..];
-        assert_eq!(&tail[..5], ["--", bwrap::INIT_PATH, "__confine", "--offline", "--tcp-port"]);
+        assert_eq!(
+            &tail[..5],
+            [
+                "--",
+                bwrap::INIT_PATH,
+                "__confine",
+                "--offline",
+                "--tcp-port"
+            ]
+        );
         assert_eq!(tail[5], "3128");
         assert!(tail.windows(2).any(|x| x == ["--write", "/w"]));
         assert_eq!(tail[tail.len() - 2..], ["--", "cmd"]);
@@ -829,8 +864,14 @@ mod tests {
         std::os::unix::fs::symlink(real.join("d"), real.join("l")).unwrap();
         let s = |p: &str| real.join(p).display().to_string();
         assert!(open_exact(&s("d"), PathKind::Dir).is_ok());
-        assert!(open_exact(&s("l"), PathKind::Dir).is_err(), "a link is not followed");
+        assert!(
+            open_exact(&s("l"), PathKind::Dir).is_err(),
+            "a link is not followed"
+        );
         assert!(open_exact(&s("l/x"), PathKind::Dir).is_err());
-        assert!(open_exact(&s("d"), PathKind::File).is_err(), "the kind is checked");
+        assert!(
+            open_exact(&s("d"), PathKind::File).is_err(),
+            "the kind is checked"
+        );
     }
 }

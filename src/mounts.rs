@@ -111,8 +111,14 @@ impl Model {
                 Some("--remount-ro") => read_only.push(arg(1)?),
                 Some("--unshare-net") => net_unshared = true,
                 Some(
-                    "--unshare-pid" | "--unshare-ipc" | "--unshare-uts" | "--new-session"
-                    | "--die-with-parent" | "--unshare-user" | "--disable-userns" | "--as-pid-1"
+                    "--unshare-pid"
+                    | "--unshare-ipc"
+                    | "--unshare-uts"
+                    | "--new-session"
+                    | "--die-with-parent"
+                    | "--unshare-user"
+                    | "--disable-userns"
+                    | "--as-pid-1"
                     | "--unshare-cgroup-try",
                 ) => {}
                 Some("--cap-drop") => {

@@ -709,8 +709,20 @@ fn dry_run_shows_the_plan_without_secret_values() {
     assert_eq!(argv[0], "/usr/bin/bwrap");
     assert_eq!(&argv[argv.len() - 3..], ["codex", "exec", "hi"]);
     assert!(argv.contains(&"--unshare-net"));
-    assert!(argv.contains(&"__bridge"));
+    assert!(argv.contains(&"__init") && argv.contains(&"--listen"));
+    assert!(argv.contains(&"<fd:env>"), "the env travels down a pipe");
     assert_eq!(plan["secrets"], serde_json::json!(["OPENAI_API_KEY"]));
+    // The layers are said: seccomp, Landlock (with this kernel's ABI), and
+    // who the agent runs as (root caller: an unprivileged user).
+    assert!(plan["layers"]["seccomp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "ptrace"));
+    assert!(plan["layers"]["landlock"]["abi"].as_i64().is_some());
+    if rustix::process::geteuid().is_root() {
+        assert_eq!(plan["user"], "65534:65534");
+    }
 }
 
 const DENY_DEFAULT: &str = r#"

@@ -30,7 +30,7 @@ use crate::ir::{is_within, Ir, RootKind};
 use crate::spec::{Base, NetMode};
 
 /// The schema name of `seal.bwrap.json`.
-pub const SCHEMA: &str = "sealc.bwrap/v1";
+pub const SCHEMA: &str = "sealc.bwrap/v2";
 
 /// The system base of `deny-default` on Linux, bound read-only when present.
 pub const SYSTEM_ROOTS: &[&str] = &[
@@ -83,10 +83,7 @@ pub fn kernel_entry(step: &Step) -> Option<&str> {
         .iter()
         .chain(PROC_MASKED_FILES)
         .chain(PROC_MASKED_DIRS);
-    masks
-        .clone()
-        .any(|m| m == dest)
-        .then_some(dest.as_str())
+    masks.clone().any(|m| m == dest).then_some(dest.as_str())
 }
 
 /// What `sealc __confine` refuses inside every Linux sandbox, through a
@@ -435,7 +432,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     ));
     out.push(step(
         ["--as-pid-1"],
-        "no bubblewrap process inside: `sealc exec`'s own init is pid 1, non-dumpable and filtered".into(),
+        "no bubblewrap process inside: `sealc exec`'s own init is pid 1, non-dumpable and filtered"
+            .into(),
     ));
     out.push(step(
         ["--unshare-cgroup-try"],

@@ -67,8 +67,8 @@ pub fn landlock_abi() -> i32 {
 /// Apply the Landlock layer to this process (and what it starts).
 fn apply_landlock(c: &Confinement) -> Result<(), String> {
     use landlock::{
-        AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+        AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, Scope, ABI,
     };
     let abi = ABI::V7;
     let err = |e: landlock::RulesetError| e.to_string();

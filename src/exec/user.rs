@@ -188,12 +188,19 @@ fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
 mod tests {
     use super::*;
 
-    const PASSWD: &str = "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/:/x\nagent:x:999:995::/:/x\n";
+    const PASSWD: &str =
+        "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/:/x\nagent:x:999:995::/:/x\n";
 
     #[test]
     fn users_by_name_uid_or_both_never_root() {
-        assert_eq!(parse_user("agent", PASSWD).unwrap(), Ids { uid: 999, gid: 995 });
-        assert_eq!(parse_user("999", PASSWD).unwrap(), Ids { uid: 999, gid: 995 });
+        assert_eq!(
+            parse_user("agent", PASSWD).unwrap(),
+            Ids { uid: 999, gid: 995 }
+        );
+        assert_eq!(
+            parse_user("999", PASSWD).unwrap(),
+            Ids { uid: 999, gid: 995 }
+        );
         assert_eq!(parse_user("5:6", PASSWD).unwrap(), Ids { uid: 5, gid: 6 });
         assert_eq!(parse_user("nobody", "").unwrap(), NOBODY);
         assert!(parse_user("root", PASSWD).unwrap_err().contains("root"));
