@@ -457,7 +457,7 @@ fn explain_bwrap(
         }
     };
     let answer = match target {
-        Target::Path(p) => crate::mounts::access_of(op).map(|a| model.path(a, p)),
+        Target::Path(p) => model.ask(op, p, None),
         Target::Remote { host, port } if op.starts_with("network") => {
             Some(model.connect(host, *port))
         }
