@@ -154,6 +154,15 @@ enum Command {
         /// An outbound TCP endpoint instead of a path.
         #[arg(long, value_name = "HOST:PORT")]
         remote: Option<String>,
+        /// The new name, for `rename` and `link` (or `file-link`) from PATH
+        /// (seal.bwrap.json only).
+        #[arg(
+            long,
+            value_name = "PATH",
+            requires = "path",
+            conflicts_with = "remote"
+        )]
+        to: Option<String>,
         /// A profile parameter, as `sandbox-exec -D K=V`.
         #[arg(short = 'D', value_name = "K=V")]
         params: Vec<String>,
@@ -358,9 +367,10 @@ pub fn run(
             op,
             path,
             remote,
+            to,
             params,
             format,
-        } => explain(&profile, &op, path, remote, &params, format, out, err),
+        } => explain(&profile, &op, path, remote, to, &params, format, out, err),
         Command::Schema { which } => {
             let v = match which {
                 Which::Spec => crate::spec::json_schema(),
@@ -381,6 +391,7 @@ fn explain(
     op: &str,
     path: Option<String>,
     remote: Option<String>,
+    to: Option<String>,
     params: &[String],
     format: Format,
     out: &mut dyn Write,
@@ -416,7 +427,14 @@ fn explain(
         (None, None) => return BAD_INPUT,
     };
     if text.trim_start().starts_with('{') {
-        return explain_bwrap(profile, &text, op, &target, format, out, err);
+        return explain_bwrap(profile, &text, op, &target, to.as_deref(), format, out, err);
+    }
+    if to.is_some() {
+        let _ = writeln!(
+            err,
+            "error: `--to` is for a seal.bwrap.json; on a seatbelt profile ask each path on its own"
+        );
+        return BAD_INPUT;
     }
     let parsed = match crate::sbpl::parse::parse(&text) {
         Ok(p) => p,
@@ -490,11 +508,13 @@ fn explain(
 
 /// `sealc explain seal.bwrap.json ...`: the mount model's answer and the
 /// step that decides it.
+#[allow(clippy::too_many_arguments)]
 fn explain_bwrap(
     profile: &Path,
     text: &str,
     op: &str,
     target: &crate::sbpl::eval::Target,
+    to: Option<&str>,
     format: Format,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -512,7 +532,7 @@ fn explain_bwrap(
         }
     };
     let answer = match target {
-        Target::Path(p) => crate::mounts::access_of(op).map(|a| model.path(a, p)),
+        Target::Path(p) => model.ask(op, p, to),
         Target::Remote { host, port } if op.starts_with("network") => {
             Some(model.connect(host, *port))
         }
@@ -525,6 +545,20 @@ fn explain_bwrap(
                 OK,
                 format!("{action}\n  decided by {}\n", a.why),
                 serde_json::json!({ "answer": action, "decided_by": a.why }),
+            )
+        }
+        None if matches!(target, Target::Path(_)) => {
+            let how = match (crate::mounts::question_of(op), to) {
+                (Some(crate::mounts::Question::Move(_)), None) => {
+                    format!("`{op}` needs the new name: `--to PATH`")
+                }
+                (Some(_), Some(_)) => format!("`{op}` takes one path, without `--to`"),
+                _ => format!("seal.bwrap.json does not model `{op}` on a path"),
+            };
+            (
+                UNDECIDED,
+                format!("undetermined\n  {how}\n"),
+                serde_json::json!({ "answer": "undetermined", "construct": op }),
             )
         }
         None => (

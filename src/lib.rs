@@ -247,12 +247,12 @@ fn judge_mounts(
     let want = want_of(a);
     let shown = shown(target);
     let answer = match target {
-        Target::Path(p) => match mounts::access_of(&a.op) {
-            Some(access) => model.path(access, p),
+        Target::Path(p) => match model.ask(&a.op, p, None) {
+            Some(answer) => answer,
             None => {
                 return Some((
                     format!("`{want} {}` on {shown} is undetermined", a.op),
-                    format!("seal.bwrap.json does not model `{}` on a path", a.op),
+                    format!("seal.bwrap.json does not model `{}` on one path", a.op),
                 ))
             }
         },

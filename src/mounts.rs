@@ -2,15 +2,34 @@
 //! `[[assert]]`s are proved on the Linux artifact as they are on `seal.sb`.
 //!
 //! Bubblewrap applies its options in order; the last mount whose destination
-//! covers a path decides what that path is. The model answers three questions
-//! per path, under the assumption the recorded facts still hold on the host:
-//! can its data be read, can its metadata be read, can it be written. For a
-//! remote endpoint it answers from the network namespace and the proxy.
+//! covers a path decides what that path is. The model answers, under the
+//! assumption the recorded facts still hold on the host:
+//!
+//! - per path ([`Model::path`]): can its data be read, can its metadata be
+//!   read, can it be written;
+//! - per name ([`Model::name`]): can a new name be made, can a name be
+//!   unlinked, removed as a directory, removed or renamed away, can its object
+//!   be hard-linked into a write root;
+//! - from one path to another ([`Model::moved`]): `rename`, `link`.
+//!
+//! Names follow the kernel, not the policy alone: a mount point cannot be
+//! unlinked, removed or renamed (`EBUSY`); a rename or a hard link never
+//! crosses from one mount to another (`EXDEV`), even when both are writable
+//! binds of one file system; nothing is made or removed in a read-only mount
+//! (`EROFS`); a hidden directory (an empty tmpfs, remounted read-only) holds
+//! nothing but the mount points bubblewrap made on the way to deeper mounts.
+//! What the model cannot see on the host is taken to be what the operation
+//! needs: a file to unlink or link, an empty directory to remove, no entry at
+//! a new name, a directory above it, and an agent that owns them (no
+//! permission bits, sticky directories or `protected_hardlinks` refusal).
+//! Paths are absolute and taken as given: no component but the last is a
+//! symlink, and the last is not followed.
 //!
 //! `seal.bwrap.json` mounts nothing for a root that was absent when compiled
 //! (and `sealc exec` refuses a host where one has appeared), so every mount
 //! it lists exists; the one exception, `--ro-bind-try` of a deny-default
-//! system root, is modelled as present.
+//! system root, is modelled as present. Host mounts below a bound root are
+//! not in the artifact, so the model takes each bind to be one mount.
 
 use serde::Deserialize;
 
@@ -42,7 +61,8 @@ enum Mount {
     Tmpfs,
     /// `/dev/null` over a hidden file.
     EmptyFile,
-    /// A symlink re-created by literal path, or a device.
+    /// A symlink re-created by literal path: an entry in the mount below it,
+    /// not a mount of its own.
     Literal,
     /// A device node bound from the host.
     Device,
@@ -58,6 +78,40 @@ pub enum Access {
     Write,
 }
 
+/// A change to one name in a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Make a new name: a file (`O_CREAT | O_EXCL`), a directory (`mkdir`),
+    /// a node or a symlink (`file-write-create`, `mkdir`).
+    Create,
+    /// `unlink` a file or symlink (`unlink`).
+    Unlink,
+    /// `rmdir` a directory that is empty on the host (`rmdir`).
+    Rmdir,
+    /// The name goes away by `unlink`, by `rmdir` when it is an empty
+    /// directory, or by a rename within its mount (`file-write-unlink`).
+    Remove,
+    /// Hard-link a file into a write root (`file-link`).
+    Link,
+}
+
+/// An operation from one path to a new name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// `rename(from, to)` (`rename`).
+    Rename,
+    /// `link(from, to)`, a symlink `from` not followed (`link`, `file-link`).
+    Link,
+}
+
+/// What an operation name asks of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    Path(Access),
+    Name(Op),
+    Move(Move),
+}
+
 /// The answer and the step (by index and text) that decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
@@ -65,11 +119,32 @@ pub struct Answer {
     pub why: String,
 }
 
+fn allow(why: String) -> Answer {
+    Answer { allowed: true, why }
+}
+
+fn deny(why: String) -> Answer {
+    Answer {
+        allowed: false,
+        why,
+    }
+}
+
+/// The directory that holds `path`'s name; `None` for `/` or a relative path.
+fn parent(path: &str) -> Option<&str> {
+    match path.rsplit_once('/') {
+        Some(("", "")) | None => None,
+        Some(("", _)) => Some("/"),
+        Some((dir, _)) => Some(dir),
+    }
+}
+
 /// The namespace a bwrap argv builds.
 #[derive(Debug)]
 pub struct Model {
     mounts: Vec<(String, Mount, String)>,
-    read_only: Vec<String>,
+    /// `--remount-ro` destinations, with the step's text.
+    read_only: Vec<(String, String)>,
     net_unshared: bool,
     proxy: Option<String>,
 }
@@ -108,7 +183,7 @@ impl Model {
                     mounts.push((arg(2)?, Mount::Device, text))
                 }
                 Some("--proc" | "--dev") => mounts.push((arg(1)?, Mount::Special, text)),
-                Some("--remount-ro") => read_only.push(arg(1)?),
+                Some("--remount-ro") => read_only.push((arg(1)?, text)),
                 Some("--unshare-net") => net_unshared = true,
                 Some(
                     "--unshare-pid"
@@ -169,7 +244,7 @@ impl Model {
             .mounts
             .iter()
             .any(|(d, _, _)| d != dest && is_within(d, path) && is_within(path, dest));
-        let ro = self.read_only.iter().any(|r| r == dest);
+        let ro = self.is_read_only(dest);
         let allowed = match (mount, access) {
             (Mount::Bind { writable }, Access::Write) => *writable && !ro,
             (Mount::Bind { .. }, _) => true,
@@ -191,6 +266,281 @@ impl Model {
             (Mount::Special, _) => true,
         };
         Answer { allowed, why }
+    }
+
+    /// May `op` happen to the name `path`?
+    pub fn name(&self, op: Op, path: &str) -> Answer {
+        let Some(dir) = parent(path) else {
+            return deny(format!(
+                "`{path}` has no directory to change: the sandbox's root is a mount point (EBUSY)"
+            ));
+        };
+        if let Some(no) = self.absent(dir) {
+            return no;
+        }
+        if op == Op::Create {
+            if let Some(no) = self.made_here(path) {
+                return no;
+            }
+            let holder = self.holder(dir);
+            return match self.unwritable(holder) {
+                Some(no) => no,
+                None => allow(format!(
+                    "{}: a writable mount, and nothing is mounted at `{path}`",
+                    self.step_of(holder)
+                )),
+            };
+        }
+        if op == Op::Link {
+            return self.link_anywhere(path);
+        }
+        let holder = self.holder(dir);
+        if let Some(no) = self.unwritable(holder) {
+            return no;
+        }
+        if let Some(no) = self.absent(path) {
+            return no;
+        }
+        if let Some(no) = self.mount_point(path) {
+            return no;
+        }
+        if op == Op::Rmdir {
+            if let Some((d, _, text)) = self.below(path) {
+                return deny(format!(
+                    "`{text}` mounts `{d}` inside it: not empty (ENOTEMPTY)"
+                ));
+            }
+        }
+        let how = match op {
+            Op::Unlink => "it can be unlinked",
+            Op::Rmdir => "it can be removed",
+            _ => {
+                "it can be unlinked, removed when an empty directory, or renamed within that mount"
+            }
+        };
+        allow(format!(
+            "{}: a writable mount, and `{path}` is not a mount point; {how}",
+            self.step_of(holder)
+        ))
+    }
+
+    /// May `op` go from `from` to the new name `to`?
+    pub fn moved(&self, op: Move, from: &str, to: &str) -> Answer {
+        let (Some(from_dir), Some(to_dir)) = (parent(from), parent(to)) else {
+            return deny(
+                "the sandbox's root is a mount point: it is neither moved nor made (EBUSY)".into(),
+            );
+        };
+        match op {
+            Move::Rename => {
+                if let Some(no) = self.absent(from_dir).or_else(|| self.absent(to_dir)) {
+                    return no;
+                }
+                let (a, b) = (self.holder(from_dir), self.holder(to_dir));
+                if a != b {
+                    return deny(format!(
+                        "{} and {}: different mounts, a rename cannot cross them (EXDEV)",
+                        self.step_of(a),
+                        self.step_of(b)
+                    ));
+                }
+                if let Some(decided) = self
+                    .unwritable(a)
+                    .or_else(|| self.absent(from))
+                    .or_else(|| {
+                        (from == to).then(|| {
+                            allow(format!("`{from}` renamed to itself: nothing changes"))
+                        })
+                    })
+                    .or_else(|| {
+                        is_within(to, from).then(|| {
+                            deny(format!(
+                                "`{to}` is inside `{from}`: a directory cannot move into itself (EINVAL)"
+                            ))
+                        })
+                    })
+                    .or_else(|| self.mount_point(from))
+                    .or_else(|| self.made_here(to))
+                {
+                    return decided;
+                }
+                allow(format!(
+                    "{}: one writable mount holds both names, and neither is a mount point",
+                    self.step_of(a)
+                ))
+            }
+            Move::Link => {
+                if let Some(no) = self
+                    .absent(from)
+                    .or_else(|| self.absent(to_dir))
+                    .or_else(|| self.made_here(to))
+                {
+                    return no;
+                }
+                let b = self.holder(to_dir);
+                if let Some(no) = self.unwritable(b) {
+                    return no;
+                }
+                let a = self.holder(from);
+                if a != b {
+                    return deny(format!(
+                        "`{from}` is on {}, `{to}` on {}: a hard link cannot cross mounts (EXDEV)",
+                        self.step_of(a),
+                        self.step_of(b)
+                    ));
+                }
+                allow(format!(
+                    "{}: one writable mount holds `{from}` and `{to}`",
+                    self.step_of(b)
+                ))
+            }
+        }
+    }
+
+    /// Answer an operation by the name `sealc explain` and `[[assert]]`
+    /// use (see [`question_of`]), on one path or, for `rename` and `link`
+    /// (`file-link` too), from `path` to `to`. `None`: not modelled for
+    /// that many paths.
+    pub fn ask(&self, op: &str, path: &str, to: Option<&str>) -> Option<Answer> {
+        match (question_of(op)?, to) {
+            (Question::Path(a), None) => Some(self.path(a, path)),
+            (Question::Name(o), None) => Some(self.name(o, path)),
+            (Question::Name(Op::Link), Some(to)) => Some(self.moved(Move::Link, path, to)),
+            (Question::Move(m), Some(to)) => Some(self.moved(m, path, to)),
+            _ => None,
+        }
+    }
+
+    /// `file-link` on one path: can it be hard-linked into some write root?
+    /// Only within its own mount, so that mount must be writable and the
+    /// file not a mount of its own.
+    fn link_anywhere(&self, path: &str) -> Answer {
+        if let Some(no) = self.absent(path) {
+            return no;
+        }
+        let holder = self.holder(path);
+        if let Some((dest, _, text)) = holder.and_then(|i| self.mounts.get(i)) {
+            if dest == path {
+                return deny(format!(
+                    "`{text}` is a mount of its own: a hard link of it cannot be made anywhere else (EXDEV)"
+                ));
+            }
+        }
+        match self.unwritable(holder) {
+            Some(no) => deny(format!(
+                "{}, and a hard link cannot leave its mount (EXDEV)",
+                no.why
+            )),
+            None => allow(format!(
+                "{}: a writable mount; a hard link can be made within it",
+                self.step_of(holder)
+            )),
+        }
+    }
+
+    fn is_read_only(&self, dest: &str) -> bool {
+        self.read_only.iter().any(|(r, _)| r == dest)
+    }
+
+    /// The mount whose tree holds `path` (the mount at `path` when it is a
+    /// mount point); `None`: the sandbox's own root, bubblewrap's tmpfs. A
+    /// `--symlink` is an entry in a mount, not a mount.
+    fn holder(&self, path: &str) -> Option<usize> {
+        self.mounts
+            .iter()
+            .rposition(|(d, m, _)| *m != Mount::Literal && is_within(path, d))
+    }
+
+    fn step_of(&self, holder: Option<usize>) -> String {
+        match holder.and_then(|i| self.mounts.get(i)) {
+            Some((_, _, text)) => format!("`{text}`"),
+            None => "the sandbox's own root".into(),
+        }
+    }
+
+    /// Why nothing can be made or removed in the mount `holder`, if so.
+    fn unwritable(&self, holder: Option<usize>) -> Option<Answer> {
+        let Some((dest, mount, text)) = holder.and_then(|i| self.mounts.get(i)) else {
+            let remount = self
+                .read_only
+                .iter()
+                .find(|(r, _)| r == "/")
+                .map(|(_, t)| format!(" by `{t}`"))
+                .unwrap_or_default();
+            return Some(deny(format!(
+                "the sandbox's own root: read-only{remount} (EROFS)"
+            )));
+        };
+        let remount = self.read_only.iter().find(|(r, _)| r == dest);
+        match (mount, remount) {
+            (Mount::Bind { writable: true } | Mount::Tmpfs, None) => None,
+            (Mount::Bind { writable: true } | Mount::Tmpfs, Some((_, t))) => {
+                Some(deny(format!("`{text}`: read-only since `{t}` (EROFS)")))
+            }
+            (Mount::Bind { writable: false }, _) => {
+                Some(deny(format!("`{text}`: read-only (EROFS)")))
+            }
+            (Mount::Special, Some((_, t))) => {
+                Some(deny(format!("`{text}`: read-only since `{t}` (EROFS)")))
+            }
+            // `/proc` refuses each change in its own way (ENOENT, EACCES).
+            (Mount::Special, None) => Some(deny(format!(
+                "`{text}`: nothing can be made, removed or renamed in it"
+            ))),
+            // Only reached for the file itself, as a directory.
+            (Mount::EmptyFile | Mount::Device | Mount::Literal, _) => {
+                Some(deny(format!("`{text}` is not a directory (ENOTDIR)")))
+            }
+        }
+    }
+
+    /// Why `path` is not there in the sandbox, if so.
+    fn absent(&self, path: &str) -> Option<Answer> {
+        if self.path(Access::ReadMetadata, path).allowed {
+            return None;
+        }
+        Some(deny(
+            match self
+                .mounts
+                .iter()
+                .rev()
+                .find(|(d, _, _)| is_within(path, d))
+            {
+                Some((_, _, text)) => format!("`{text}`: `{path}` is not there (ENOENT)"),
+                None => format!("no mount covers `{path}`: it is not there (ENOENT)"),
+            },
+        ))
+    }
+
+    /// Why `path` cannot be removed or renamed because it is a mount point.
+    fn mount_point(&self, path: &str) -> Option<Answer> {
+        let (dest, _, text) = self.holder(path).and_then(|i| self.mounts.get(i))?;
+        (dest == path).then(|| {
+            deny(format!(
+                "`{text}` makes `{path}` a mount point: it cannot be removed or renamed (EBUSY)"
+            ))
+        })
+    }
+
+    /// Why a new name `path` cannot be made: bubblewrap already put a mount
+    /// point, a symlink or a directory on the way to a mount there.
+    fn made_here(&self, path: &str) -> Option<Answer> {
+        let (_, _, text) = self
+            .mounts
+            .iter()
+            .rev()
+            .find(|(d, _, _)| d == path)
+            .or_else(|| self.below(path))?;
+        Some(deny(format!(
+            "`{text}`: `{path}` is already there (EEXIST)"
+        )))
+    }
+
+    /// A mount (or `--symlink`) strictly inside `path`.
+    fn below(&self, path: &str) -> Option<&(String, Mount, String)> {
+        self.mounts
+            .iter()
+            .find(|(d, _, _)| d != path && is_within(d, path))
     }
 
     /// May the sandbox connect to `host:port`?
@@ -215,14 +565,212 @@ impl Model {
     }
 }
 
-/// The access a seatbelt operation name needs, for the operations an
-/// assertion may name on a path.
-pub fn access_of(op: &str) -> Option<Access> {
-    match op {
-        "file-read-metadata" => Some(Access::ReadMetadata),
-        "file-read*" | "file-read-data" | "file-read-xattr" => Some(Access::ReadData),
-        o if o.starts_with("file-write") => Some(Access::Write),
-        "file-link" | "file-clone" => Some(Access::Write),
-        _ => None,
+/// What an operation name asks on a Linux seal: the seatbelt names an
+/// assertion may use on a path (`file-write-unlink` is [`Op::Remove`],
+/// `file-write-create` [`Op::Create`], `file-link` [`Op::Link`], or
+/// [`Move::Link`] given a destination), and the system calls `mkdir`,
+/// `unlink`, `rmdir`, `rename` and `link`.
+pub fn question_of(op: &str) -> Option<Question> {
+    Some(match op {
+        "file-read-metadata" => Question::Path(Access::ReadMetadata),
+        "file-read*" | "file-read-data" | "file-read-xattr" => Question::Path(Access::ReadData),
+        "file-write-create" | "mkdir" => Question::Name(Op::Create),
+        "file-write-unlink" | "file-unlink" => Question::Name(Op::Remove),
+        "unlink" => Question::Name(Op::Unlink),
+        "rmdir" => Question::Name(Op::Rmdir),
+        "file-link" => Question::Name(Op::Link),
+        "link" => Question::Move(Move::Link),
+        "rename" => Question::Move(Move::Rename),
+        "file-clone" => Question::Path(Access::Write),
+        o if o.starts_with("file-write") => Question::Path(Access::Write),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::FakeHost;
+
+    /// Compile a Linux spec over `host` and read its `seal.bwrap.json` back.
+    fn model(filesystem: &str, base: &str, host: &FakeHost) -> Model {
+        let src = format!(
+            "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\nbase = \"{base}\"\n[filesystem]\n{filesystem}\n[network]\nmode = \"none\"\n"
+        );
+        let c = crate::compile("m.toml", &src, &Vec::new(), host).unwrap();
+        Model::from_artifact(&c.files[crate::backend::BWRAP]).unwrap()
+    }
+
+    fn lab() -> FakeHost {
+        FakeHost::new()
+            .dir("/t/w/a/d")
+            .dir("/t/w/n")
+            .dir("/t/v")
+            .dir("/t/ro")
+            .file("/t/w/f", b"f")
+            .file("/t/w/g", b"g")
+            .file("/t/v/f", b"f")
+    }
+
+    fn lab_model() -> Model {
+        model(
+            "deny_read = [\"/t/w/a/d\"]\nwrite = [\"/t/w\", \"/t/v\", \"/t/w/g\", \"/t/w/n\"]",
+            "allow-default",
+            &lab(),
+        )
+    }
+
+    #[track_caller]
+    fn check(a: Answer, allowed: bool, why: &str) {
+        assert_eq!(a.allowed, allowed, "{}", a.why);
+        assert!(a.why.contains(why), "{why:?} not in {:?}", a.why);
+    }
+
+    #[test]
+    fn names_in_a_write_root() {
+        let m = lab_model();
+        check(m.name(Op::Unlink, "/t/w/f"), true, "--bind /t/w /t/w");
+        check(m.name(Op::Remove, "/t/w/f"), true, "not a mount point");
+        check(m.name(Op::Create, "/t/w/new"), true, "--bind /t/w /t/w");
+        check(m.name(Op::Create, "/t/w/f/x"), true, "writable"); // a file: not the model's to know
+        check(m.name(Op::Link, "/t/w/f"), true, "within it");
+        check(
+            m.moved(Move::Rename, "/t/w/f", "/t/w/f2"),
+            true,
+            "one writable mount",
+        );
+        check(
+            m.moved(Move::Link, "/t/w/f", "/t/w/a/h"),
+            true,
+            "one writable mount",
+        );
+        // Mount points: the write root itself, a nested root, a stand-in.
+        check(m.name(Op::Rmdir, "/t/w"), false, "EROFS");
+        check(m.name(Op::Rmdir, "/t/w/n"), false, "EBUSY");
+        check(m.name(Op::Rmdir, "/t/w/a/d"), false, "EBUSY");
+        check(m.moved(Move::Rename, "/t/w/n", "/t/w/n2"), false, "EBUSY");
+        check(m.moved(Move::Rename, "/t/w", "/t/w2"), false, "EROFS");
+        // A directory with a mount inside: renamed (the mount moves with
+        // it), never removed.
+        check(
+            m.moved(Move::Rename, "/t/w/a", "/t/w/a2"),
+            true,
+            "one writable mount",
+        );
+        check(m.name(Op::Remove, "/t/w/a"), true, "renamed within");
+        check(m.name(Op::Rmdir, "/t/w/a"), false, "ENOTEMPTY");
+        check(m.moved(Move::Rename, "/t/w/a", "/t/w/a/q"), false, "EINVAL");
+        // Across mounts, both writable: never.
+        check(m.moved(Move::Rename, "/t/w/f", "/t/v/f2"), false, "EXDEV");
+        check(m.moved(Move::Link, "/t/w/f", "/t/v/h"), false, "EXDEV");
+        check(m.moved(Move::Rename, "/t/w/f", "/t/w/n/f"), false, "EXDEV");
+        check(m.moved(Move::Rename, "/t/w/f", "/t/ro/f"), false, "EXDEV");
+        check(m.moved(Move::Link, "/t/w/f", "/t/ro/h"), false, "EROFS");
+        // A new name where bubblewrap put something.
+        check(m.name(Op::Create, "/t/w/n"), false, "EEXIST");
+        check(m.name(Op::Create, "/t/w/a"), false, "EEXIST");
+    }
+
+    #[test]
+    fn a_hidden_directory_is_empty_and_read_only() {
+        let m = lab_model();
+        check(
+            m.name(Op::Create, "/t/w/a/d/x"),
+            false,
+            "--remount-ro /t/w/a/d",
+        );
+        check(m.name(Op::Unlink, "/t/w/a/d/s"), false, "EROFS");
+        check(m.name(Op::Link, "/t/w/a/d/s"), false, "ENOENT");
+        check(
+            m.moved(Move::Rename, "/t/w/a/d/s", "/t/w/s"),
+            false,
+            "EXDEV",
+        );
+        check(m.moved(Move::Link, "/t/w/a/d/s", "/t/w/s"), false, "ENOENT");
+        check(
+            m.moved(Move::Rename, "/t/w/f", "/t/w/a/d/f"),
+            false,
+            "EXDEV",
+        );
+    }
+
+    /// Issue 11, item 4: a write root that is a file is a mount point.
+    #[test]
+    fn a_write_root_that_is_a_file_cannot_be_unlinked_renamed_or_linked() {
+        let m = lab_model();
+        check(
+            m.path(Access::Write, "/t/w/g"),
+            true,
+            "--bind /t/w/g /t/w/g",
+        );
+        for op in [Op::Unlink, Op::Remove] {
+            check(m.name(op, "/t/w/g"), false, "EBUSY");
+        }
+        check(m.moved(Move::Rename, "/t/w/g", "/t/w/g2"), false, "EBUSY");
+        check(m.name(Op::Link, "/t/w/g"), false, "EXDEV");
+        check(m.moved(Move::Link, "/t/w/g", "/t/w/h"), false, "EXDEV");
+        // The same through an `[[assert]]`: allow is false, deny proved.
+        let spec = |verdict: &str| {
+            format!(
+                "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/t/w\", \"/t/w/g\"]\n[network]\nmode = \"none\"\n[[assert]]\n{verdict} = \"file-write-unlink\"\npaths = [\"/t/w/g\"]\n"
+            )
+        };
+        let err = crate::compile("m.toml", &spec("allow"), &Vec::new(), &lab()).unwrap_err();
+        let text = format!("{err:?}");
+        assert!(text.contains("EBUSY"), "{text}");
+        crate::compile("m.toml", &spec("deny"), &Vec::new(), &lab()).unwrap();
+    }
+
+    #[test]
+    fn the_read_only_host_the_root_and_the_devices() {
+        let m = lab_model();
+        check(
+            m.name(Op::Create, "/t/ro/x"),
+            false,
+            "`--ro-bind / /`: read-only (EROFS)",
+        );
+        check(m.name(Op::Unlink, "/etc/passwd"), false, "EROFS");
+        check(m.name(Op::Create, "/dev/shm/x"), true, "--tmpfs /dev/shm");
+        check(m.name(Op::Remove, "/dev/shm"), false, "--dev /dev");
+        check(m.name(Op::Remove, "/"), false, "EBUSY");
+        check(m.name(Op::Create, "/dev/x"), false, "--dev /dev");
+        let d = model("write = [\"/t/w\"]", "deny-default", &lab());
+        check(d.name(Op::Create, "/x"), false, "--remount-ro /");
+        check(d.name(Op::Create, "/t/x"), false, "the sandbox's own root");
+        check(d.name(Op::Create, "/home/x"), false, "ENOENT");
+        check(d.moved(Move::Rename, "/t/w/f", "/t/f"), false, "EXDEV");
+        check(d.name(Op::Create, "/t/w/x"), true, "--bind /t/w /t/w");
+    }
+
+    #[test]
+    fn operation_names() {
+        assert_eq!(
+            question_of("file-write-unlink"),
+            Some(Question::Name(Op::Remove))
+        );
+        assert_eq!(question_of("file-unlink"), Some(Question::Name(Op::Remove)));
+        assert_eq!(
+            question_of("file-write-create"),
+            Some(Question::Name(Op::Create))
+        );
+        assert_eq!(question_of("mkdir"), Some(Question::Name(Op::Create)));
+        assert_eq!(question_of("file-link"), Some(Question::Name(Op::Link)));
+        assert_eq!(question_of("rename"), Some(Question::Move(Move::Rename)));
+        assert_eq!(
+            question_of("file-write-data"),
+            Some(Question::Path(Access::Write))
+        );
+        assert_eq!(question_of("process-exec"), None);
+        let m = lab_model();
+        assert_eq!(
+            m.ask("file-link", "/t/w/f", Some("/t/v/h")),
+            Some(m.moved(Move::Link, "/t/w/f", "/t/v/h"))
+        );
+        assert_eq!(m.ask("rename", "/t/w/f", None), None);
+        assert_eq!(m.ask("unlink", "/t/w/f", Some("/t/w/x")), None);
+        assert_eq!(
+            m.ask("file-write-unlink", "/t/w/g", None),
+            Some(m.name(Op::Remove, "/t/w/g"))
+        );
     }
 }

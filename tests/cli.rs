@@ -257,6 +257,53 @@ fn explain_reads_a_linux_seal_back() {
     assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
     let out = run(&["--op", "process-exec", "/bin/ls"]);
     assert_eq!(out.code, 3, "{}", out.stdout);
+    // Names: a rename within the write root, one out of it, the write root
+    // itself, the launcher's symlink in a hidden directory.
+    let ws = "/Users/agent/runs/r1/ws";
+    let out = run(&[
+        "--op",
+        "rename",
+        &format!("{ws}/a"),
+        "--to",
+        &format!("{ws}/b"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!("allow\n  decided by `--bind {ws} {ws}`: one writable mount holds both names, and neither is a mount point\n")
+    );
+    let out = run(&[
+        "--op",
+        "rename",
+        &format!("{ws}/a"),
+        "--to",
+        "/Users/agent/runs/r1/a",
+    ]);
+    assert_eq!(
+        out.stdout,
+        format!("deny\n  decided by `--bind {ws} {ws}` and `--tmpfs /Users/agent`: different mounts, a rename cannot cross them (EXDEV)\n")
+    );
+    let out = run(&["--op", "file-link", &format!("{ws}/a"), "--to", "/tmp/a"]);
+    assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
+    let out = run(&["--op", "file-write-unlink", ws]);
+    assert_eq!(
+        out.stdout,
+        "deny\n  decided by `--tmpfs /Users/agent`: read-only since `--remount-ro /Users/agent` (EROFS)\n"
+    );
+    let out = run(&["--op", "unlink", "/Users/agent/.local/bin/codex"]);
+    assert!(out.stdout.ends_with("(EROFS)\n"), "{}", out.stdout);
+    let out = run(&["--op", "rename", &format!("{ws}/a")]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    assert!(out.stdout.contains("`--to PATH`"), "{}", out.stdout);
+    let out = run(&["--op", "unlink", &format!("{ws}/a"), "--to", "/x"]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    // `--to` on a seatbelt profile is bad input.
+    let sb = root().join("tests/golden/probe-rep/seal.sb");
+    let out = Sealc::new()
+        .args(["explain", sb.to_str().unwrap()])
+        .args(["--op", "rename", "/a", "--to", "/b"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stdout);
 }
 
 #[test]

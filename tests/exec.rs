@@ -800,37 +800,276 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
 
 /// The mount model that proves `[[assert]]`s on Linux agrees with what
 /// bubblewrap really builds: random specs over a real tree, every path probed
-/// inside the sandbox (stat, read, append, create) and compared with the
-/// model's answer.
+/// inside the sandbox and compared with the model's answer. The probes read
+/// (stat, read), write (append, create), and change names: unlink, rmdir,
+/// mkdir, rename within a directory and across directories, hard links. A
+/// probe that changed something undoes it at once, so every probe sees the
+/// same tree, and the tree is checked to be whole afterwards.
 mod model_matches_bubblewrap {
     use super::*;
     use proptest::prelude::*;
-    use sealc::mounts::{Access, Model};
+    use sealc::mounts::{Access, Answer, Model};
 
-    const POOL: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e"];
+    /// The directories of the random tree; each holds a file `f`, a
+    /// symlink `l -> f` and an empty directory `n`.
+    const DIRS: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e"];
+    /// Files that may be roots of their own.
+    const FILES: &[&str] = &["a/g", "d/e/g"];
+    /// What a random spec gives a role: the directories, the two files, an
+    /// empty directory.
+    const ROLED: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e", "a/g", "d/e/g", "d/n"];
+    /// The spec's lists, by role (role 0: no root).
+    const LISTS: [&str; 4] = ["deny_read", "allow_read", "metadata_only", "write"];
 
-    fn probe_script(t: &Path) -> String {
-        let mut s = String::from("echo SANDBOX-UP\n");
-        for p in POOL {
-            let d = t.join(p);
-            let d = d.display();
-            s.push_str(&format!(
-                "stat {d} >/dev/null 2>&1 && echo 'stat {p}'\n\
-                 grep -q MARK {d}/f 2>/dev/null && echo 'read {p}/f'\n\
-                 stat {d}/f >/dev/null 2>&1 && echo 'stat {p}/f'\n\
-                 (echo >> {d}/f) 2>/dev/null && echo 'write {p}/f'\n\
-                 (: > {d}/new) 2>/dev/null && echo 'write {p}'\n"
+    /// Runs the probes inside the sandbox: `argv[1]` is the tree, `argv[2]`
+    /// the probes as JSON `[op, path, to]` (paths relative to the tree).
+    /// Prints `i ok` or `i ERRNO` per probe, `UNDO i ERRNO` when undoing a
+    /// change failed.
+    const RUNNER: &str = r#"
+import errno, json, os, sys
+base, probes = sys.argv[1], json.loads(sys.argv[2])
+at = lambda r: base + "/" + r if r else base
+name = lambda e: errno.errorcode.get(e.errno, str(e.errno))
+print("SANDBOX-UP")
+for i, (op, a, b) in enumerate(probes):
+    p, q, undo = at(a), at(b) if b is not None else None, None
+    try:
+        if op == "stat":
+            os.stat(p)
+        elif op == "read":
+            with open(p, "rb") as f:
+                if b"MARK" not in f.read():
+                    raise OSError(errno.ENODATA, "not the host's data")
+        elif op == "append":
+            with open(p, "ab") as f:
+                f.write(b"\n")
+        elif op == "create":
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            undo = lambda: os.unlink(p)
+        elif op == "unlink":
+            try:
+                saved = ("l", os.readlink(p)) if os.path.islink(p) else ("f", open(p, "rb").read())
+            except OSError:
+                saved = None
+            os.unlink(p)
+            def undo():
+                if saved is None:
+                    raise OSError(errno.EIO, "unlinked what could not be read")
+                if saved[0] == "l":
+                    os.symlink(saved[1], p)
+                else:
+                    with open(p, "xb") as f:
+                        f.write(saved[1])
+        elif op == "rmdir":
+            os.rmdir(p)
+            undo = lambda: os.mkdir(p)
+        elif op == "mkdir":
+            os.mkdir(p)
+            undo = lambda: os.rmdir(p)
+        elif op == "rename":
+            os.rename(p, q)
+            undo = lambda: os.rename(q, p)
+        elif op == "link":
+            os.link(p, q, follow_symlinks=False)
+            undo = lambda: os.unlink(q)
+        else:
+            raise SystemExit("unknown probe " + op)
+        print(i, "ok")
+    except OSError as e:
+        print(i, name(e))
+    if undo is not None:
+        try:
+            undo()
+        except OSError as e:
+            print("UNDO", i, name(e))
+"#;
+
+    /// One probe: an operation on a path of the tree, or from it to a new
+    /// name (paths relative to the tree, `""` the tree itself).
+    struct Probe {
+        op: &'static str,
+        path: String,
+        to: Option<String>,
+    }
+
+    fn join(dir: &str, name: &str) -> String {
+        if dir.is_empty() {
+            name.to_string()
+        } else {
+            format!("{dir}/{name}")
+        }
+    }
+
+    fn dir_of(p: &str) -> &str {
+        p.rsplit_once('/').map_or("", |(d, _)| d)
+    }
+
+    /// Every probe, the same for every spec: reads first, then writes and
+    /// name changes, each undone when it worked.
+    fn probes() -> Vec<Probe> {
+        let mut v = Vec::new();
+        let mut push = |op, path: String, to: Option<String>| v.push(Probe { op, path, to });
+        for d in DIRS {
+            push("stat", d.to_string(), None);
+            push("stat", join(d, "n"), None);
+            push("stat", join(d, "f"), None);
+            push("read", join(d, "f"), None);
+        }
+        for g in FILES {
+            push("stat", g.to_string(), None);
+            push("read", g.to_string(), None);
+        }
+        for p in DIRS
+            .iter()
+            .map(|d| join(d, "f"))
+            .chain(FILES.iter().map(|g| g.to_string()))
+        {
+            push("append", p, None);
+        }
+        // Destinations: the tree itself, each directory, each empty one.
+        let dests: Vec<String> = std::iter::once(String::new())
+            .chain(DIRS.iter().map(|d| d.to_string()))
+            .collect();
+        let empty = DIRS.iter().map(|d| join(d, "n"));
+        for (i, d) in dests.iter().cloned().chain(empty).enumerate() {
+            let d = d.as_str();
+            push("create", join(d, &format!("new{i}")), None);
+            push("mkdir", join(d, &format!("m{i}")), None);
+        }
+        // Names of every kind: directory, file, symlink, empty directory.
+        let mut names: Vec<(String, bool)> = Vec::new();
+        for d in DIRS {
+            names.push((d.to_string(), false));
+            names.push((join(d, "f"), true));
+            names.push((join(d, "l"), true));
+            names.push((join(d, "n"), false));
+        }
+        names.extend(FILES.iter().map(|g| (g.to_string(), true)));
+        for (k, (x, file)) in names.iter().enumerate() {
+            let here = dir_of(x);
+            if *file {
+                push("unlink", x.clone(), None);
+            } else if x.ends_with("/n") {
+                push("rmdir", x.clone(), None);
+            }
+            push("rename", x.clone(), Some(format!("{x}.r{k}")));
+            for d in dests.iter().filter(|d| d.as_str() != here) {
+                push("rename", x.clone(), Some(join(d, &format!("r{k}"))));
+            }
+            if *file {
+                push("link", x.clone(), Some(format!("{x}.h{k}")));
+                for d in dests.iter().filter(|d| d.as_str() != here) {
+                    push("link", x.clone(), Some(join(d, &format!("h{k}"))));
+                }
+            }
+        }
+        v
+    }
+
+    /// What the model says of a probe, under each operation name that asks
+    /// it (the names `sealc explain` and `[[assert]]` take).
+    fn expected(m: &Model, t: &str, p: &Probe) -> Vec<(&'static str, Option<Answer>)> {
+        let at = |r: &str| {
+            if r.is_empty() {
+                t.to_string()
+            } else {
+                format!("{t}/{r}")
+            }
+        };
+        let path = at(&p.path);
+        let to = p.to.as_deref().map(at);
+        let to = to.as_deref();
+        let same_dir =
+            p.to.as_deref()
+                .is_some_and(|to| dir_of(to) == dir_of(&p.path));
+        let names: &[&'static str] = match (p.op, same_dir) {
+            ("stat", _) => &["file-read-metadata"],
+            ("read", _) => &["file-read-data"],
+            ("append", _) => &["file-write-data"],
+            ("create", _) => &["file-write-create"],
+            ("mkdir", _) => &["mkdir", "file-write-create"],
+            ("unlink", _) => &["unlink", "file-write-unlink"],
+            ("rmdir", _) => &["rmdir", "file-write-unlink"],
+            // Within one directory, a rename is the name going away, and a
+            // hard link is the file linked within its own mount.
+            ("rename", true) => &["rename", "file-write-unlink"],
+            ("rename", false) => &["rename"],
+            ("link", true) => &["link", "file-link"],
+            ("link", false) => &["link"],
+            (other, _) => panic!("no model for probe {other}"),
+        };
+        let mut v: Vec<_> = names
+            .iter()
+            .map(|&name| {
+                let takes_to = matches!(name, "rename" | "link");
+                (name, m.ask(name, &path, if takes_to { to } else { None }))
+            })
+            .collect();
+        if p.op == "create" {
+            // Creating a file in a directory is writing the directory.
+            v.push((
+                "file-write-data on its directory",
+                Some(m.path(Access::Write, &at(dir_of(&p.path)))),
             ));
         }
-        s
+        if p.op == "link" {
+            v.push((
+                "file-link with a destination",
+                m.ask("file-link", &path, to),
+            ));
+        }
+        v
+    }
+
+    /// Every entry under the tree (but the seal), with its kind.
+    fn snapshot(t: &Path) -> Vec<String> {
+        fn walk(t: &Path, dir: &Path, out: &mut Vec<String>) {
+            let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let p = e.path();
+                let rel = p.strip_prefix(t).unwrap().display().to_string();
+                if rel == "seal" {
+                    continue;
+                }
+                let ty = e.file_type().unwrap();
+                if ty.is_symlink() {
+                    out.push(format!(
+                        "{rel} -> {}",
+                        std::fs::read_link(&p).unwrap().display()
+                    ));
+                } else if ty.is_dir() {
+                    out.push(format!("{rel}/"));
+                    walk(t, &p, out);
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(t, t, &mut out);
+        out
+    }
+
+    fn build_tree(t: &Path) {
+        for d in DIRS {
+            let d = t.join(d);
+            std::fs::create_dir_all(d.join("n")).unwrap();
+            std::fs::write(d.join("f"), format!("MARK {}\n", d.display())).unwrap();
+            std::os::unix::fs::symlink("f", d.join("l")).unwrap();
+        }
+        for g in FILES {
+            std::fs::write(t.join(g), format!("MARK {g}\n")).unwrap();
+        }
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, .. ProptestConfig::default() })]
 
         #[test]
         fn for_random_specs(
-            roles in prop::collection::vec(0u8..5, POOL.len()),
+            roles in prop::collection::vec(0u8..5, ROLED.len()),
+            tree in prop::sample::select(vec![0u8, 0, 0, 4, 4, 1, 2, 3]),
             deny_default in any::<bool>(),
         ) {
             if !bwrap_works() {
@@ -838,58 +1077,88 @@ mod model_matches_bubblewrap {
             }
             let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let t = tmp.path().canonicalize().unwrap();
-            for p in POOL {
-                std::fs::create_dir_all(t.join(p)).unwrap();
-                std::fs::write(t.join(p).join("f"), format!("MARK {p}\n")).unwrap();
-            }
+            let ts = t.display().to_string();
+            build_tree(&t);
             let mut lists: [Vec<String>; 4] = Default::default();
-            for (p, r) in POOL.iter().zip(&roles) {
+            for (p, r) in std::iter::once(&"").chain(ROLED).zip(std::iter::once(&tree).chain(&roles)) {
                 if *r > 0 {
-                    lists[usize::from(*r - 1)].push(format!("{:?}", t.join(p).display().to_string()));
+                    lists[usize::from(*r - 1)].push(format!("{:?}", join(&ts, p).trim_end_matches('/')));
                 }
             }
-            let src = format!(
-                "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\nbase = \"{}\"\n[filesystem]\ndeny_read = [{}]\nallow_read = [{}]\nmetadata_only = [{}]\nwrite = [{}]\n[network]\nmode = \"none\"\n",
+            let mut src = format!(
+                "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\nbase = \"{}\"\n[filesystem]\n",
                 if deny_default { "deny-default" } else { "allow-default" },
-                lists[0].join(", "), lists[1].join(", "), lists[2].join(", "), lists[3].join(", "),
             );
+            for (key, list) in LISTS.iter().zip(&lists) {
+                src.push_str(&format!("{key} = [{}]\n", list.join(", ")));
+            }
+            src.push_str("[network]\nmode = \"none\"\n");
+            let shown = src.replace(&ts, "$T");
             let c = sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost)
-                .map_err(|d| TestCaseError::fail(format!("{src}\n{d:?}")))?;
+                .map_err(|d| TestCaseError::fail(format!("{shown}\n{d:?}")))?;
             for (name, bytes) in &c.files {
                 let p = t.join("seal").join(name);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, bytes).unwrap();
             }
+            let probes = probes();
+            let json = serde_json::to_string(
+                &probes.iter().map(|p| (p.op, &p.path, &p.to)).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let before = snapshot(&t);
             let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
                 .current_dir("/")
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .arg("exec")
                 .arg(t.join("seal/seal.json"))
-                .args(["--", "/bin/bash", "-c", &probe_script(&t)])
+                .args(["--", "/usr/bin/python3", "-c", RUNNER, &ts, &json])
                 .output()
                 .unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            prop_assert!(stdout.starts_with("SANDBOX-UP"), "{}\n{}", src, text(&out));
+            prop_assert!(stdout.starts_with("SANDBOX-UP"), "{}\n{}", shown, text(&out));
             let seen: Vec<&str> = stdout.lines().skip(1).collect();
+            prop_assert!(
+                !stdout.contains("UNDO"),
+                "a probe's change could not be undone (inside the sandbox)\n{}\n{}",
+                shown,
+                stdout
+            );
+            prop_assert_eq!(seen.len(), probes.len(), "{}\n{}", shown, text(&out));
+            prop_assert_eq!(&snapshot(&t), &before, "the probes changed the tree\n{}", shown);
             let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();
-            let mut want = Vec::new();
-            for p in POOL {
-                let d = t.join(p).display().to_string();
-                let f = format!("{d}/f");
-                for (line, access, path) in [
-                    (format!("stat {p}"), Access::ReadMetadata, &d),
-                    (format!("read {p}/f"), Access::ReadData, &f),
-                    (format!("stat {p}/f"), Access::ReadMetadata, &f),
-                    (format!("write {p}/f"), Access::Write, &f),
-                    (format!("write {p}"), Access::Write, &d),
-                ] {
-                    if model.path(access, path).allowed {
-                        want.push(line);
-                    }
+            for (i, (p, line)) in probes.iter().zip(&seen).enumerate() {
+                let real = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
+                    TestCaseError::fail(format!("probe {i} answered out of order: {line}"))
+                })?;
+                for (name, answer) in expected(&model, &ts, p) {
+                    let answer = answer.ok_or_else(|| {
+                        TestCaseError::fail(format!("the model does not answer `{name}`"))
+                    })?;
+                    // Under a system call's own name, a refusal also names
+                    // the kernel's error.
+                    let syscall = matches!(name, "mkdir" | "unlink" | "rmdir" | "rename" | "link");
+                    let agree = if answer.allowed {
+                        real == "ok"
+                    } else {
+                        real != "ok" && (!syscall || answer.why.ends_with(&format!("({real})")))
+                    };
+                    prop_assert!(
+                        agree,
+                        "model and bubblewrap disagree\n{}probe {}: {} $T/{}{}\nmodel ({}): {}, {}\nreal: {}",
+                        shown,
+                        i,
+                        p.op,
+                        p.path,
+                        p.to.as_deref().map(|to| format!(" -> $T/{to}")).unwrap_or_default(),
+                        name,
+                        if answer.allowed { "allow" } else { "deny" },
+                        answer.why.replace(&ts, "$T"),
+                        real,
+                    );
                 }
             }
-            prop_assert_eq!(seen, want, "{}", src);
         }
     }
 }
