@@ -511,23 +511,23 @@ impl Lab {
         v["binding"].as_str().unwrap().to_string()
     }
 
-    /// `sealc` as the caller: directly (root) or through `setpriv`.
-    fn sealc(&self) -> Command {
-        let mut c = match self.who {
-            Caller::Root => Command::new(SEALC),
-            Caller::User => {
-                let mut c = Command::new("/usr/bin/setpriv");
-                c.args([
-                    "--reuid=sealc-test",
-                    "--regid=sealc-test",
-                    "--init-groups",
-                    "--",
-                    SEALC,
-                ]);
-                c
-            }
-        };
-        c.current_dir(&self.t)
+    /// `sealc` as the caller: directly (root) or through `setpriv`, after
+    /// `prefix` (a command that execs the rest, such as `prlimit ... --`).
+    fn sealc(&self, prefix: &[&str]) -> Command {
+        let mut argv = prefix.to_vec();
+        if self.who == Caller::User {
+            argv.extend([
+                "/usr/bin/setpriv",
+                "--reuid=sealc-test",
+                "--regid=sealc-test",
+                "--init-groups",
+                "--",
+            ]);
+        }
+        argv.push(SEALC);
+        let mut c = Command::new(argv[0]);
+        c.args(&argv[1..])
+            .current_dir(&self.t)
             .env_clear()
             .env("PATH", "/usr/bin:/bin");
         c
@@ -535,7 +535,12 @@ impl Lab {
 
     /// `sealc exec RECORD [flags] -- argv`.
     fn exec(&self, flags: &[&str], argv: &[&str]) -> Command {
-        let mut c = self.sealc();
+        self.exec_under(&[], flags, argv)
+    }
+
+    /// [`Lab::exec`] after `prefix`.
+    fn exec_under(&self, prefix: &[&str], flags: &[&str], argv: &[&str]) -> Command {
+        let mut c = self.sealc(prefix);
         c.arg("exec")
             .arg(self.record())
             .args(flags)
@@ -557,6 +562,11 @@ impl Lab {
     /// `bash -c script` under the seal, as the caller.
     fn sh_cmd(&self, flags: &[&str], script: &str) -> Command {
         self.exec(flags, &["/bin/bash", "-c", &self.script(script)])
+    }
+
+    /// [`Lab::sh_cmd`] after `prefix`.
+    fn sh_under(&self, prefix: &[&str], script: &str) -> Command {
+        self.exec_under(prefix, &[], &["/bin/bash", "-c", &self.script(script)])
     }
 
     fn sh(&self, script: &str) -> Output {
@@ -1101,7 +1111,7 @@ fn exchange(a: &Path, b: &Path) -> bool {
 /// root or write into the denied directory.
 #[test]
 fn escape_07_swapping_a_write_root_during_start_up_redirects_nothing() {
-    const RUNS: usize = 40;
+    const RUNS: usize = 100;
     let mut v = Verdict::default();
     for who in CALLERS {
         let Some(lab) = Lab::new(who, &Shape::default()) else {
@@ -1572,7 +1582,8 @@ fn partial_netlink_is_route_only() {
 
 /// Writes outside the write roots fail whatever the call (create, append,
 /// truncate, chmod, utimes, rename, link, symlink, mkdir, rmdir, unlink,
-/// mkfifo, setxattr), on a host directory every user may write, and also on
+/// mkfifo, setxattr), on a host directory every user may write, on the
+/// caller's cgroup limits, and also on
 /// a mount the host makes there while the sandbox runs (which bubblewrap's
 /// read-only binds never covered; only a second layer, such as Landlock,
 /// does).
@@ -1597,6 +1608,16 @@ w move-out "mv $OUT/existing $WS/"
 w unlink "rm -f $OUT/existing"
 w denied "echo x > $SECRETDIR/new"
 w etc "echo x > /etc/sealc-attack"
+# The caller's cgroup (v1 or v2) limits, each written with its own value.
+while IFS=: read -r _ _ cg; do
+  for d in /sys/fs/cgroup"$cg" /sys/fs/cgroup/*"$cg"; do
+    for f in "$d"/pids.max "$d"/memory.limit_in_bytes "$d"/memory.max "$d"/cpu.shares "$d"/cpu.max; do
+      [ -f "$f" ] || continue
+      val=$(cat "$f" 2>/dev/null) || continue
+      (printf '%s\n' "$val" > "$f") 2>/dev/null && echo "WROTE cgroup $f"
+    done
+  done
+done < /proc/self/cgroup
 true
 "#;
     for who in CALLERS {
@@ -1728,6 +1749,55 @@ fn host_mount_during_the_run(lab: &Lab, v: &mut Verdict) {
         || lab.label("a host mount made during the run was written"),
     );
     drop(mounted);
+}
+
+/// The caller's `RLIMIT_NPROC` holds inside (uid 0 is exempt from it, so a
+/// root caller's agent ignored it): with a limit of 64 processes, the agent
+/// cannot fork 200.
+#[test]
+fn partial_the_callers_process_limit_holds() {
+    const LIMIT: usize = 64;
+    let mut v = Verdict::default();
+    let script = r#"echo SANDBOX-UP
+/usr/bin/python3 - <<'PY'
+import os, signal, time
+kids = []
+for i in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+print("FORKED", len(kids))
+for pid in kids:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+PY
+"#;
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let nproc = format!("--nproc={LIMIT}:{LIMIT}");
+        let out = output_within(
+            lab.sh_under(&["/usr/bin/prlimit", &nproc, "--"], script),
+            None,
+            DEADLINE,
+        );
+        let forked = stdout(&out)
+            .lines()
+            .find_map(|l| l.strip_prefix("FORKED ")?.parse::<usize>().ok());
+        v.check(forked.is_some_and(|n| n < LIMIT), || {
+            lab.label(&format!(
+                "RLIMIT_NPROC={LIMIT} did not hold inside:\n{}",
+                text(&out)
+            ))
+        });
+    }
+    v.done();
 }
 
 // ---------------------------------------------------------------------------
