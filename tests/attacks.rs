@@ -97,7 +97,10 @@ fn id_of(flag: &str) -> Result<u32, String> {
 
 fn prepare() -> Result<Env, String> {
     if !rustix::process::getuid().is_root() {
-        return Err("the battery runs as root (and as `sealc-test` through setpriv)".into());
+        return Err(
+            "this test process is not root (the battery runs as root, and as `sealc-test` through setpriv)"
+                .into(),
+        );
     }
     let bwrap = [
         "--ro-bind",
@@ -128,6 +131,25 @@ fn prepare() -> Result<Env, String> {
     as_user.extend(bwrap);
     if !runs("setpriv", &as_user) {
         return Err(format!("bubblewrap cannot make namespaces as `{USER}`"));
+    }
+    // The user must reach sealc and the labs: every parent of the checkout
+    // traversable (not, say, a checkout under a 0700 home).
+    let tmpdir = env!("CARGO_TARGET_TMPDIR");
+    let reach = [
+        "--reuid=sealc-test",
+        "--regid=sealc-test",
+        "--init-groups",
+        "--",
+        "/bin/sh",
+        "-c",
+        "\"$0\" --version && test -x \"$1\"",
+        SEALC,
+        tmpdir,
+    ];
+    if !runs("setpriv", &reach) {
+        return Err(format!(
+            "`{USER}` cannot run {SEALC} or reach {tmpdir}: make every parent directory of the checkout traversable (chmod o+x)"
+        ));
     }
     // Built once per test run, into a directory every caller (and every
     // sandbox) can read.
@@ -1456,7 +1478,8 @@ fn escape_10_a_replaced_builder_never_runs() {
 
 /// `sealc exec RECORD --expect sha256:<binding>` runs only the seal with
 /// that binding: a consistent record recompiled from an edited spec is
-/// refused (exit 1, nothing starts), the reviewed one runs.
+/// refused (exit 1, nothing starts), the reviewed one runs. `sealc verify
+/// --expect` passes or refuses the same records.
 #[test]
 fn escape_11_expect_pins_the_reviewed_seal() {
     let mut v = Verdict::default();
@@ -1506,6 +1529,27 @@ fn escape_11_expect_pins_the_reviewed_seal() {
             !lab.path("ws/started-edited").exists() && !lab.path("outside/pwned").exists(),
             || lab.label("`--expect` of the reviewed binding: the edited seal started"),
         );
+
+        // `sealc verify --expect` pins it the same way.
+        let verify = |expect: &str| {
+            let mut c = lab.sealc(&[]);
+            c.arg("verify").arg(lab.record()).args(["--expect", expect]);
+            output_within(c, None, DEADLINE)
+        };
+        let out = verify(&reviewed);
+        v.check(out.status.code() == Some(1), || {
+            lab.label(&format!(
+                "`verify --expect` of the reviewed binding passes an edited seal (exit is not 1):\n{}",
+                text(&out)
+            ))
+        });
+        let out = verify(&lab.binding());
+        v.check(out.status.code() == Some(0), || {
+            lab.label(&format!(
+                "`verify --expect` of the record's own binding does not pass:\n{}",
+                text(&out)
+            ))
+        });
 
         // The record's own binding runs.
         let own = lab.binding();
