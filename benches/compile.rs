@@ -249,6 +249,8 @@ fn bench_linux(c: &mut Criterion) {
         exe: std::path::Path::new("/usr/local/bin/sealc"),
         bridge_dir: std::path::Path::new("/tmp/sealc-bridge"),
         profile: b"",
+        user: None,
+        has_proc_entry: &|_| true,
     };
     let cmd = vec!["codex".into(), "exec".into()];
     c.bench_function("exec plan probe-rep linux", |b| {

@@ -846,7 +846,7 @@ fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
     use crate::drift::DriftKind;
     let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
     if has(DriftKind::Moved) {
-        return vec!["do not compile the seal again: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
+        return vec!["keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
     }
     let mut help = Vec::new();
     if has(DriftKind::Builder) {

@@ -162,7 +162,7 @@ fn the_next_run_refuses_a_move(
         "advised compiling again: {all}"
     );
     assert!(
-        stderr.contains("help: do not compile the seal again"),
+        stderr.contains("help: keep this record") && !stderr.contains("compile the seal again"),
         "{all}"
     );
 }

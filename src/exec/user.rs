@@ -152,8 +152,7 @@ fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
         if st.st_uid != ids.uid || st.st_gid != ids.gid {
             chown(&dir, ids)?;
         }
-        let mut entries = rustix::fs::Dir::read_from(&dir)?;
-        while let Some(entry) = entries.next() {
+        for entry in rustix::fs::Dir::read_from(&dir)? {
             let entry = entry?;
             let name = entry.file_name();
             if name.to_bytes() == b"." || name.to_bytes() == b".." {
