@@ -487,20 +487,8 @@ fn sandbox_members(bwrap: u32) -> Vec<i32> {
 /// opened with `O_NOFOLLOW` from `/`), as an `O_PATH` descriptor that the
 /// sandbox's builder may inherit, and check that it is `kind`.
 fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
-    use rustix::fs::{FileType, Mode, OFlags};
-    let mut fd = rustix::fs::open(
-        "/",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    for comp in Path::new(path).components().skip(1) {
-        fd = rustix::fs::openat(
-            &fd,
-            comp.as_os_str(),
-            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-    }
+    use rustix::fs::{FileType, OFlags};
+    let fd = user::open_nofollow(path, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)?;
     let ft = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
     let ok = match kind {
         PathKind::Dir => ft == FileType::Directory,

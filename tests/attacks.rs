@@ -1150,11 +1150,22 @@ fn escape_07_swapping_a_write_root_during_start_up_redirects_nothing() {
         let racer = {
             let (ws, swap, stop) = (lab.path("ws"), swap.clone(), stop.clone());
             std::thread::spawn(move || {
-                let mut swaps = 0u64;
+                let (mut swaps, mut x) = (0u64, 0x9e37_79b9_u32);
                 while !stop.load(Ordering::SeqCst) {
                     if exchange(&ws, &swap) {
                         assert!(exchange(&ws, &swap), "cannot swap the write root back");
                         swaps += 1;
+                    }
+                    // A random stay in the good state (0 to ~50 µs): runs
+                    // then also get past the checks made before the mounts,
+                    // so the swap lands on every step of start-up, the
+                    // mounts included, instead of being caught up front.
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    let until = Instant::now() + Duration::from_nanos(u64::from(x % 50_000));
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
                     }
                 }
                 swaps

@@ -68,19 +68,14 @@ pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
 /// links, so nothing swapped in meanwhile is changed instead.
 pub fn hand_over(roots: &[String], ids: Ids) -> Result<(), String> {
     for root in roots {
-        let dir = match rustix::fs::open(
-            root.as_str(),
+        let dir = match open_nofollow(
+            root,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
         ) {
             Ok(d) => d,
             Err(rustix::io::Errno::NOTDIR) => {
-                let f = rustix::fs::open(
-                    root.as_str(),
-                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
+                let f = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
+                    .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
                 chown_single(&f, ids).map_err(|e| format!("cannot hand over `{root}`: {e}"))?;
                 continue;
             }
@@ -93,6 +88,25 @@ pub fn hand_over(roots: &[String], ids: Ids) -> Result<(), String> {
         walk(dir, dev, ids).map_err(|e| format!("cannot hand over `{root}`: {e}"))?;
     }
     Ok(())
+}
+
+/// Open an absolute `path` without following a link anywhere on the way:
+/// each directory above it is opened with `O_PATH|O_NOFOLLOW` from `/`, and
+/// the last component with `flags` (which should hold `O_NOFOLLOW`). A host
+/// process that swaps any component for a symlink meanwhile gets `ELOOP` or
+/// `ENOTDIR`, never another object.
+pub fn open_nofollow(path: &str, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::open("/", dir_flags, Mode::empty())?;
+    let p = std::path::Path::new(path);
+    let comps: Vec<_> = p.components().skip(1).collect();
+    let Some((last, above)) = comps.split_last() else {
+        return rustix::fs::open("/", flags, Mode::empty());
+    };
+    for c in above {
+        fd = rustix::fs::openat(&fd, c.as_os_str(), dir_flags, Mode::empty())?;
+    }
+    rustix::fs::openat(&fd, last.as_os_str(), flags, Mode::empty())
 }
 
 /// Can `ids` walk down to `path`? Every directory above it must be
