@@ -20,11 +20,11 @@
 //! `.ci/run`), under which they fail.
 
 mod common;
+use common::{serve, text};
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixDatagram;
@@ -215,15 +215,6 @@ impl Verdict {
     }
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -283,18 +274,6 @@ fn wait_within(child: &mut Child, limit: Duration) -> (std::process::ExitStatus,
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// A loopback service that answers every connection with `reply`.
-fn serve(reply: &'static str) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut c in l.incoming().flatten() {
-            let _ = c.write_all(reply.as_bytes());
-        }
-    });
-    port
 }
 
 fn chmod(p: &Path, mode: u32) {

@@ -12,12 +12,11 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::root;
+use common::{root, serve, text};
 
 const SECRET: &str = "SKILL-SECRET-7f3a";
 const OTHER_RUN: &str = "OTHER-RUN-TEMP-91c2";
@@ -48,18 +47,6 @@ fn bwrap_works() -> bool {
         eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
     }
     ok
-}
-
-/// A service on a loopback port that answers every connection with `reply`.
-fn serve(reply: &'static str) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut c in l.incoming().flatten() {
-            let _ = c.write_all(reply.as_bytes());
-        }
-    });
-    port
 }
 
 /// The layout of one sealed run, compiled.
@@ -187,15 +174,6 @@ impl Lab {
             .output()
             .unwrap()
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// One attack: a script that prints what it got; it is blocked when the

@@ -9,6 +9,7 @@
 //! `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
+use common::text;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -31,15 +32,6 @@ fn bwrap_works() -> bool {
         eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
     }
     ok
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A temp directory (outside `/tmp`), a Linux spec compiled in it, and

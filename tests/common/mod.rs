@@ -204,3 +204,28 @@ impl Sealc {
         }
     }
 }
+
+/// A process's exit, stdout and stderr, for an assertion message.
+#[allow(dead_code)]
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A service on a loopback port that answers every connection with `reply`.
+#[allow(dead_code)]
+pub fn serve(reply: &'static str) -> u16 {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let _ = c.write_all(reply.as_bytes());
+        }
+    });
+    port
+}
