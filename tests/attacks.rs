@@ -2018,3 +2018,186 @@ fn termination_a_killed_sealc_leaves_nothing_inside() {
     }
     v.done();
 }
+
+// ---------------------------------------------------------------------------
+// Review (wt-review): attacks found after the battery above was closed.
+
+/// A host unix stream socket (as a docker or D-Bus socket would be),
+/// connectable by every user: what it receives, collected until `stop`.
+struct HostStream {
+    got: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HostStream {
+    fn listen(path: &Path) -> HostStream {
+        let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+        chmod(path, 0o777);
+        l.set_nonblocking(true).unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (got, stop) = (got.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match l.accept() {
+                        Ok((mut c, _)) => {
+                            let _ = c.set_nonblocking(false);
+                            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                            let mut s = String::new();
+                            let _ = c.read_to_string(&mut s);
+                            got.lock().unwrap().push(s);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })
+        };
+        HostStream {
+            got,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(mut self) -> Vec<String> {
+        std::thread::sleep(Duration::from_millis(200));
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        let got = self.got.lock().unwrap().clone();
+        got
+    }
+}
+
+/// `[env] allow_loader_vars = true` promises that a loader variable reaches
+/// only the command, never a program that builds the sandbox. But sealc's
+/// own `__confine` (which applies Landlock and the command's seccomp filter)
+/// is started by the init with the command's environment, so a library that
+/// run 1 leaves in a write root is loaded by run 2's `__confine` *before* it
+/// confines anything: its constructor makes a unix socket (refused to the
+/// command in modes `none` and `proxy`) and connects to a host service.
+#[test]
+fn review_loader_variables_never_reach_sealcs_own_helpers() {
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let Some(env) = env() else {
+            return;
+        };
+        let lab = Lab::layout(who, env);
+        let sock = lab.path("sock/host.sock");
+        std::fs::create_dir_all(lab.path("build")).unwrap();
+        chmod(&lab.path("build"), 0o755);
+        let out = Command::new("gcc")
+            .args(["-shared", "-fPIC", "-O1", "-Wall", "-o"])
+            .arg(lab.path("build/reach.so"))
+            .arg(format!("-DSOCK=\"{}\"", sock.display()))
+            .arg(common::root().join("tests/attacks/unix_preload.c"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gcc: {}", text(&out));
+        chmod(&lab.path("build/reach.so"), 0o755);
+        lab.compile_ok(
+            &Shape {
+                set: &[("LD_PRELOAD", "${lab}/ws/evil.so")],
+                env: "allow_loader_vars = true",
+                ..Shape::default()
+            }
+            .spec(),
+        );
+        let run1 = lab.sh("echo SANDBOX-UP; cp $T/build/reach.so $WS/evil.so && echo PLANTED");
+        v.check(stdout(&run1).contains("PLANTED"), || {
+            lab.label(&format!(
+                "run 1 could not plant the library:\n{}",
+                text(&run1)
+            ))
+        });
+        let host = HostStream::listen(&sock);
+        let run2 = lab.sh("echo SANDBOX-UP");
+        let got = host.stop();
+        v.check(Lab::started(&run2), || {
+            lab.label(&format!("run 2 did not start:\n{}", text(&run2)))
+        });
+        v.check(got.is_empty(), || {
+            lab.label(&format!(
+                "a loader variable reached a process inside the namespaces but outside the seccomp filter and Landlock, which connected to a host unix socket: {got:?}\nrun 2:\n{}",
+                text(&run2)
+            ))
+        });
+    }
+    v.done();
+}
+
+/// A socket on stdin crosses as it is: one the caller made in the host's
+/// network namespace (a UDP socket, as inetd or a socket-activated service
+/// hands over) lets the command send to any address from the host's
+/// namespace, past the proxy-only network.
+#[test]
+fn review_a_socket_on_stdin_reaches_no_host_network() {
+    let mut v = Verdict::default();
+    let marker = "UDP-STDIN-MARKER-7a90";
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let given = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let stdin = Stdio::from(std::os::fd::OwnedFd::from(given));
+        let script = format!(
+            "echo SANDBOX-UP; /usr/bin/python3 -c 'import socket; s = socket.socket(fileno=0); s.sendto(b\"{marker}\", (\"127.0.0.1\", {port})); print(\"SENT\")'"
+        );
+        let out = output_within(lab.sh_cmd(&[], &script), Some(stdin), DEADLINE);
+        let mut buf = [0u8; 256];
+        let got = rx
+            .recv(&mut buf)
+            .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+            .unwrap_or_default();
+        v.check(!got.contains(marker), || {
+            lab.label(&format!(
+                "the host received a datagram from the sandbox through the socket on stdin: {got:?}\n{}",
+                text(&out)
+            ))
+        });
+    }
+    v.done();
+}
+
+/// Started by root, `sealc exec` hands the write roots over by walking them,
+/// holding a descriptor for every directory still to visit. A run that
+/// leaves 1100 sibling directories in a write root makes every later run
+/// under the common `ulimit -n 1024` fail (`Too many open files`, exit 127).
+#[test]
+fn review_a_wide_tree_left_in_a_write_root_stops_no_later_run() {
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let run1 = lab.sh(
+            "echo SANDBOX-UP; mkdir $WS/wide && cd $WS/wide && for i in $(seq 1 1100); do mkdir d$i; done; echo PLANTED",
+        );
+        v.check(stdout(&run1).contains("PLANTED"), || {
+            lab.label(&format!("run 1 could not plant the tree:\n{}", text(&run1)))
+        });
+        let run2 = output_within(
+            lab.sh_under(
+                &["/usr/bin/prlimit", "--nofile=1024:1024", "--"],
+                "echo SANDBOX-UP",
+            ),
+            None,
+            DEADLINE,
+        );
+        v.check(Lab::started(&run2), || {
+            lab.label(&format!(
+                "a tree left by the last run stops the next one:\n{}",
+                text(&run2)
+            ))
+        });
+    }
+    v.done();
+}
