@@ -130,6 +130,9 @@ enum Command {
         /// A path beneath which writes are allowed.
         #[arg(long)]
         write: Vec<OsString>,
+        /// The pipe that carries the command's environment.
+        #[arg(long)]
+        env_fd: Option<i32>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
@@ -311,6 +314,7 @@ pub fn run(
             tcp_any,
             tcp_port,
             write,
+            env_fd,
             command,
         } => {
             let c = crate::exec::Confinement {
@@ -322,7 +326,7 @@ pub fn run(
                     crate::exec::Tcp::Only(tcp_port)
                 },
             };
-            let e = crate::exec::confine_main(&c, &command);
+            let e = crate::exec::confine_main(&c, env_fd, &command);
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }
@@ -719,6 +723,26 @@ fn exec(
         }
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
+    // sealc runs inside as pid 1 and before the command is confined: a copy
+    // the agent can replace would run unconfined in the next run.
+    if let Some(w) = compiled.ir.roots.iter().find(|r| {
+        r.kind == crate::ir::RootKind::Write
+            && r.real
+                .as_deref()
+                .is_some_and(|real| crate::ir::is_within(&exe.to_string_lossy(), real))
+    }) {
+        let _ = writeln!(
+            err,
+            "error: sealc's own binary {} is inside the write root {}, where the agent could replace it for the next run, so nothing was started",
+            quote(&exe.display().to_string()),
+            quote(&w.origin)
+        );
+        let _ = writeln!(
+            err,
+            "help: install sealc outside every write root (`cargo install --locked --path .`)"
+        );
+        return BAD_INPUT;
+    }
     let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
         && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
     let profile = recompiled

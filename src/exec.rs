@@ -298,7 +298,16 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
         args.push(format!("{}/{BRIDGE_SOCKET}", bwrap::BRIDGE_PATH).into());
     }
     args.push("--".into());
-    args.extend([bwrap::INIT_PATH.into(), "__confine".into()]);
+    args.extend([
+        bwrap::INIT_PATH.into(),
+        "__confine".into(),
+        "--env-fd".into(),
+    ]);
+    fds.push(FdSlot {
+        at: args.len(),
+        source: FdSource::Env,
+    });
+    args.push(placeholder("env"));
     if ir.network.mode != NetMode::Open {
         args.push("--offline".into());
     }
@@ -394,9 +403,18 @@ fn sweep_stale_bridges(parent: &Path) {
         if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
+        // Through the directory itself, never a link put in its place.
         let dir = e.path();
-        let _ = std::fs::remove_file(dir.join(BRIDGE_SOCKET));
-        let _ = std::fs::remove_dir(&dir);
+        if let Ok(fd) = user::open_nofollow(
+            &dir.to_string_lossy(),
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+        ) {
+            let _ = rustix::fs::unlinkat(&fd, BRIDGE_SOCKET, rustix::fs::AtFlags::empty());
+            let _ = std::fs::remove_dir(&dir);
+        }
     }
 }
 
@@ -508,6 +526,26 @@ fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Copy until the end with plain `read` and `write`: each `write` moves a
+/// shared file position under the kernel's lock, so stdout and stderr sent
+/// to one file (`> log 2>&1`) keep every byte (`io::copy` would splice, which
+/// can race on the position).
+fn relay(mut from: impl io::Read, mut to: impl io::Write) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Let the sandbox's builder inherit `fd` (and return its number).
 fn inheritable(fd: &OwnedFd) -> io::Result<i32> {
     use std::os::fd::AsRawFd;
@@ -527,7 +565,13 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let mut args = plan.args.clone();
     let mut keep: Vec<OwnedFd> = Vec::new();
     let mut env_writer = None;
+    let mut env_fd = None;
     for slot in &plan.fds {
+        if let (FdSource::Env, Some(n)) = (&slot.source, env_fd) {
+            // One pipe: `__init` hands it on to `__confine`, under its number.
+            args[slot.at] = i32::to_string(&n).into();
+            continue;
+        }
         let fd = match &slot.source {
             FdSource::Bind { path, kind } => open_exact(path, *kind).map_err(|e| {
                 io::Error::other(format!(
@@ -535,7 +579,8 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
                     quote(path)
                 ))
             })?,
-            FdSource::Exe => OwnedFd::from(std::fs::File::open(&plan_exe()?)?),
+            // The binary that is running, whatever its path names now.
+            FdSource::Exe => OwnedFd::from(std::fs::File::open("/proc/self/exe")?),
             FdSource::BridgeDir => {
                 let dir = plan
                     .bridge
@@ -550,7 +595,11 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
                 OwnedFd::from(r)
             }
         };
-        args[slot.at] = inheritable(&fd)?.to_string().into();
+        let n = inheritable(&fd)?;
+        if slot.source == FdSource::Env {
+            env_fd = Some(n);
+        }
+        args[slot.at] = n.to_string().into();
         keep.push(fd);
     }
     let mut cmd = Command::new(&plan.program);
@@ -582,12 +631,14 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let mut relays = Vec::new();
     if let Some(mut to) = child.stdin.take() {
         std::thread::spawn(move || {
-            if let Ok(mut from) = io::stdin()
+            // Never `io::copy`: a splice into the pipe would hold the pipe's
+            // lock while it waits for input, and the sandbox could not exit.
+            if let Ok(from) = io::stdin()
                 .as_fd()
                 .try_clone_to_owned()
                 .map(std::fs::File::from)
             {
-                let _ = io::copy(&mut from, &mut to);
+                relay(from, &mut to);
             }
         });
     }
@@ -596,17 +647,13 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let caller = |fd: std::os::fd::BorrowedFd<'_>| -> io::Result<std::fs::File> {
         Ok(std::fs::File::from(fd.try_clone_to_owned()?))
     };
-    if let Some(mut from) = child.stdout.take() {
-        let mut to = caller(io::stdout().as_fd())?;
-        relays.push(std::thread::spawn(move || {
-            let _ = io::copy(&mut from, &mut to);
-        }));
+    if let Some(from) = child.stdout.take() {
+        let to = caller(io::stdout().as_fd())?;
+        relays.push(std::thread::spawn(move || relay(from, to)));
     }
-    if let Some(mut from) = child.stderr.take() {
-        let mut to = caller(io::stderr().as_fd())?;
-        relays.push(std::thread::spawn(move || {
-            let _ = io::copy(&mut from, &mut to);
-        }));
+    if let Some(from) = child.stderr.take() {
+        let to = caller(io::stderr().as_fd())?;
+        relays.push(std::thread::spawn(move || relay(from, to)));
     }
     let group = rustix::process::Pid::from_child(&child);
     let inside = plan.bubblewrap;
@@ -702,11 +749,6 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
         Some(Err(e)) => Err(e),
         None => Ok(CANNOT_START),
     }
-}
-
-/// sealc's own binary, as the kernel has it.
-fn plan_exe() -> io::Result<PathBuf> {
-    std::env::current_exe()
 }
 
 #[cfg(test)]

@@ -2201,3 +2201,124 @@ fn review_a_wide_tree_left_in_a_write_root_stops_no_later_run() {
     }
     v.done();
 }
+
+/// `sealc exec ... > log 2>&1`: stdout and stderr share one file position.
+/// Relayed by two threads, every byte of both must land in the file; the
+/// agent decides what races, so a lossy relay would let it overwrite its own
+/// transcript.
+#[test]
+fn review_stdout_and_stderr_into_one_file_keep_every_line() {
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let file = log.reopen().unwrap();
+        let mut cmd = lab.sh_cmd(
+            &[],
+            "for i in $(seq 1 2000); do echo out-$i; echo err-$i >&2; done",
+        );
+        cmd.stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file);
+        let status = cmd.status().unwrap();
+        let got = std::fs::read_to_string(log.path()).unwrap();
+        let lines = got
+            .lines()
+            .filter(|l| l.starts_with("out-") || l.starts_with("err-"))
+            .count();
+        v.check(status.success() && lines == 4000, || {
+            lab.label(&format!(
+                "{lines} of 4000 lines reached the shared file (exit {status})"
+            ))
+        });
+    }
+    v.done();
+}
+
+/// No call that takes a mode may set a setuid or setgid bit, even on a file
+/// the agent owns: `open(O_CREAT, 04755)`, `mknod(S_IFREG|06755)`, `creat`,
+/// and `openat2` (whose mode no filter can read).
+#[test]
+fn review_no_setuid_or_setgid_bit_by_any_call() {
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let out = lab.sh(
+            "echo SANDBOX-UP; /usr/bin/python3 - <<PY\n\
+import os, ctypes\n\
+ws = os.environ.get('WS') or '$WS'\n\
+for name, f in [('open', lambda p: os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o4755))),\n\
+                ('mknod', lambda p: os.mknod(p, 0o100000 | 0o6755)),\n\
+                ('creat', lambda p: os.close(ctypes.CDLL(None, use_errno=True).creat(p.encode(), 0o2755)))]:\n\
+    try:\n\
+        f(ws + '/suid-' + name); print('made', name)\n\
+    except OSError as e:\n\
+        print('refused', name, e)\n\
+PY",
+        );
+        v.check(Lab::started(&out), || lab.label(&text(&out)));
+        for e in std::fs::read_dir(lab.path("ws")).unwrap().flatten() {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = e.metadata().unwrap().permissions().mode();
+            v.check(mode & 0o6000 == 0, || {
+                lab.label(&format!(
+                    "{} has mode {mode:o} on the host:\n{}",
+                    e.path().display(),
+                    text(&out)
+                ))
+            });
+        }
+    }
+    v.done();
+}
+
+/// sealc runs inside as pid 1 and before the command is confined: a copy of
+/// it inside a write root (which the agent could replace for the next run)
+/// is refused, and nothing starts.
+#[test]
+fn review_sealc_inside_a_write_root_never_runs() {
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let Some(lab) = Lab::new(who, &Shape::default()) else {
+            return;
+        };
+        let copy = lab.path("ws/sealc");
+        std::fs::copy(SEALC, &copy).unwrap();
+        chmod(&copy, 0o755);
+        let cmd = lab.exec(&[], &["/bin/echo", "SANDBOX-UP"]);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let prog = cmd.get_program().to_owned();
+        // The same command line, with sealc's path swapped for the copy.
+        let args: Vec<_> = std::iter::once(prog)
+            .chain(args)
+            .map(|a| {
+                if a == SEALC {
+                    copy.clone().into_os_string()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let mut c = Command::new(&args[0]);
+        c.args(&args[1..]);
+        for (k, val) in cmd.get_envs() {
+            match val {
+                Some(val) => c.env(k, val),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = cmd.get_current_dir() {
+            c.current_dir(d);
+        }
+        let out = output_within(c, None, DEADLINE);
+        v.check(
+            out.status.code() == Some(2) && !Lab::started(&out) && all(&out).contains("write root"),
+            || lab.label(&format!("a sealc inside a write root ran:\n{}", text(&out))),
+        );
+    }
+    v.done();
+}

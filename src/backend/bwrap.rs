@@ -92,7 +92,7 @@ pub fn kernel_entry(step: &Step) -> Option<&str> {
 pub const REFUSED: &[&str] = &[
     "socket(other than AF_INET, AF_INET6, AF_NETLINK, AF_UNIX)",
     "socket(AF_NETLINK, other than NETLINK_ROUTE)",
-    "clone(CLONE_NEW*), clone3 (ENOSYS)",
+    "clone(CLONE_NEW*), clone3 and openat2 (ENOSYS)",
     "unshare",
     "setns",
     "mount",
@@ -107,8 +107,9 @@ pub const REFUSED: &[&str] = &[
     "io_uring_setup",
     "add_key, keyctl, request_key",
     "ioctl(TIOCSTI, TIOCSCTTY, TIOCLINUX)",
-    "chmod, fchmod, fchmodat, fchmodat2 (setuid or setgid bit)",
+    "chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat (setuid or setgid bit)",
     "mknod, mknodat (character or block device)",
+    "x32 system calls of their own (512 to 547)",
 ];
 /// Also refused in `none` and `proxy` mode: new unix sockets, and unix
 /// socket pairs other than streams (a host service's socket is still visible

@@ -209,19 +209,31 @@ fn rules(offline: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
         libc::SYS_keyctl,
         libc::SYS_request_key,
     ];
+    // A setuid or setgid bit, by any call that takes a mode: chmod, a new
+    // file's mode, a node's mode. A device node, by its type.
+    let mode_rules = |arg: u8, nodes: bool| -> Result<Vec<SeccompRule>, String> {
+        let mut r = set_id_bits(arg)?;
+        if nodes {
+            r.extend(device(arg)?);
+        }
+        Ok(r)
+    };
     let mut conditional: Vec<(i64, Vec<SeccompRule>)> = vec![
         (libc::SYS_socket, vec![other_family, other_netlink]),
         (libc::SYS_clone, new_ns),
         (libc::SYS_ioctl, ioctls),
-        (libc::SYS_fchmod, set_id_bits(1)?),
-        (libc::SYS_fchmodat, set_id_bits(2)?),
-        (libc::SYS_fchmodat2, set_id_bits(2)?),
-        (libc::SYS_mknodat, device(2)?),
+        (libc::SYS_fchmod, mode_rules(1, false)?),
+        (libc::SYS_fchmodat, mode_rules(2, false)?),
+        (libc::SYS_fchmodat2, mode_rules(2, false)?),
+        (libc::SYS_openat, mode_rules(3, false)?),
+        (libc::SYS_mknodat, mode_rules(2, true)?),
     ];
     #[cfg(target_arch = "x86_64")]
     {
-        conditional.push((libc::SYS_chmod, set_id_bits(1)?));
-        conditional.push((libc::SYS_mknod, device(1)?));
+        conditional.push((libc::SYS_chmod, mode_rules(1, false)?));
+        conditional.push((libc::SYS_open, mode_rules(2, false)?));
+        conditional.push((libc::SYS_creat, mode_rules(1, false)?));
+        conditional.push((libc::SYS_mknod, mode_rules(1, true)?));
     }
     if !socketpair.is_empty() {
         conditional.push((libc::SYS_socketpair, socketpair));
@@ -233,6 +245,13 @@ fn rules(offline: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
         }
         for nr in always {
             rules.insert(nr | bit, vec![]);
+        }
+    }
+    // x32's own numbers (512 to 547: its compat `ioctl`, `ptrace`,
+    // `process_vm_readv`, ...) would pass the rules above: refused outright.
+    if cfg!(target_arch = "x86_64") {
+        for nr in 512..=547 {
+            rules.insert(0x4000_0000 | nr, vec![]);
         }
     }
     Ok(rules)
@@ -263,9 +282,17 @@ pub fn filters(offline: bool) -> Result<Vec<seccompiler::BpfProgram>, String> {
         .map_err(|e| e.to_string())?;
         seccompiler::BpfProgram::try_from(f).map_err(|e| e.to_string())
     };
+    // `clone3` takes its flags in memory and `openat2` its mode: no filter
+    // can read them, so both answer `ENOSYS` and libc falls back to `clone`
+    // and `openat`, which the first filter reads.
     let clone3: BTreeMap<i64, Vec<SeccompRule>> = x32_bits()
         .iter()
-        .map(|bit| (libc::SYS_clone3 | bit, vec![]))
+        .flat_map(|bit| {
+            [
+                (libc::SYS_clone3 | bit, vec![]),
+                (libc::SYS_openat2 | bit, vec![]),
+            ]
+        })
         .collect();
     Ok(vec![
         build(rules(offline)?, libc::EPERM)?,
@@ -280,9 +307,17 @@ fn install(offline: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// `sealc __confine`: Landlock, then the filter, then become the command.
-/// Returns only when one of them fails.
-pub fn confine_main(c: &Confinement, command: &[OsString]) -> io::Error {
+/// `sealc __confine`: read the command's environment from `env_fd` (when
+/// given), apply Landlock, then the filter, then become the command with
+/// exactly that environment. It starts with an empty environment itself, so
+/// no loader variable of the command's (`LD_PRELOAD` into a write root, left
+/// by an earlier run) is honoured before it confines. Returns only when one
+/// of these fails.
+pub fn confine_main(c: &Confinement, env_fd: Option<i32>, command: &[OsString]) -> io::Error {
+    let env = match env_fd.map(read_env).transpose() {
+        Ok(env) => env,
+        Err(e) => return io::Error::other(e),
+    };
     if let Err(e) = apply_landlock(c) {
         return io::Error::other(format!("cannot apply the Landlock layer: {e}"));
     }
@@ -292,7 +327,26 @@ pub fn confine_main(c: &Confinement, command: &[OsString]) -> io::Error {
     let Some((first, rest)) = command.split_first() else {
         return io::Error::other("no command to run");
     };
-    Command::new(first).args(rest).exec()
+    let mut cmd = Command::new(first);
+    cmd.args(rest);
+    if let Some(env) = env {
+        cmd.env_clear().envs(env);
+    }
+    cmd.exec()
+}
+
+/// Read the environment from the pipe `sealc exec` made, and close it.
+fn read_env(fd: i32) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut bytes = Vec::new();
+    // SAFETY: `fd` is the read end of the pipe `sealc exec` made and named
+    // on this process's command line; nothing else in this process owns it,
+    // and it is closed when `pipe` drops.
+    #[allow(unsafe_code)]
+    let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
+    std::fs::File::from(pipe)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the environment: {e}"))?;
+    Ok(decode_env(&bytes))
 }
 
 /// Copy both ways between a TCP and a unix stream until both sides are done.
@@ -336,7 +390,9 @@ fn decode_env(bytes: &[u8]) -> Vec<(OsString, OsString)> {
         .collect()
 }
 
-/// `sealc __init`, pid 1 of the sandbox. Returns the exit status.
+/// `sealc __init`, pid 1 of the sandbox. Returns the exit status. It never
+/// reads the command's environment: it hands the pipe `env_fd` on to
+/// `__confine` (named in `command`) and runs with an empty environment.
 pub fn init_main(
     env_fd: i32,
     bridge: Option<(&str, &Path)>,
@@ -346,20 +402,18 @@ pub fn init_main(
     // memory, e.g. to use the unix sockets it keeps for the bridge.
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| format!("cannot make itself non-dumpable: {e}"))?;
-    let mut env = Vec::new();
-    {
-        // SAFETY: `env_fd` is the read end of the pipe `sealc exec` made for
-        // this process and named on its command line; nothing else owns it,
-        // and it is closed when `pipe` drops.
-        #[allow(unsafe_code)]
-        let pipe = unsafe { OwnedFd::from_raw_fd(env_fd) };
-        std::fs::File::from(pipe)
-            .read_to_end(&mut env)
-            .map_err(|e| format!("cannot read the environment: {e}"))?;
-    }
-    let env = decode_env(&env);
-    // Whatever else crossed (bubblewrap's descriptors) does not reach the command.
+    // Whatever else crossed (bubblewrap's descriptors) does not reach the
+    // command; the environment's pipe goes on to `__confine`.
     super::cloexec_inherited().map_err(|e| format!("cannot close inherited descriptors: {e}"))?;
+    {
+        // SAFETY: `env_fd` is the pipe `sealc exec` made and named on this
+        // process's command line; it is only borrowed to clear its
+        // close-on-exec flag.
+        #[allow(unsafe_code)]
+        let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(env_fd) };
+        rustix::io::fcntl_setfd(pipe, rustix::io::FdFlags::empty())
+            .map_err(|e| format!("cannot hand on the environment: {e}"))?;
+    }
     install(false)?;
     if let Some((listen, socket)) = bridge {
         let listener =
@@ -382,7 +436,6 @@ pub fn init_main(
     let child = Command::new(program)
         .args(args)
         .env_clear()
-        .envs(env)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     let main = rustix::process::Pid::from_child(&child);

@@ -7,8 +7,9 @@
 //! always reach the command as pipes that `sealc exec` relays (a file the
 //! caller gave is then never reopened inside, where Landlock would refuse
 //! it, and a terminal never crosses); stdin crosses as it is when it is a
-//! file, a pipe, a socket or a memory device such as `/dev/null`, and a
-//! terminal on stdin is relayed through a pipe too.
+//! file, a pipe or a memory device such as `/dev/null`, and a terminal or a
+//! socket on stdin (made in the caller's network namespace) is relayed
+//! through a pipe too.
 
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -36,9 +37,12 @@ pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, String> {
     };
     let out = n > 0;
     let what = match FileType::from_raw_mode(st.st_mode) {
-        FileType::RegularFile | FileType::Fifo | FileType::Socket => {
+        FileType::RegularFile | FileType::Fifo => {
             return Ok(if out { Way::Relay } else { Way::Inherit })
         }
+        // A socket was made in the caller's network namespace: handed in, an
+        // unconnected or datagram one would reach the host's network.
+        FileType::Socket => return Ok(Way::Relay),
         FileType::CharacterDevice if rustix::termios::isatty(fd) => return Ok(Way::Relay),
         // The memory devices (null, zero, full, random, urandom): major 1.
         FileType::CharacterDevice if rustix::fs::major(st.st_rdev) == 1 => {

@@ -159,39 +159,52 @@ fn chown_single(fd: &OwnedFd, ids: Ids) -> rustix::io::Result<()> {
     Ok(())
 }
 
+/// How deep a write root's tree may go before the hand-over gives up.
+const MAX_DEPTH: usize = 512;
+
 fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
-    let mut stack = vec![top];
-    while let Some(dir) = stack.pop() {
-        let st = rustix::fs::fstat(&dir)?;
-        if st.st_uid != ids.uid || st.st_gid != ids.gid {
-            chown(&dir, ids)?;
+    walk_dir(&top, dev, ids, 0)
+}
+
+/// Depth first, one open directory per level (a wide tree left by an earlier
+/// run costs no descriptors).
+fn walk_dir(dir: &OwnedFd, dev: u64, ids: Ids, depth: usize) -> rustix::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(rustix::io::Errno::LOOP);
+    }
+    let st = rustix::fs::fstat(dir)?;
+    if st.st_uid != ids.uid || st.st_gid != ids.gid {
+        chown(dir, ids)?;
+    }
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
         }
-        for entry in rustix::fs::Dir::read_from(&dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if name.to_bytes() == b"." || name.to_bytes() == b".." {
-                continue;
-            }
-            let fd = rustix::fs::openat(
-                &dir,
-                name,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            let st = rustix::fs::fstat(&fd)?;
-            if st.st_dev != dev {
-                continue; // another filesystem mounted inside: not ours to change
-            }
-            match FileType::from_raw_mode(st.st_mode) {
-                FileType::Directory => stack.push(rustix::fs::openat(
-                    &dir,
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let st = rustix::fs::fstat(&fd)?;
+        if st.st_dev != dev {
+            continue; // another filesystem mounted inside: not ours to change
+        }
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                drop(fd);
+                let child = rustix::fs::openat(
+                    dir,
                     name,
                     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
-                )?),
-                FileType::RegularFile => chown_single(&fd, ids)?,
-                _ => {} // symlinks, sockets, fifos: left as they are
+                )?;
+                walk_dir(&child, dev, ids, depth + 1)?;
             }
+            FileType::RegularFile => chown_single(&fd, ids)?,
+            _ => {} // symlinks, sockets, fifos: left as they are
         }
     }
     Ok(())
