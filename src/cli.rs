@@ -90,6 +90,9 @@ enum Command {
         /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; its write roots are handed to it.
         #[arg(long, value_name = "USER")]
         user: Option<String>,
+        /// Write a JSON run report here (atomically, also when nothing could start): outcome, limits, usage, bytes relayed.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
         /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
         #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
         expect: Option<String>,
@@ -108,6 +111,9 @@ enum Command {
         /// The pipe that carries the command's environment.
         #[arg(long)]
         env_fd: i32,
+        /// The pipe the command's start and end are reported on.
+        #[arg(long)]
+        status_fd: Option<i32>,
         #[arg(long, requires = "socket")]
         listen: Option<String>,
         #[arg(long, requires = "listen")]
@@ -133,6 +139,12 @@ enum Command {
         /// The pipe that carries the command's environment.
         #[arg(long)]
         env_fd: Option<i32>,
+        /// The pipe a failure to start the command is reported on.
+        #[arg(long)]
+        status_fd: Option<i32>,
+        /// A resource limit, `NAME=VALUE` (`[limits]` names).
+        #[arg(long, value_parser = parse_limit)]
+        limit: Vec<(String, u64)>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<OsString>,
     },
@@ -281,6 +293,7 @@ pub fn run(
             dry_run,
             user,
             expect,
+            report,
             command,
         } => exec(
             &record,
@@ -289,6 +302,7 @@ pub fn run(
                 dry_run,
                 user: user.as_deref(),
                 expect: expect.as_deref(),
+                report: report.as_deref(),
             },
             &command,
             out,
@@ -296,12 +310,13 @@ pub fn run(
         ),
         Command::Init {
             env_fd,
+            status_fd,
             listen,
             socket,
             command,
         } => {
             let bridge = listen.as_deref().zip(socket.as_deref());
-            match crate::exec::init_main(env_fd, bridge, &command) {
+            match crate::exec::init_main(env_fd, status_fd, bridge, &command) {
                 Ok(code) => code,
                 Err(e) => {
                     let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
@@ -315,10 +330,13 @@ pub fn run(
             tcp_port,
             write,
             env_fd,
+            status_fd,
+            limit,
             command,
         } => {
             let c = crate::exec::Confinement {
                 offline,
+                limits: limit,
                 write,
                 tcp: if tcp_any {
                     crate::exec::Tcp::Any
@@ -326,7 +344,7 @@ pub fn run(
                     crate::exec::Tcp::Only(tcp_port)
                 },
             };
-            let e = crate::exec::confine_main(&c, env_fd, &command);
+            let e = crate::exec::confine_main(&c, env_fd, status_fd, &command);
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }
@@ -600,12 +618,112 @@ struct VerifyArgs {
 
 /// Read the record and the artifact files beside it (or in `--artifacts`),
 /// then verify; the live and Codex-config checks come after.
+/// `NAME=VALUE` of `__confine --limit`.
+fn parse_limit(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s.split_once('=').ok_or("NAME=VALUE")?;
+    Ok((k.to_string(), v.parse().map_err(|_| "a number")?))
+}
+
 /// `sealc exec`'s options.
 struct ExecOpts<'a> {
     artifacts: Option<&'a Path>,
     dry_run: bool,
     user: Option<&'a str>,
     expect: Option<&'a str>,
+    report: Option<&'a Path>,
+}
+
+/// What `exec` learns on its way, for the run report.
+struct ExecCtx {
+    phase: crate::exec::report::Phase,
+    binding: Option<String>,
+    layers: serde_json::Value,
+    limits: std::collections::BTreeMap<&'static str, crate::exec::report::Limit>,
+    result: Option<crate::exec::RunResult>,
+}
+
+/// A writer that also keeps what was written (the report names the error).
+struct Tee<'a> {
+    inner: &'a mut dyn Write,
+    text: Vec<u8>,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.text.extend_from_slice(buf);
+        self.inner.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `sealc exec`, and its run report.
+fn exec(
+    record: &Path,
+    opts: &ExecOpts<'_>,
+    command: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    use crate::exec::report;
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let mut ctx = ExecCtx {
+        phase: report::Phase::Verify,
+        binding: None,
+        layers: serde_json::Value::Null,
+        limits: Default::default(),
+        result: None,
+    };
+    let mut tee = Tee {
+        inner: err,
+        text: Vec::new(),
+    };
+    let code = exec_run(record, opts, command, out, &mut tee, &mut ctx);
+    let Some(path) = opts.report.filter(|_| !opts.dry_run) else {
+        return code;
+    };
+    let said = String::from_utf8_lossy(&tee.text);
+    let r = ctx.result.unwrap_or_default();
+    let outcome = r.outcome.unwrap_or_else(|| report::Outcome::CouldNotStart {
+        phase: ctx.phase,
+        message: said
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or("nothing was started")
+            .to_string(),
+    });
+    let rep = report::Report {
+        argv: command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        binding: ctx.binding,
+        cpu_seconds: r.cpu_seconds,
+        duration_seconds: t0.elapsed().as_secs_f64(),
+        ended_at: report::rfc3339(std::time::SystemTime::now()),
+        exit_code: code,
+        layers: ctx.layers,
+        limits: ctx.limits,
+        limits_reached: r.limits_reached,
+        outcome: Some(outcome),
+        peak_memory_kib: r.peak_memory_kib,
+        schema: report::SCHEMA,
+        started_at: report::rfc3339(started),
+        stderr: r.stderr,
+        stdout: r.stdout,
+    };
+    if let Err(e) = report::write(path, &rep) {
+        let _ = writeln!(
+            tee.inner,
+            "error: cannot write the run report {}: {e}",
+            quote(&path.display().to_string())
+        );
+        return if code == OK { BAD_INPUT } else { code };
+    }
+    code
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).
@@ -628,12 +746,13 @@ fn exec_user(
 }
 
 /// `sealc exec`: verify exactly as `sealc verify` does, then run.
-fn exec(
+fn exec_run(
     record: &Path,
     opts: &ExecOpts<'_>,
     command: &[OsString],
     out: &mut dyn Write,
     err: &mut dyn Write,
+    ctx: &mut ExecCtx,
 ) -> i32 {
     let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
     let display = record.display().to_string();
@@ -679,6 +798,8 @@ fn exec(
         );
         return verdict.exit_code().max(DIFFERS);
     };
+    ctx.binding = Some(rec.binding.clone());
+    ctx.phase = crate::exec::report::Phase::HostCheck;
     let drift = crate::exec::host_drift(rec, &RealHost);
     if !drift.is_empty() {
         for d in &drift {
@@ -750,6 +871,7 @@ fn exec(
         .map(Vec::as_slice)
         .unwrap_or_default();
     let has_proc_entry = |p: &str| Path::new(p).exists();
+    ctx.limits = crate::exec::report::limits(&compiled.ir);
     let mut rt = crate::exec::Runtime {
         exe: &exe,
         bridge_dir: Path::new("<bridge-dir>"), // made below, once nothing can fail
@@ -764,8 +886,10 @@ fn exec(
             return BAD_INPUT;
         }
     };
+    ctx.layers = dry_run_layers(&compiled.ir, &plan);
+    ctx.phase = crate::exec::report::Phase::SandboxStart;
     if dry_run {
-        let layers = dry_run_layers(&compiled.ir, &plan);
+        let layers = ctx.layers.clone();
         let shown = serde_json::json!({
             "argv": std::iter::once(plan.program.clone())
                 .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
@@ -826,7 +950,31 @@ fn exec(
     };
     let _ = out.flush();
     match crate::exec::run(&plan, ways) {
-        Ok(code) => code,
+        Ok(result) => {
+            use crate::exec::report::Outcome;
+            let said = match &result.outcome {
+                Some(Outcome::WallTimeout) => Some("the wall-clock limit".to_string()),
+                Some(Outcome::CpuLimit) => Some("the CPU limit".into()),
+                Some(Outcome::MemoryLimit) => Some("the memory limit".into()),
+                Some(Outcome::OutputLimit) => Some("the output limit".into()),
+                Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
+                Some(Outcome::CouldNotStart { phase, message }) => {
+                    let _ = writeln!(err, "error: {} failed: {message}", phase.as_str());
+                    None
+                }
+                _ => None,
+            };
+            if let Some(what) = said {
+                let _ = writeln!(
+                    err,
+                    "sealc: the run was stopped at {what} (exit {})",
+                    result.exit_code()
+                );
+            }
+            let code = result.exit_code();
+            ctx.result = Some(result);
+            code
+        }
         Err(e) => {
             if let Some(b) = &plan.bridge {
                 let _ = std::fs::remove_file(b.dir.join(crate::exec::BRIDGE_SOCKET));

@@ -188,6 +188,11 @@ deny_read = [\"${ws}/link\"]",
         "[env]\nset = { LD_PRELOAD = \"/w/evil.so\" }",
     ),
     (
+        "sealc::limits::wall-twice",
+        "the wall-clock limit is given both as `limits.wall_seconds` and as `exec.timeout`",
+        "[exec]\ntimeout = { bin = \"/usr/bin/timeout\", seconds = 60 }\n[limits]\nwall_seconds = 60",
+    ),
+    (
         "sealc::assert::shape",
         "an `[[assert]]` does not name exactly one verdict and one kind of subject",
         "[[assert]]\ndeny = \"file-read-data\"",

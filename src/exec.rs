@@ -24,6 +24,7 @@
 //! crosses.
 
 pub mod inside;
+pub mod report;
 pub mod stdio;
 pub mod user;
 
@@ -87,6 +88,8 @@ pub struct Plan {
     pub user: Option<Ids>,
     /// Steps left out because this kernel's `/proc` lacks their entry.
     pub skipped: Vec<String>,
+    /// The run's limits.
+    pub limits: crate::ir::LimitsIr,
 }
 
 /// One descriptor named in argv.
@@ -108,6 +111,10 @@ pub enum FdSource {
     BridgeDir,
     /// The read end of the pipe that carries the command's environment.
     Env,
+    /// The write end of the pipe bubblewrap reports the sandbox on (`--info-fd`).
+    Info,
+    /// The write end of the pipe the inside reports the command's start and end on.
+    Status,
 }
 
 /// The bridge of a Linux `proxy` seal.
@@ -180,7 +187,9 @@ pub fn plan(
         .exec
         .timeout
         .as_ref()
-        .map(|(_, s)| Duration::from_secs(*s));
+        .map(|(_, s)| *s)
+        .or(ir.exec.limits.wall_seconds)
+        .map(Duration::from_secs);
     let secrets = ir.env.secrets.iter().cloned().collect();
     let mut plan = Plan {
         program: String::new(),
@@ -193,6 +202,7 @@ pub fn plan(
         fds: Vec::new(),
         user: rt.user,
         skipped: Vec::new(),
+        limits: ir.exec.limits.clone(),
     };
     match ir.platform {
         Platform::Macos => {
@@ -233,6 +243,17 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
     };
     let mut args: Vec<OsString> = Vec::new();
     let mut fds = Vec::new();
+    let mut slot = |args: &mut Vec<OsString>, source: FdSource, what: &str| {
+        fds.push(FdSlot {
+            at: args.len(),
+            source,
+        });
+        args.push(placeholder(what));
+    };
+    // bubblewrap says when the sandbox is built: a run that ends before
+    // that could not start.
+    args.push("--info-fd".into());
+    slot(&mut args, FdSource::Info, "info");
     for s in bwrap::steps(ir) {
         if let Some(entry) = bwrap::kernel_entry(&s) {
             if !(rt.has_proc_entry)(entry) {
@@ -250,14 +271,11 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
             // A root bound onto itself: through a descriptor.
             Some(opt) if a.len() == 3 && a[1] == a[2] && a[1] != "/" => {
                 args.push(opt.into());
-                fds.push(FdSlot {
-                    at: args.len(),
-                    source: FdSource::Bind {
-                        path: a[1].clone(),
-                        kind: kind_at(ir, &a[1]),
-                    },
-                });
-                args.push(placeholder(&a[1]));
+                let source = FdSource::Bind {
+                    path: a[1].clone(),
+                    kind: kind_at(ir, &a[1]),
+                };
+                slot(&mut args, source, &a[1]);
                 args.push(a[2].clone().into());
             }
             _ => args.extend(a.iter().map(OsString::from)),
@@ -269,30 +287,22 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
             && a.get(1).map(String::as_str) == Some("/dev/shm")
         {
             args.push("--ro-bind-fd".into());
-            fds.push(FdSlot {
-                at: args.len(),
-                source: FdSource::Exe,
-            });
-            args.push(placeholder("sealc"));
+            slot(&mut args, FdSource::Exe, "sealc");
             args.push(bwrap::INIT_PATH.into());
             if bridge.is_some() {
                 args.push("--ro-bind-fd".into());
-                fds.push(FdSlot {
-                    at: args.len(),
-                    source: FdSource::BridgeDir,
-                });
-                args.push(placeholder("bridge"));
+                slot(&mut args, FdSource::BridgeDir, "bridge");
                 args.push(bwrap::BRIDGE_PATH.into());
             }
         }
     }
     args.push("--".into());
+    // The init keeps the two pipes open for `__confine`, and reports the
+    // command's end on the status pipe.
     args.extend([bwrap::INIT_PATH.into(), "__init".into(), "--env-fd".into()]);
-    fds.push(FdSlot {
-        at: args.len(),
-        source: FdSource::Env,
-    });
-    args.push(placeholder("env"));
+    slot(&mut args, FdSource::Env, "env");
+    args.push("--status-fd".into());
+    slot(&mut args, FdSource::Status, "status");
     if let Some(listen) = &bridge {
         args.extend(["--listen".into(), listen.into(), "--socket".into()]);
         args.push(format!("{}/{BRIDGE_SOCKET}", bwrap::BRIDGE_PATH).into());
@@ -303,11 +313,15 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
         "__confine".into(),
         "--env-fd".into(),
     ]);
-    fds.push(FdSlot {
-        at: args.len(),
-        source: FdSource::Env,
-    });
-    args.push(placeholder("env"));
+    slot(&mut args, FdSource::Env, "env");
+    args.push("--status-fd".into());
+    slot(&mut args, FdSource::Status, "status");
+    for (k, v) in ir.exec.limits.set() {
+        if matches!(k, "wall_seconds" | "output_bytes") {
+            continue; // sealc's own, outside
+        }
+        args.extend(["--limit".into(), format!("{k}={v}").into()]);
+    }
     if ir.network.mode != NetMode::Open {
         args.push("--offline".into());
     }
@@ -472,11 +486,6 @@ pub fn exit_code_of(status: rustix::process::WaitStatus) -> i32 {
         .unwrap_or(CANNOT_START)
 }
 
-enum Event {
-    Exited(io::Result<ExitStatus>),
-    Signal(i32),
-}
-
 /// The host pids of every process inside the bubblewrap sandbox whose
 /// `bwrap` is `bwrap`: those in the pid namespace of its child. Bubblewrap
 /// does not forward signals, and a signal to it kills the sandbox outright;
@@ -529,19 +538,37 @@ fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
 /// Copy until the end with plain `read` and `write`: each `write` moves a
 /// shared file position under the kernel's lock, so stdout and stderr sent
 /// to one file (`> log 2>&1`) keep every byte (`io::copy` would splice, which
-/// can race on the position).
-fn relay(mut from: impl io::Read, mut to: impl io::Write) {
+/// can race on the position, and hold a pipe's lock while it waits). Past
+/// `cap` bytes the rest is read and dropped, and `over` is called once.
+fn relay(
+    mut from: impl io::Read,
+    mut to: impl io::Write,
+    cap: Option<u64>,
+    over: &dyn Fn(),
+) -> report::Stream {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut out = report::Stream::default();
+    let mut open = true;
     loop {
-        match from.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    return;
-                }
+        let n = match from.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return out,
+        };
+        let room = cap
+            .map_or(n as u64, |c| c.saturating_sub(out.bytes))
+            .min(n as u64) as usize;
+        if room < n && !out.truncated {
+            out.truncated = true;
+            over();
+        }
+        if open && room > 0 {
+            if to.write_all(&buf[..room]).is_err() {
+                open = false; // the caller stopped reading: drain, so nothing inside blocks
+            } else {
+                out.bytes += room as u64;
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
         }
     }
 }
@@ -553,11 +580,77 @@ fn inheritable(fd: &OwnedFd) -> io::Result<i32> {
     Ok(fd.as_raw_fd())
 }
 
+/// How a run went, for the exit status and the report.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub outcome: Option<report::Outcome>,
+    pub stdout: report::Stream,
+    pub stderr: report::Stream,
+    pub cpu_seconds: Option<f64>,
+    pub peak_memory_kib: Option<u64>,
+    pub limits_reached: Vec<&'static str>,
+}
+
+impl RunResult {
+    pub fn exit_code(&self) -> i32 {
+        self.outcome
+            .as_ref()
+            .map_or(CANNOT_START, report::Outcome::exit_code)
+    }
+}
+
+/// Why sealc itself stopped the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Signal,
+    Wall,
+    Memory,
+    Output,
+}
+
+enum Event {
+    Exited(io::Result<ExitStatus>),
+    Signal(i32),
+    Stop(Stop),
+}
+
+/// Resident memory (KiB) and number of the processes `pids`.
+fn usage(pids: &[i32]) -> (u64, u64) {
+    let page_kib = rustix::param::page_size() as u64 / 1024;
+    let rss: u64 = pids
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/statm")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    (rss * page_kib, pids.len() as u64)
+}
+
+/// CPU ticks in `/proc/<pid>/stat`: `utime + stime` (fields 14, 15), and
+/// `cutime + cstime` (16, 17) of its waited-for children.
+fn cpu_ticks(pid: &str) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name, which is in parentheses and may hold spaces,
+    // the fields from 3 (the state) on.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| {
+        f.get(i - 3)
+            .and_then(|x| x.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (n(14) + n(15), n(16) + n(17))
+}
+
+fn seconds(ticks: u64) -> f64 {
+    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
+}
+
 /// Start the plan and wait for it: own process group, exact environment,
-/// stdio as [`stdio::ways`] decided, signals forwarded, the timeout
-/// enforced, the exit status returned.
-pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
+/// stdio as [`stdio::ways`] decided, signals forwarded, the limits
+/// enforced; returns how it ended.
+pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
     cloexec_inherited()?;
     if let Some(b) = &plan.bridge {
         serve_outer(b, plan.user)?;
@@ -565,11 +658,12 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let mut args = plan.args.clone();
     let mut keep: Vec<OwnedFd> = Vec::new();
     let mut env_writer = None;
-    let mut env_fd = None;
+    let mut readers: Vec<(FdSource, std::io::PipeReader)> = Vec::new();
+    let mut shared: Vec<(FdSource, i32)> = Vec::new();
     for slot in &plan.fds {
-        if let (FdSource::Env, Some(n)) = (&slot.source, env_fd) {
-            // One pipe: `__init` hands it on to `__confine`, under its number.
-            args[slot.at] = i32::to_string(&n).into();
+        if let Some((_, n)) = shared.iter().find(|(s, _)| *s == slot.source) {
+            // One pipe: `__init` keeps it open for `__confine`, under its number.
+            args[slot.at] = n.to_string().into();
             continue;
         }
         let fd = match &slot.source {
@@ -594,10 +688,15 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
                 env_writer = Some(w);
                 OwnedFd::from(r)
             }
+            FdSource::Info | FdSource::Status => {
+                let (r, w) = std::io::pipe()?;
+                readers.push((slot.source.clone(), r));
+                OwnedFd::from(w)
+            }
         };
         let n = inheritable(&fd)?;
-        if slot.source == FdSource::Env {
-            env_fd = Some(n);
+        if matches!(slot.source, FdSource::Env | FdSource::Status) {
+            shared.push((slot.source.clone(), n));
         }
         args[slot.at] = n.to_string().into();
         keep.push(fd);
@@ -628,17 +727,28 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
             let _ = io::Write::write_all(&mut w, &bytes);
         });
     }
-    let mut relays = Vec::new();
+    // What bubblewrap and the inside report, read to the end.
+    let reports: Vec<(FdSource, std::thread::JoinHandle<String>)> = readers
+        .into_iter()
+        .map(|(s, mut r)| {
+            let h = std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = io::Read::read_to_string(&mut r, &mut text);
+                text
+            });
+            (s, h)
+        })
+        .collect();
+    let (tx, rx) = mpsc::channel();
+    let cap = plan.limits.output_bytes;
     if let Some(mut to) = child.stdin.take() {
         std::thread::spawn(move || {
-            // Never `io::copy`: a splice into the pipe would hold the pipe's
-            // lock while it waits for input, and the sandbox could not exit.
             if let Ok(from) = io::stdin()
                 .as_fd()
                 .try_clone_to_owned()
                 .map(std::fs::File::from)
             {
-                relay(from, &mut to);
+                relay(from, &mut to, None, &|| {});
             }
         });
     }
@@ -647,25 +757,40 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
     let caller = |fd: std::os::fd::BorrowedFd<'_>| -> io::Result<std::fs::File> {
         Ok(std::fs::File::from(fd.try_clone_to_owned()?))
     };
+    let mut out_relay = None;
+    let mut err_relay = None;
     if let Some(from) = child.stdout.take() {
         let to = caller(io::stdout().as_fd())?;
-        relays.push(std::thread::spawn(move || relay(from, to)));
+        let tx = tx.clone();
+        out_relay = Some(std::thread::spawn(move || {
+            relay(from, to, cap, &|| {
+                let _ = tx.send(Event::Stop(Stop::Output));
+            })
+        }));
     }
     if let Some(from) = child.stderr.take() {
         let to = caller(io::stderr().as_fd())?;
-        relays.push(std::thread::spawn(move || relay(from, to)));
+        let tx = tx.clone();
+        err_relay = Some(std::thread::spawn(move || {
+            relay(from, to, cap, &|| {
+                let _ = tx.send(Event::Stop(Stop::Output));
+            })
+        }));
     }
     let group = rustix::process::Pid::from_child(&child);
     let inside = plan.bubblewrap;
     let bwrap_pid = child.id();
-    // Deliver a signal to the command: inside a Linux sandbox, to each of its
-    // processes; otherwise to the process group. `SIGKILL` goes to both.
-    let deliver = move |sig: rustix::process::Signal| {
-        let members = if inside {
+    let members = move || {
+        if inside {
             sandbox_members(bwrap_pid)
         } else {
             Vec::new()
-        };
+        }
+    };
+    // Deliver a signal to the command: inside a Linux sandbox, to each of its
+    // processes; otherwise to the process group. `SIGKILL` goes to both.
+    let deliver = move |sig: rustix::process::Signal| {
+        let members = members();
         if members.is_empty() || sig == rustix::process::Signal::KILL {
             let _ = rustix::process::kill_process_group(group, sig);
         }
@@ -676,7 +801,38 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
             let _ = rustix::process::kill_process(pid, sig);
         }
     };
-    let (tx, rx) = mpsc::channel();
+    // The watcher: resident memory and processes of the sandbox.
+    let peak = Arc::new(Mutex::new((0u64, 0u64)));
+    // CPU ticks last seen per process of the sandbox (a process killed at a
+    // limit is never waited for by sealc, so its time would be lost).
+    let ticks = Arc::new(Mutex::new(std::collections::BTreeMap::<i32, u64>::new()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if inside {
+        let (peak, done, tx, ticks) = (peak.clone(), done.clone(), tx.clone(), ticks.clone());
+        let memory_kib = plan.limits.memory_mib.map(|m| m * 1024);
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let pids = members();
+                if let Ok(mut t) = ticks.lock() {
+                    for p in &pids {
+                        let (own, _) = cpu_ticks(&p.to_string());
+                        let e = t.entry(*p).or_default();
+                        *e = (*e).max(own);
+                    }
+                }
+                let (rss, n) = usage(&pids);
+                if let Ok(mut p) = peak.lock() {
+                    p.0 = p.0.max(rss);
+                    p.1 = p.1.max(n);
+                }
+                if memory_kib.is_some_and(|m| rss > m) {
+                    let _ = tx.send(Event::Stop(Stop::Memory));
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+    }
     let handle = signals.handle();
     let sig_tx = tx.clone();
     std::thread::spawn(move || {
@@ -690,14 +846,28 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
         let _ = tx.send(Event::Exited(child.wait()));
     });
     let deadline = plan.timeout.map(|t| std::time::Instant::now() + t);
-    let mut timed_out = false;
-    // Once stopping (a forwarded signal or the timeout): when everything
-    // inside gets `SIGKILL`, stopped or traced processes included.
+    // Once stopping: why, and when everything inside gets `SIGKILL`
+    // (stopped or traced processes included).
+    let mut stop: Option<Stop> = None;
     let mut kill_at: Option<std::time::Instant> = None;
+    let begin_stop =
+        |why: Stop, stop: &mut Option<Stop>, kill_at: &mut Option<std::time::Instant>| {
+            if stop.is_none() {
+                *stop = Some(why);
+            }
+            if kill_at.is_none() {
+                if why == Stop::Memory {
+                    deliver(rustix::process::Signal::KILL); // memory does not wait
+                } else {
+                    deliver(rustix::process::Signal::TERM);
+                }
+                *kill_at = Some(std::time::Instant::now() + GRACE);
+            }
+        };
     let status = loop {
         let wake = match (kill_at, deadline) {
             (Some(k), _) => Some(k),
-            (None, d) if !timed_out => d,
+            (None, d) if stop.is_none() => d,
             _ => None,
         };
         let event = match wake {
@@ -709,9 +879,7 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
                             deliver(rustix::process::Signal::KILL);
                             kill_at = Some(std::time::Instant::now() + GRACE);
                         } else {
-                            timed_out = true;
-                            deliver(rustix::process::Signal::TERM);
-                            kill_at = Some(std::time::Instant::now() + GRACE);
+                            begin_stop(Stop::Wall, &mut stop, &mut kill_at);
                         }
                         continue;
                     }
@@ -730,24 +898,137 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<i32> {
                     deliver(s);
                 }
                 kill_at.get_or_insert(std::time::Instant::now() + GRACE);
+                stop.get_or_insert(Stop::Signal);
+            }
+            Event::Stop(why) => {
+                // A flood of output or memory: stop the run, whatever it does.
+                if why == Stop::Memory {
+                    kill_at = None; // straight to SIGKILL
+                }
+                begin_stop(why, &mut stop, &mut kill_at);
             }
         }
     };
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     handle.close();
     // Whatever is left does not outlive sealc.
     deliver(rustix::process::Signal::KILL);
-    for r in relays {
-        let _ = r.join();
-    }
+    let stdout = out_relay.and_then(|r| r.join().ok()).unwrap_or_default();
+    let stderr = err_relay.and_then(|r| r.join().ok()).unwrap_or_default();
     if let Some(b) = &plan.bridge {
         let _ = std::fs::remove_file(b.dir.join(BRIDGE_SOCKET));
         let _ = std::fs::remove_dir(&b.dir);
     }
-    match status {
-        Some(Ok(_)) if timed_out => Ok(TIMED_OUT),
-        Some(Ok(s)) => Ok(exit_code(s)),
-        Some(Err(e)) => Err(e),
-        None => Ok(CANNOT_START),
+    let mut info = String::new();
+    let mut status_text = String::new();
+    for (s, h) in reports {
+        let text = h.join().unwrap_or_default();
+        match s {
+            FdSource::Info => info = text,
+            _ => status_text = text,
+        }
+    }
+    let status = match status {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return Err(e),
+        None => {
+            return Ok(RunResult {
+                outcome: Some(report::Outcome::CouldNotStart {
+                    phase: report::Phase::SandboxStart,
+                    message: "lost track of the sandbox".into(),
+                }),
+                ..Default::default()
+            })
+        }
+    };
+    let (peak_kib, most) = peak.lock().map(|p| *p).unwrap_or_default();
+    let waited = seconds(cpu_ticks("self").1);
+    let watched = seconds(ticks.lock().map(|t| t.values().sum()).unwrap_or(0));
+    let cpu = waited.max(watched);
+    let mut limits_reached = Vec::new();
+    if plan.limits.processes.is_some_and(|n| most >= n) {
+        limits_reached.push("processes");
+    }
+    let outcome = classify(plan, status, stop, &info, &status_text, cpu);
+    match &outcome {
+        report::Outcome::WallTimeout => limits_reached.push("wall_seconds"),
+        report::Outcome::CpuLimit => limits_reached.push("cpu_seconds"),
+        report::Outcome::MemoryLimit => limits_reached.push("memory_mib"),
+        report::Outcome::OutputLimit => limits_reached.push("output_bytes"),
+        report::Outcome::FileSizeLimit => limits_reached.push("file_size_mib"),
+        _ => {}
+    }
+    limits_reached.sort();
+    Ok(RunResult {
+        outcome: Some(outcome),
+        stdout,
+        stderr,
+        cpu_seconds: Some(cpu),
+        peak_memory_kib: inside.then_some(peak_kib),
+        limits_reached,
+    })
+}
+
+/// How the run ended, from what sealc saw and what the inside reported:
+/// bubblewrap's `--info-fd` (the sandbox was built), then the status pipe
+/// (`start-failed <why>` from `__confine`, `exited <code>` or
+/// `signaled <n>` from the init).
+fn classify(
+    plan: &Plan,
+    status: ExitStatus,
+    stop: Option<Stop>,
+    info: &str,
+    status_text: &str,
+    cpu: f64,
+) -> report::Outcome {
+    use report::Outcome as O;
+    match stop {
+        Some(Stop::Wall) => return O::WallTimeout,
+        Some(Stop::Memory) => return O::MemoryLimit,
+        Some(Stop::Output) => return O::OutputLimit,
+        _ => {}
+    }
+    let mut code = exit_code(status);
+    if plan.bubblewrap {
+        if !info.contains("child-pid") {
+            return O::CouldNotStart {
+                phase: report::Phase::SandboxStart,
+                message: format!("bubblewrap ended ({code}) before the sandbox was built"),
+            };
+        }
+        for line in status_text.lines() {
+            if let Some(why) = line.strip_prefix("start-failed ") {
+                return O::CouldNotStart {
+                    phase: report::Phase::CommandStart,
+                    message: why.to_string(),
+                };
+            }
+            if let Some(n) = line.strip_prefix("signaled ").and_then(|n| n.parse().ok()) {
+                return classify_signal(plan, n, cpu);
+            }
+            if let Some(c) = line.strip_prefix("exited ").and_then(|c| c.parse().ok()) {
+                code = c;
+            }
+        }
+        return O::Exited { code };
+    }
+    match status.signal() {
+        Some(n) => classify_signal(plan, n, cpu),
+        None => O::Exited { code },
+    }
+}
+
+fn classify_signal(plan: &Plan, signal: i32, cpu: f64) -> report::Outcome {
+    use report::Outcome as O;
+    let cpu_spent = plan
+        .limits
+        .cpu_seconds
+        .is_some_and(|c| cpu + 0.05 >= c as f64);
+    match signal {
+        libc::SIGXCPU if plan.limits.cpu_seconds.is_some() => O::CpuLimit,
+        libc::SIGKILL if cpu_spent => O::CpuLimit,
+        libc::SIGXFSZ if plan.limits.file_size_mib.is_some() => O::FileSizeLimit,
+        n => O::Signaled { signal: n },
     }
 }
 
@@ -838,33 +1119,41 @@ mod tests {
         assert!(!a.contains(&"/proc/kcore".to_string()));
         assert!(plan.skipped.iter().any(|s| s.ends_with("/proc/kcore")));
         assert!(a.contains(&"/proc/keys".to_string()));
+        // bubblewrap reports the built sandbox on a pipe.
+        assert_eq!(a[..2], ["--info-fd", "<fd:info>"]);
         let sep = a.iter().position(|x| x == "--").unwrap();
         assert_eq!(
-            &a[sep..sep + 9],
+            &a[sep..sep + 11],
             [
                 "--",
                 bwrap::INIT_PATH,
                 "__init",
                 "--env-fd",
                 "<fd:env>",
+                "--status-fd",
+                "<fd:status>",
                 "--listen",
                 "127.0.0.1:3128",
                 "--socket",
                 "/dev/.sealc-bridge/proxy.sock",
             ]
         );
-        let tail = &a[sep + 9..];
+        let tail = &a[sep + 11..];
         assert_eq!(
-            &tail[..5],
+            &tail[..9],
             [
                 "--",
                 bwrap::INIT_PATH,
                 "__confine",
+                "--env-fd",
+                "<fd:env>",
+                "--status-fd",
+                "<fd:status>",
                 "--offline",
                 "--tcp-port"
             ]
         );
-        assert_eq!(tail[5], "3128");
+        assert_eq!(tail[9], "3128");
         assert!(tail.windows(2).any(|x| x == ["--write", "/w"]));
         assert_eq!(tail[tail.len() - 2..], ["--", "cmd"]);
         // Each descriptor slot names its placeholder.

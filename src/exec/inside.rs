@@ -42,6 +42,8 @@ pub enum Tcp {
 pub struct Confinement {
     /// Refuse new unix sockets and non-stream unix socket pairs.
     pub offline: bool,
+    /// Resource limits (`NAME=VALUE`, the spec's `[limits]` names).
+    pub limits: Vec<(String, u64)>,
     /// Landlock: writes only beneath these paths.
     pub write: Vec<OsString>,
     pub tcp: Tcp,
@@ -313,11 +315,37 @@ fn install(offline: bool) -> Result<(), String> {
 /// no loader variable of the command's (`LD_PRELOAD` into a write root, left
 /// by an earlier run) is honoured before it confines. Returns only when one
 /// of these fails.
-pub fn confine_main(c: &Confinement, env_fd: Option<i32>, command: &[OsString]) -> io::Error {
+pub fn confine_main(
+    c: &Confinement,
+    env_fd: Option<i32>,
+    status_fd: Option<i32>,
+    command: &[OsString],
+) -> io::Error {
+    let e = confine_and_exec(c, env_fd, status_fd, command);
+    if let Some(fd) = status_fd {
+        // SAFETY: `fd` is the status pipe `sealc exec` made and named on this
+        // process's command line; nothing else in this process owns it.
+        #[allow(unsafe_code)]
+        let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
+        let line = format!("start-failed {}\n", e.to_string().replace('\n', " "));
+        let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
+    }
+    e
+}
+
+fn confine_and_exec(
+    c: &Confinement,
+    env_fd: Option<i32>,
+    status_fd: Option<i32>,
+    command: &[OsString],
+) -> io::Error {
     let env = match env_fd.map(read_env).transpose() {
         Ok(env) => env,
         Err(e) => return io::Error::other(e),
     };
+    if let Err(e) = set_limits(&c.limits) {
+        return io::Error::other(e);
+    }
     if let Err(e) = apply_landlock(c) {
         return io::Error::other(format!("cannot apply the Landlock layer: {e}"));
     }
@@ -327,12 +355,49 @@ pub fn confine_main(c: &Confinement, env_fd: Option<i32>, command: &[OsString]) 
     let Some((first, rest)) = command.split_first() else {
         return io::Error::other("no command to run");
     };
+    if let Some(fd) = status_fd {
+        // SAFETY: the status pipe named on the command line, borrowed to set
+        // close-on-exec: the command must not inherit it (it could forge how
+        // its run ended).
+        #[allow(unsafe_code)]
+        let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        if let Err(e) = rustix::io::fcntl_setfd(pipe, rustix::io::FdFlags::CLOEXEC) {
+            return io::Error::other(format!("cannot close the status pipe: {e}"));
+        }
+    }
     let mut cmd = Command::new(first);
     cmd.args(rest);
     if let Some(env) = env {
         cmd.env_clear().envs(env);
     }
     cmd.exec()
+}
+
+/// Set the `[limits]` that are resource limits, soft and hard (the CPU
+/// limit's hard one a second later, so `SIGXCPU` comes first).
+fn set_limits(limits: &[(String, u64)]) -> Result<(), String> {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    for (k, v) in limits {
+        let (res, soft, hard) = match k.as_str() {
+            "cpu_seconds" => (Resource::Cpu, *v, v + 1),
+            // A backstop at twice the limit: sealc's watcher stops the run
+            // at the limit itself, and names it.
+            "memory_mib" => (Resource::Data, v << 21, v << 21),
+            "processes" => (Resource::Nproc, *v, *v),
+            "open_files" => (Resource::Nofile, *v, *v),
+            "file_size_mib" => (Resource::Fsize, v << 20, v << 20),
+            _ => return Err(format!("no resource limit is named `{k}`")),
+        };
+        setrlimit(
+            res,
+            Rlimit {
+                current: Some(soft),
+                maximum: Some(hard),
+            },
+        )
+        .map_err(|e| format!("cannot set `limits.{k}` to {v}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Read the environment from the pipe `sealc exec` made, and close it.
@@ -395,6 +460,7 @@ fn decode_env(bytes: &[u8]) -> Vec<(OsString, OsString)> {
 /// `__confine` (named in `command`) and runs with an empty environment.
 pub fn init_main(
     env_fd: i32,
+    status_fd: Option<i32>,
     bridge: Option<(&str, &Path)>,
     command: &[OsString],
 ) -> Result<i32, String> {
@@ -405,14 +471,14 @@ pub fn init_main(
     // Whatever else crossed (bubblewrap's descriptors) does not reach the
     // command; the environment's pipe goes on to `__confine`.
     super::cloexec_inherited().map_err(|e| format!("cannot close inherited descriptors: {e}"))?;
-    {
-        // SAFETY: `env_fd` is the pipe `sealc exec` made and named on this
+    for fd in std::iter::once(env_fd).chain(status_fd) {
+        // SAFETY: `fd` is a pipe `sealc exec` made and named on this
         // process's command line; it is only borrowed to clear its
-        // close-on-exec flag.
+        // close-on-exec flag, so that `__confine` gets it.
         #[allow(unsafe_code)]
-        let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(env_fd) };
+        let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         rustix::io::fcntl_setfd(pipe, rustix::io::FdFlags::empty())
-            .map_err(|e| format!("cannot hand on the environment: {e}"))?;
+            .map_err(|e| format!("cannot hand on descriptor {fd}: {e}"))?;
     }
     install(false)?;
     if let Some((listen, socket)) = bridge {
@@ -443,7 +509,20 @@ pub fn init_main(
     // the kernel ends whatever is left in the namespace.
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
-            Ok(Some((pid, status))) if pid == main => return Ok(exit_code_of(status)),
+            Ok(Some((pid, status))) if pid == main => {
+                if let Some(fd) = status_fd {
+                    let line = match status.terminating_signal() {
+                        Some(n) => format!("signaled {n}\n"),
+                        None => format!("exited {}\n", status.exit_status().unwrap_or(0)),
+                    };
+                    // SAFETY: the status pipe named on the command line; this
+                    // is its last use in this process.
+                    #[allow(unsafe_code)]
+                    let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
+                    let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
+                }
+                return Ok(exit_code_of(status));
+            }
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(format!("cannot wait for the command: {e}")),

@@ -100,6 +100,38 @@ pub struct ExecIr {
     pub sandbox_exec: String,
     pub bwrap: String,
     pub timeout: Option<(String, u64)>,
+    pub limits: LimitsIr,
+}
+
+/// The run's limits (`[limits]`), each checked to be in range. The wall
+/// limit is `limits.wall_seconds` or `exec.timeout.seconds` (never both).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitsIr {
+    pub wall_seconds: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    pub memory_mib: Option<u64>,
+    pub processes: Option<u64>,
+    pub open_files: Option<u64>,
+    pub file_size_mib: Option<u64>,
+    pub output_bytes: Option<u64>,
+}
+
+impl LimitsIr {
+    /// Every limit that is set, by its spec name.
+    pub fn set(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("wall_seconds", self.wall_seconds),
+            ("cpu_seconds", self.cpu_seconds),
+            ("memory_mib", self.memory_mib),
+            ("processes", self.processes),
+            ("open_files", self.open_files),
+            ("file_size_mib", self.file_size_mib),
+            ("output_bytes", self.output_bytes),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -963,11 +995,55 @@ impl Lower<'_> {
             }
             Some((bin?, secs as u64))
         });
+        let limits = self.limits(spec, timeout.as_ref().map(|(_, s)| *s));
         ExecIr {
             sandbox_exec,
             bwrap,
             timeout,
+            limits,
         }
+    }
+
+    fn limits(&mut self, spec: &Spec, timeout: Option<u64>) -> LimitsIr {
+        let l = &spec.limits;
+        let mut check = |key: &str, v: &Option<crate::spec::Spanned<i64>>, min: i64, max: i64| {
+            let v = v.as_ref()?;
+            if !(min..=max).contains(&v.value) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("`limits.{key}` of `{}` is out of range", v.value),
+                    )
+                    .at(v.span.clone())
+                    .label(format!("{min} to {max}"))
+                    .help(format!("write `{key} = {min}` or more, at most {max}")),
+                );
+                return None;
+            }
+            Some(v.value as u64)
+        };
+        let wall = check("wall_seconds", &l.wall_seconds, 1, MAX_TIMEOUT_SECS);
+        let out = LimitsIr {
+            wall_seconds: wall,
+            cpu_seconds: check("cpu_seconds", &l.cpu_seconds, 1, MAX_TIMEOUT_SECS),
+            memory_mib: check("memory_mib", &l.memory_mib, 1, 1 << 20),
+            processes: check("processes", &l.processes, 1, 65536),
+            open_files: check("open_files", &l.open_files, 16, 1 << 20),
+            file_size_mib: check("file_size_mib", &l.file_size_mib, 1, 1 << 20),
+            output_bytes: check("output_bytes", &l.output_bytes, 1, 1 << 40),
+        };
+        if let (Some(w), Some(_)) = (&l.wall_seconds, timeout) {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::limits::wall-twice",
+                    "the wall-clock limit is given twice, as `limits.wall_seconds` and `exec.timeout`",
+                )
+                .at(w.span.clone())
+                .label("one wall-clock limit")
+                .help("keep `limits.wall_seconds` and remove `exec.timeout` (its older spelling)"),
+            );
+        }
+        out
     }
 
     fn codex(&mut self, spec: &Spec) -> CodexIr {

@@ -101,6 +101,9 @@ pub struct Spec {
     /// How the sandbox is started.
     #[serde(default)]
     pub exec: Exec,
+    /// Limits of one run, enforced by `sealc exec`; each is optional.
+    #[serde(default)]
+    pub limits: Limits,
     /// The generated Codex config.
     #[serde(default)]
     pub codex: Codex,
@@ -304,6 +307,41 @@ pub struct Exec {
     /// Wall-clock limit.
     #[serde(default)]
     pub timeout: Option<Timeout>,
+}
+
+/// Limits of one run (`sealc exec`). How each is enforced, and what a run
+/// that reaches it reports, is in docs/limits.md.
+#[derive(Clone, Debug, Default, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock seconds before the command is stopped (exit 124); the same as `exec.timeout.seconds`, which it replaces (1 to 604800).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 604800), extend("examples" = [1800]))]
+    pub wall_seconds: Option<Spanned<i64>>,
+    /// CPU seconds of each process (`RLIMIT_CPU`; `SIGXCPU`, exit 152) (1 to 604800).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 604800), extend("examples" = [3]))]
+    pub cpu_seconds: Option<Spanned<i64>>,
+    /// Memory in MiB: the sandbox's resident memory, summed over its processes, watched by sealc (exit 120); each process's data segment is also held to twice this (`RLIMIT_DATA`) (1 to 1048576).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1048576), extend("examples" = [64]))]
+    pub memory_mib: Option<Spanned<i64>>,
+    /// Processes (and threads) of the agent's user (`RLIMIT_NPROC`); a `fork` past it fails (1 to 65536).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 65536), extend("examples" = [256]))]
+    pub processes: Option<Spanned<i64>>,
+    /// Open files per process (`RLIMIT_NOFILE`) (16 to 1048576).
+    #[serde(default)]
+    #[schemars(range(min = 16, max = 1048576), extend("examples" = [1024]))]
+    pub open_files: Option<Spanned<i64>>,
+    /// Largest file a process may write, in MiB (`RLIMIT_FSIZE`; `SIGXFSZ`, exit 153) (1 to 1048576).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1048576), extend("examples" = [100]))]
+    pub file_size_mib: Option<Spanned<i64>>,
+    /// Bytes of stdout and of stderr each that sealc relays; past it the rest is dropped and the run stopped (exit 121) (1 to 1099511627776).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1099511627776_i64), extend("examples" = [65536]))]
+    pub output_bytes: Option<Spanned<i64>>,
 }
 
 /// A wall-clock limit enforced by `timeout --foreground`.

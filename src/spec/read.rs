@@ -268,6 +268,7 @@ impl Cx {
                 "network",
                 "env",
                 "exec",
+                "limits",
                 "codex",
                 "assert",
             ],
@@ -331,6 +332,7 @@ impl Cx {
             .unwrap_or_default();
         let env = t.get("env").map(|v| self.env(v)).unwrap_or_default();
         let exec = t.get("exec").map(|v| self.exec(v)).unwrap_or_default();
+        let limits = t.get("limits").map(|v| self.limits(v)).unwrap_or_default();
         let codex = t.get("codex").map(|v| self.codex(v)).unwrap_or_default();
         let asserts = t.get("assert").map(|v| self.asserts(v)).unwrap_or_default();
         Some(Spec {
@@ -344,6 +346,7 @@ impl Cx {
             network,
             env,
             exec,
+            limits,
             codex,
             asserts,
         })
@@ -554,6 +557,35 @@ impl Cx {
             sandbox_exec: self.opt_string(&t, "sandbox_exec"),
             bwrap: self.opt_string(&t, "bwrap"),
             timeout,
+        }
+    }
+
+    fn limits(&mut self, v: &Val<'_>) -> Limits {
+        let Some(t) = self.table("limits", v) else {
+            return Limits::default();
+        };
+        const KEYS: [&str; 7] = [
+            "wall_seconds",
+            "cpu_seconds",
+            "memory_mib",
+            "processes",
+            "open_files",
+            "file_size_mib",
+            "output_bytes",
+        ];
+        t.finish(self, &KEYS);
+        let mut get = |k: &str| {
+            t.get(k)
+                .and_then(|v| self.integer(&format!("limits.{k}"), v))
+        };
+        Limits {
+            wall_seconds: get("wall_seconds"),
+            cpu_seconds: get("cpu_seconds"),
+            memory_mib: get("memory_mib"),
+            processes: get("processes"),
+            open_files: get("open_files"),
+            file_size_mib: get("file_size_mib"),
+            output_bytes: get("output_bytes"),
         }
     }
 

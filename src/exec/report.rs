@@ -1,0 +1,225 @@
+//! The run report (`sealc exec --report FILE`): how one run ended, what it
+//! used, and what enforced each limit. JSON with a `schema` tag, written
+//! atomically, also when nothing could start.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The schema name of a run report.
+pub const SCHEMA: &str = "sealc.run/v1";
+
+/// Exit status when sealc stopped the run at the memory limit.
+pub const MEMORY_LIMIT: i32 = 120;
+/// Exit status when sealc stopped the run at the output limit.
+pub const OUTPUT_LIMIT: i32 = 121;
+/// Exit status of a command killed at the CPU limit (128 + `SIGXCPU`).
+pub const CPU_LIMIT: i32 = 128 + 24;
+/// Exit status of a command killed at the file size limit (128 + `SIGXFSZ`).
+pub const FILE_SIZE_LIMIT: i32 = 128 + 25;
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The command exited with this code.
+    Exited { code: i32 },
+    /// The command was killed by this signal.
+    Signaled { signal: i32 },
+    /// `limits.wall_seconds` (or `exec.timeout`) ran out.
+    WallTimeout,
+    /// `limits.cpu_seconds` was reached (`SIGXCPU`).
+    CpuLimit,
+    /// `limits.memory_mib` was reached; sealc stopped the run.
+    MemoryLimit,
+    /// `limits.output_bytes` was reached on stdout or stderr; sealc stopped the run.
+    OutputLimit,
+    /// `limits.file_size_mib` was reached (`SIGXFSZ`).
+    FileSizeLimit,
+    /// Nothing ran: the phase that failed, and why.
+    CouldNotStart { phase: Phase, message: String },
+}
+
+/// Where a run that could not start failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The record did not verify, or `--expect` named another seal.
+    Verify,
+    /// The host drifted since compiling, or stdio, the user or a secret was refused.
+    HostCheck,
+    /// The sandbox could not be built.
+    SandboxStart,
+    /// The sandbox was built, but the command could not be started in it.
+    CommandStart,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Verify => "verify",
+            Phase::HostCheck => "host check",
+            Phase::SandboxStart => "sandbox start",
+            Phase::CommandStart => "command start",
+        }
+    }
+}
+
+impl Outcome {
+    /// The exit status sealc reports for this outcome: the command's own
+    /// code, `128 + N` for a signal, or one documented code per kind.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Exited { code } => *code,
+            Outcome::Signaled { signal } => 128 + signal,
+            Outcome::WallTimeout => super::TIMED_OUT,
+            Outcome::CpuLimit => CPU_LIMIT,
+            Outcome::MemoryLimit => MEMORY_LIMIT,
+            Outcome::OutputLimit => OUTPUT_LIMIT,
+            Outcome::FileSizeLimit => FILE_SIZE_LIMIT,
+            Outcome::CouldNotStart { phase, .. } => match phase {
+                Phase::Verify => 1,
+                Phase::HostCheck => 2,
+                Phase::SandboxStart | Phase::CommandStart => super::CANNOT_START,
+            },
+        }
+    }
+}
+
+/// What one relayed stream carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Stream {
+    /// Bytes passed on to the caller.
+    pub bytes: u64,
+    /// Bytes past `limits.output_bytes` were dropped.
+    pub truncated: bool,
+}
+
+/// One limit: its value and what enforced it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Limit {
+    pub value: u64,
+    pub enforced_by: &'static str,
+}
+
+/// The whole report. Fields in sorted order: the serialized form is canonical.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub argv: Vec<String>,
+    pub binding: Option<String>,
+    /// CPU seconds of every process of the run (user + system).
+    pub cpu_seconds: Option<f64>,
+    pub duration_seconds: f64,
+    /// RFC 3339, UTC.
+    pub ended_at: String,
+    pub exit_code: i32,
+    pub layers: serde_json::Value,
+    pub limits: BTreeMap<&'static str, Limit>,
+    /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).
+    pub limits_reached: Vec<&'static str>,
+    pub outcome: Option<Outcome>,
+    /// The largest resident memory seen, summed over the sandbox's processes, in KiB.
+    pub peak_memory_kib: Option<u64>,
+    pub schema: &'static str,
+    pub started_at: String,
+    pub stderr: Stream,
+    pub stdout: Stream,
+}
+
+/// How each limit of the IR is enforced on `platform`.
+pub fn limits(ir: &crate::ir::Ir) -> BTreeMap<&'static str, Limit> {
+    let linux = ir.platform == crate::spec::Platform::Linux;
+    ir.exec
+        .limits
+        .set()
+        .into_iter()
+        .map(|(k, value)| {
+            let enforced_by = match (k, linux) {
+                ("wall_seconds", _) => "sealc: SIGTERM, then SIGKILL two seconds later",
+                ("cpu_seconds", _) => "RLIMIT_CPU",
+                ("memory_mib", true) => {
+                    "sealc: resident memory of the sandbox's processes, polled every 50 ms; RLIMIT_DATA of each at twice the limit"
+                }
+                ("memory_mib", false) => "RLIMIT_DATA at twice the limit",
+                ("processes", _) => "RLIMIT_NPROC of the agent's user",
+                ("open_files", _) => "RLIMIT_NOFILE",
+                ("file_size_mib", _) => "RLIMIT_FSIZE",
+                _ => "sealc: the relay of stdout and stderr",
+            };
+            (k, Limit { value, enforced_by })
+        })
+        .collect()
+}
+
+/// Seconds since the epoch as RFC 3339 (UTC, whole seconds).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Write the report to `path` atomically: a temp file beside it, then rename.
+pub fn write(path: &std::path::Path, report: &Report) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(report).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let tmp = dir.join(format!(".{name}.sealc-tmp-{}", std::process::id()));
+    std::fs::write(&tmp, &bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+        assert_eq!(rfc3339(t), "2026-11-30T00:53:20Z");
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn each_outcome_has_its_own_code() {
+        let codes: Vec<i32> = [
+            Outcome::WallTimeout,
+            Outcome::CpuLimit,
+            Outcome::MemoryLimit,
+            Outcome::OutputLimit,
+            Outcome::FileSizeLimit,
+        ]
+        .iter()
+        .map(Outcome::exit_code)
+        .collect();
+        assert_eq!(codes, [124, 152, 120, 121, 153]);
+        assert_eq!(Outcome::Exited { code: 3 }.exit_code(), 3);
+        assert_eq!(Outcome::Signaled { signal: 15 }.exit_code(), 143);
+    }
+}

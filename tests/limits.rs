@@ -1,0 +1,284 @@
+//! `[limits]` and the run report, for real under the Linux seal: each limit
+//! fires on a command that reaches it, the report names the outcome and the
+//! limit, nothing survives the run, and the command's argv arrives byte for
+//! byte. Without bubblewrap these tests say so and pass, unless
+//! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use common::text;
+
+fn bwrap_works() -> bool {
+    let ok = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--unshare-pid", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
+        );
+        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
+    }
+    ok
+}
+
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+}
+
+impl Lab {
+    /// A Linux seal with these `[limits]` lines, compiled.
+    fn new(limits: &str) -> Lab {
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        // Started by root, the agent runs as `nobody`: it must reach the lab.
+        std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::create_dir(t.join("ws")).unwrap();
+        let spec = format!(
+            "version = 1\nname = \"limits\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n[limits]\n{limits}\n",
+            ws = t.join("ws").display()
+        );
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["compile", "spec.toml", "--out", "seal"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        Lab { _tmp: tmp, t }
+    }
+
+    fn report_path(&self) -> PathBuf {
+        self.t.join("report.json")
+    }
+
+    /// `sealc exec --report` of `argv`.
+    fn run(&self, argv: &[&str]) -> (Output, serde_json::Value) {
+        let _ = std::fs::remove_file(self.report_path());
+        let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&self.t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("exec")
+            .arg(self.t.join("seal/seal.json"))
+            .arg("--report")
+            .arg(self.report_path())
+            .arg("--")
+            .args(argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let report = std::fs::read(self.report_path())
+            .unwrap_or_else(|e| panic!("no report ({e}):\n{}", text(&out)));
+        (out, serde_json::from_slice(&report).unwrap())
+    }
+
+    fn sh(&self, script: &str) -> (Output, serde_json::Value) {
+        self.run(&["/bin/bash", "-c", script])
+    }
+}
+
+/// No process of the run is left: none whose command line holds `marker`.
+fn survivors(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker) && !c.contains("cargo") && !c.contains("limits-"))
+        .collect()
+}
+
+fn check(out: &Output, r: &serde_json::Value, kind: &str, limit: &str, code: i32) {
+    let all = format!("{}\nreport: {r:#}", text(out));
+    assert_eq!(r["schema"], "sealc.run/v1", "{all}");
+    assert_eq!(r["outcome"]["kind"], kind, "{all}");
+    assert_eq!(out.status.code(), Some(code), "{all}");
+    assert_eq!(r["exit_code"], code, "{all}");
+    if !limit.is_empty() {
+        assert!(
+            r["limits_reached"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l == limit),
+            "{all}"
+        );
+        assert!(
+            r["limits"][limit]["enforced_by"].is_string(),
+            "the report says what enforced `{limit}`: {all}"
+        );
+    }
+    assert!(
+        r["binding"].as_str().unwrap().starts_with("sha256:"),
+        "{all}"
+    );
+}
+
+#[test]
+fn each_limit_fires_and_the_report_names_it() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new(
+        "wall_seconds = 20\ncpu_seconds = 1\nmemory_mib = 64\nprocesses = 32\nopen_files = 32\nfile_size_mib = 1\noutput_bytes = 4096",
+    );
+    // A CPU spin.
+    let (out, r) = lab.sh("exec -a zz-limits-spin /bin/bash -c 'while :; do :; done'");
+    check(&out, &r, "cpu_limit", "cpu_seconds", 152);
+    assert!(r["cpu_seconds"].as_f64().unwrap() >= 0.5, "{r:#}");
+    // A memory hog that grows.
+    let (out, r) = lab.sh(
+        "exec -a zz-limits-hog /usr/bin/python3 -c 'import time\nb = []\nwhile True:\n    b.append(bytearray(4 * 2**20)); time.sleep(0.005)'",
+    );
+    check(&out, &r, "memory_limit", "memory_mib", 120);
+    assert!(r["peak_memory_kib"].as_u64().unwrap() > 64 * 1024, "{r:#}");
+    // A file too large: the host keeps at most the limit.
+    let (out, r) = lab.sh(&format!(
+        "dd if=/dev/zero of={}/big bs=1M count=8",
+        lab.t.join("ws").display()
+    ));
+    check(&out, &r, "file_size_limit", "file_size_mib", 153);
+    assert!(std::fs::metadata(lab.t.join("ws/big")).unwrap().len() <= 1 << 20);
+    // A flood of output: exactly the cap reaches the caller, the rest is dropped.
+    let (out, r) = lab.sh("exec -a zz-limits-flood /usr/bin/yes flood");
+    check(&out, &r, "output_limit", "output_bytes", 121);
+    assert_eq!(out.stdout.len(), 4096);
+    assert_eq!(r["stdout"]["bytes"], 4096);
+    assert_eq!(r["stdout"]["truncated"], true);
+    // A fork bomb: fork fails past the limit; the command decides its exit.
+    let bomb = Lab::new("wall_seconds = 20\nprocesses = 32");
+    let (out, r) = bomb.run(&[
+        "/usr/bin/python3",
+        "-c",
+        "import os, time\nfailed = 0\nfor i in range(100):\n    try:\n        if os.fork() == 0:\n            os.execv('/bin/sleep', ['zz-limits-bomb', '5'])\n    except OSError:\n        failed += 1\ntime.sleep(0.3)\nprint('failed', failed)\nos._exit(3 if failed else 0)",
+    ]);
+    check(&out, &r, "exited", "processes", 3);
+    // Open files past the limit fail inside.
+    let (out, r) = lab.sh("exec 40</dev/null && echo OPENED; exit 0");
+    check(&out, &r, "exited", "", 0);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("OPENED"));
+    for m in [
+        "zz-limits-spin",
+        "zz-limits-hog",
+        "zz-limits-flood",
+        "zz-limits-bomb",
+    ] {
+        assert!(survivors(m).is_empty(), "{m} survived: {:?}", survivors(m));
+    }
+}
+
+#[test]
+fn the_wall_limit_ends_a_command_that_ignores_sigterm() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new("wall_seconds = 1");
+    let (out, r) = lab.sh("trap '' TERM; exec -a zz-limits-stubborn sleep 30");
+    check(&out, &r, "wall_timeout", "wall_seconds", 124);
+    assert!(r["duration_seconds"].as_f64().unwrap() < 10.0, "{r:#}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wall-clock limit"));
+    assert!(survivors("zz-limits-stubborn").is_empty());
+}
+
+#[test]
+fn outcomes_are_told_apart() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new("wall_seconds = 20");
+    let (out, r) = lab.sh("exit 7");
+    check(&out, &r, "exited", "", 7);
+    let (out, r) = lab.sh("kill -9 $$");
+    check(&out, &r, "signaled", "", 137);
+    assert_eq!(r["outcome"]["signal"], 9);
+    // A command that exits 137 itself is not a signal.
+    let (out, r) = lab.sh("exit 137");
+    check(&out, &r, "exited", "", 137);
+    // Not found inside: the command could not start, and 127 says so.
+    let (out, r) = lab.run(&["/nonexistent/agent"]);
+    check(&out, &r, "could_not_start", "", 127);
+    assert_eq!(r["outcome"]["phase"], "command_start", "{r:#}");
+    // A tampered record: nothing starts, and the report says where it stopped.
+    let seal = lab.t.join("seal/seal.json");
+    let bytes = std::fs::read(&seal).unwrap();
+    std::fs::write(
+        &seal,
+        String::from_utf8(bytes)
+            .unwrap()
+            .replace("limits", "limitz"),
+    )
+    .unwrap();
+    let (out, r) = lab.sh("echo STARTED");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
+    assert_eq!(r["outcome"]["kind"], "could_not_start", "{r:#}");
+    assert_eq!(r["outcome"]["phase"], "verify", "{r:#}");
+    assert_eq!(r["exit_code"], out.status.code().unwrap());
+}
+
+#[test]
+fn literal_argv_reaches_the_command_and_the_report_byte_for_byte() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new("wall_seconds = 20");
+    let args = [
+        "with spaces",
+        "\"double\" 'single'",
+        "$HOME;$(printf no-shell);*?[]",
+        "a\nnewline",
+        "",
+        "--",
+    ];
+    let mut argv = vec!["/usr/bin/printf", "%s\\0"];
+    argv.extend(args);
+    let (out, r) = lab.run(&argv);
+    check(&out, &r, "exited", "", 0);
+    let got: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+    assert_eq!(got.len(), args.len() + 1, "{}", text(&out));
+    for (g, want) in got.iter().zip(args) {
+        assert_eq!(*g, want.as_bytes());
+    }
+    let reported: Vec<&str> = r["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(reported, argv);
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_an_error_and_nothing_is_left() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new("wall_seconds = 20");
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("exec")
+        .arg(lab.t.join("seal/seal.json"))
+        .arg("--report")
+        .arg(lab.t.join("no-such-dir/report.json"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the run report"));
+    let left: Vec<_> = std::fs::read_dir(&lab.t)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("sealc-tmp"))
+        .collect();
+    assert!(left.is_empty());
+}
