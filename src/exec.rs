@@ -705,6 +705,30 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     cmd.args(&args).env_clear().process_group(0);
     if !plan.bubblewrap {
         cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
+        // macOS: the resource limits are set in the child before
+        // `sandbox-exec` (on Linux `__confine` sets them inside).
+        let limits: Vec<(String, u64)> = plan
+            .limits
+            .set()
+            .into_iter()
+            .filter(|(k, _)| !matches!(*k, "wall_seconds" | "output_bytes"))
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let rlimits = inside::rlimits(&limits).map_err(io::Error::other)?;
+        if !rlimits.is_empty() {
+            // SAFETY: the closure runs in the child between fork and exec; it
+            // only calls `setrlimit` (async-signal-safe) on values computed
+            // before the fork, and allocates nothing.
+            #[allow(unsafe_code)]
+            unsafe {
+                cmd.pre_exec(move || {
+                    for (res, lim) in &rlimits {
+                        rustix::process::setrlimit(*res, lim.clone())?;
+                    }
+                    Ok(())
+                });
+            }
+        }
     }
     if let Some(ids) = plan.user {
         // std drops the supplementary groups when root changes uid.

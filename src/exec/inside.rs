@@ -373,29 +373,40 @@ fn confine_and_exec(
     cmd.exec()
 }
 
-/// Set the `[limits]` that are resource limits, soft and hard (the CPU
-/// limit's hard one a second later, so `SIGXCPU` comes first).
+/// The `[limits]` that are resource limits, as `setrlimit` values, soft and
+/// hard (the CPU limit's hard one a second later, so `SIGXCPU` comes first;
+/// memory's `RLIMIT_DATA` a backstop at twice the limit, which sealc's
+/// watcher enforces itself and names).
+pub fn rlimits(
+    limits: &[(String, u64)],
+) -> Result<Vec<(rustix::process::Resource, rustix::process::Rlimit)>, String> {
+    use rustix::process::{Resource, Rlimit};
+    limits
+        .iter()
+        .map(|(k, v)| {
+            let (res, soft, hard) = match k.as_str() {
+                "cpu_seconds" => (Resource::Cpu, *v, v + 1),
+                "memory_mib" => (Resource::Data, v << 21, v << 21),
+                "processes" => (Resource::Nproc, *v, *v),
+                "open_files" => (Resource::Nofile, *v, *v),
+                "file_size_mib" => (Resource::Fsize, v << 20, v << 20),
+                _ => return Err(format!("no resource limit is named `{k}`")),
+            };
+            Ok((
+                res,
+                Rlimit {
+                    current: Some(soft),
+                    maximum: Some(hard),
+                },
+            ))
+        })
+        .collect()
+}
+
 fn set_limits(limits: &[(String, u64)]) -> Result<(), String> {
-    use rustix::process::{setrlimit, Resource, Rlimit};
-    for (k, v) in limits {
-        let (res, soft, hard) = match k.as_str() {
-            "cpu_seconds" => (Resource::Cpu, *v, v + 1),
-            // A backstop at twice the limit: sealc's watcher stops the run
-            // at the limit itself, and names it.
-            "memory_mib" => (Resource::Data, v << 21, v << 21),
-            "processes" => (Resource::Nproc, *v, *v),
-            "open_files" => (Resource::Nofile, *v, *v),
-            "file_size_mib" => (Resource::Fsize, v << 20, v << 20),
-            _ => return Err(format!("no resource limit is named `{k}`")),
-        };
-        setrlimit(
-            res,
-            Rlimit {
-                current: Some(soft),
-                maximum: Some(hard),
-            },
-        )
-        .map_err(|e| format!("cannot set `limits.{k}` to {v}: {e}"))?;
+    for (res, lim) in rlimits(limits)? {
+        rustix::process::setrlimit(res, lim.clone())
+            .map_err(|e| format!("cannot set the limit {res:?}: {e}"))?;
     }
     Ok(())
 }
