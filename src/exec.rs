@@ -723,7 +723,7 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
             unsafe {
                 cmd.pre_exec(move || {
                     for (res, lim) in &rlimits {
-                        rustix::process::setrlimit(*res, lim.clone())?;
+                        rustix::process::setrlimit(*res, *lim)?;
                     }
                     Ok(())
                 });

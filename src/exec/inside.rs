@@ -405,7 +405,7 @@ pub fn rlimits(
 
 fn set_limits(limits: &[(String, u64)]) -> Result<(), String> {
     for (res, lim) in rlimits(limits)? {
-        rustix::process::setrlimit(res, lim.clone())
+        rustix::process::setrlimit(res, lim)
             .map_err(|e| format!("cannot set the limit {res:?}: {e}"))?;
     }
     Ok(())
