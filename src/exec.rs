@@ -835,7 +835,12 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
         let (peak, done, tx, ticks) = (peak.clone(), done.clone(), tx.clone(), ticks.clone());
         let memory_kib = plan.limits.memory_mib.map(|m| m * 1024);
         std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
+                // First sleep: a short run costs the watcher nothing.
+                std::thread::sleep(Duration::from_millis(50));
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
                 let pids = members();
                 if let Ok(mut t) = ticks.lock() {
                     for p in &pids {
@@ -853,7 +858,6 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
                     let _ = tx.send(Event::Stop(Stop::Memory));
                     return;
                 }
-                std::thread::sleep(Duration::from_millis(50));
             }
         });
     }
