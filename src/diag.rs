@@ -213,6 +213,36 @@ deny_read = [\"${ws}/link\"]",
         "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
     ),
     (
+        "sealc::codex::version",
+        "`codex.version` is not a tested Codex release or a range over them",
+        "[codex]\nversion = \"0.150.0\"",
+    ),
+    (
+        "sealc::codex::workspace",
+        "`codex.workspace` is not one of the write roots",
+        "[filesystem]\nwrite = [\"/r/ws\"]\n[codex]\nworkspace = \"/r/other\"",
+    ),
+    (
+        "sealc::codex::provider",
+        "`codex.provider.base_url` is not an http(s) URL, or its `env_key` is not an `env.secret`",
+        "[codex.provider]\nbase_url = \"ftp://127.0.0.1/v1\"",
+    ),
+    (
+        "sealc::codex::home",
+        "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
+        "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",
+    ),
+    (
+        "sealc::exec::codex-config",
+        "`sealc exec` found a different Codex config in the seal's `CODEX_HOME` before the run (without `--force`), or the config drifted during the run",
+        "# sealc exec seal/seal.json -- codex exec \"...\" (after editing CODEX_HOME/config.toml)",
+    ),
+    (
+        "sealc::lint::codex_layers",
+        "a Codex seal lets another Codex config layer in (`/etc/codex`, the workspace's `.codex/`), or has no `workspace` to keep its project layer out",
+        "[codex]\nallow_system_config = true",
+    ),
+    (
         "sealc::lint::schema",
         "the spec does not match the JSON Schema (the editor's view)",
         "# a value the JSON Schema refuses that no other check names",
