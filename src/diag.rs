@@ -218,6 +218,11 @@ deny_read = [\"${ws}/link\"]",
         "[codex]\nversion = \"0.150.0\"",
     ),
     (
+        "sealc::codex::tools",
+        "a Linux seal in network mode `none` or `proxy` targets a Codex release (before 0.160.0) that cannot start its tools under it",
+        "[target]\nplatform = \"linux\"\n[codex]\nversion = \"0.137.0\"",
+    ),
+    (
         "sealc::codex::workspace",
         "`codex.workspace` is not one of the write roots",
         "[filesystem]\nwrite = [\"/r/ws\"]\n[codex]\nworkspace = \"/r/other\"",
@@ -231,11 +236,6 @@ deny_read = [\"${ws}/link\"]",
         "sealc::codex::home",
         "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
         "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",
-    ),
-    (
-        "sealc::exec::codex-config",
-        "`sealc exec` found a different Codex config in the seal's `CODEX_HOME` before the run (without `--force`), or the config drifted during the run",
-        "# sealc exec seal/seal.json -- codex exec \"...\" (after editing CODEX_HOME/config.toml)",
     ),
     (
         "sealc::lint::codex_layers",

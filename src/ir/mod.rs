@@ -1059,7 +1059,32 @@ impl Lower<'_> {
             return vec![DEFAULT_VERSION.to_string()]; // lint: known only on a host
         }
         match select_versions(&want) {
-            Ok(vs) => vs.into_iter().map(str::to_string).collect(),
+            Ok(vs) => {
+                let vs: Vec<String> = vs.into_iter().map(str::to_string).collect();
+                let old = crate::backend::codex::tools_refused_on_linux(&vs);
+                if self.platform(spec) == Platform::Linux
+                    && spec.net_mode() != NetMode::Open
+                    && !old.is_empty()
+                {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            "sealc::codex::tools",
+                            format!(
+                                "Codex {} cannot start its tools under this Linux seal",
+                                old.join(", ")
+                            ),
+                        )
+                        .at(v.span.clone())
+                        .label("it makes a SOCK_SEQPACKET unix socket pair for every tool process, which the seal refuses")
+                        .help(format!(
+                            "target Codex {} or newer (`version = \">={}\"`)",
+                            crate::backend::codex::LINUX_TOOLS_SINCE,
+                            crate::backend::codex::LINUX_TOOLS_SINCE
+                        )),
+                    );
+                }
+                vs
+            }
             Err(why) => {
                 self.diags.push(
                     Diagnostic::error(
