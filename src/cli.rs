@@ -93,7 +93,10 @@ enum Command {
         /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
         #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
         expect: Option<String>,
-        /// The command and its arguments, after `--`.
+        /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
+        #[arg(long)]
+        force: bool,
+        /// The command and its arguments, after `--` (the launcher's file name, e.g. `codex`, runs the recorded launcher).
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -278,6 +281,7 @@ pub fn run(
             dry_run,
             user,
             expect,
+            force,
             command,
         } => exec(
             &record,
@@ -286,6 +290,7 @@ pub fn run(
                 dry_run,
                 user: user.as_deref(),
                 expect: expect.as_deref(),
+                force,
             },
             &command,
             out,
@@ -602,6 +607,7 @@ struct ExecOpts<'a> {
     dry_run: bool,
     user: Option<&'a str>,
     expect: Option<&'a str>,
+    force: bool,
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).
@@ -700,6 +706,8 @@ fn exec(
                 return DIFFERS;
             }
         };
+    // `codex` (the launcher's name) runs the recorded, checked launcher.
+    let command = &crate::exec::resolve_launcher(&compiled.ir, command)[..];
     let ways = match crate::exec::stdio::ways() {
         Ok(w) => w,
         Err(e) => {
@@ -751,6 +759,7 @@ fn exec(
             "secrets": plan.secrets,
             "timeout": plan.timeout.map(|t| t.as_secs()),
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
+            "codex_config": codex_target(&compiled.ir),
         });
         let _ = writeln!(
             out,
@@ -759,14 +768,14 @@ fn exec(
         );
         return OK;
     }
+    let roots: Vec<String> = compiled
+        .ir
+        .roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .filter_map(|r| r.real.clone())
+        .collect();
     if let Some(ids) = user {
-        let roots: Vec<String> = compiled
-            .ir
-            .roots
-            .iter()
-            .filter(|r| r.kind == crate::ir::RootKind::Write)
-            .filter_map(|r| r.real.clone())
-            .collect();
         if let Some(e) = roots
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
@@ -778,6 +787,37 @@ fn exec(
             );
             return BAD_INPUT;
         }
+    }
+    // The verified Codex config goes into the seal's CODEX_HOME (in a write
+    // root, so before the roots are handed over).
+    let codex_config = recompiled
+        .get(crate::backend::CODEX)
+        .cloned()
+        .unwrap_or_default();
+    let installs = codex_target(&compiled.ir).is_some();
+    if installs {
+        use crate::exec::codex_home::{install, Refused};
+        match install(&compiled.ir, &codex_config, opts.force) {
+            Ok(_) => {}
+            Err(Refused::Drift(why)) => {
+                let _ = writeln!(err, "drift       codex config  {why}");
+                let _ = writeln!(
+                    err,
+                    "error: the seal's Codex config is not the verified one, so nothing was started"
+                );
+                let _ = writeln!(
+                    err,
+                    "help: look at what changed it (`sealc verify {display} --codex-config PATH --workspace DIR` shows how), then run again with `--force` to replace it"
+                );
+                return DIFFERS;
+            }
+            Err(Refused::Io(why)) => {
+                let _ = writeln!(err, "error: {why}, so nothing was started");
+                return crate::exec::CANNOT_START;
+            }
+        }
+    }
+    if let Some(ids) = user {
         if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
             let _ = writeln!(err, "error: {e}, so nothing was started");
             return crate::exec::CANNOT_START;
@@ -802,6 +842,7 @@ fn exec(
     };
     let _ = out.flush();
     match crate::exec::run(&plan, ways) {
+        Ok(code) if installs => codex_after(&compiled.ir, &codex_config, code, err),
         Ok(code) => code,
         Err(e) => {
             if let Some(b) = &plan.bridge {
@@ -812,6 +853,47 @@ fn exec(
             crate::exec::CANNOT_START
         }
     }
+}
+
+/// Where `sealc exec` installs the Codex config: a Codex seal's
+/// `CODEX_HOME/config.toml`.
+fn codex_target(ir: &crate::ir::Ir) -> Option<String> {
+    let home = ir.codex.home.as_ref().filter(|_| ir.codex.sealed)?;
+    Some(format!("{home}/{}", crate::exec::codex_home::CONFIG))
+}
+
+/// After the command: the drift check of the Codex config (what
+/// `sealc verify --codex-config` does). Drift is reported and gives
+/// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status.
+fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Write) -> i32 {
+    use crate::facts::Host as _;
+    let mut report = crate::verify::Report::default();
+    let mut workspaces = ir.codex.workspaces.clone();
+    if workspaces.is_empty() {
+        // No workspace recorded: Codex may trust the directory it ran in.
+        if let Ok(cwd) = std::env::current_dir() {
+            let cwd = cwd.display().to_string();
+            workspaces.extend(RealHost.canonicalize(&cwd).filter(|r| *r != cwd));
+            workspaces.insert(0, cwd);
+        }
+    }
+    match crate::exec::codex_home::read_back(ir) {
+        Ok(after) => crate::verify::check_codex_config(generated, &after, &workspaces, &mut report),
+        Err(why) => report.push("codex config", crate::verify::Status::Drift, why),
+    }
+    if report.verdict() == crate::verify::Verdict::Verified {
+        return code;
+    }
+    let _ = write!(err, "{}", report.to_text());
+    let _ = writeln!(
+        err,
+        "error: the Codex config in the seal's CODEX_HOME drifted during the run (the command exited with {code})"
+    );
+    let _ = writeln!(
+        err,
+        "help: the agent or Codex changed its own config: review the change; the next `sealc exec` refuses to start until it is put back or replaced with `--force`"
+    );
+    crate::exec::CODEX_CONFIG_DRIFT
 }
 
 /// What `--dry-run` says of the sandbox's layers.

@@ -95,7 +95,7 @@ impl Report {
         }
     }
 
-    fn push(&mut self, subject: impl Into<String>, status: Status, detail: impl Into<String>) {
+    pub fn push(&mut self, subject: impl Into<String>, status: Status, detail: impl Into<String>) {
         self.checks.push(Check {
             subject: subject.into(),
             status,
