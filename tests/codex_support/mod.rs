@@ -322,20 +322,24 @@ fn sse(events: &[Value]) -> String {
 /// The lines of Codex output that say a config key is deprecated, ignored,
 /// removed or unknown.
 pub fn config_complaints(output: &str) -> Vec<String> {
+    const SAYS: &[&str] = &[
+        "deprecated",
+        "ignoring",
+        "ignored",
+        "unknown configuration",
+        "unknown field",
+        "unknown feature",
+        "unknown variant",
+        "unknown key",
+        "has been removed",
+        "was removed",
+        "is removed",
+    ];
     output
         .lines()
         .filter(|l| {
             let l = l.to_ascii_lowercase();
-            [
-                "deprecated",
-                "ignoring",
-                "ignored",
-                "unknown",
-                "removed",
-                "unsupported",
-            ]
-            .iter()
-            .any(|w| l.contains(w))
+            SAYS.iter().any(|w| l.contains(w))
         })
         .map(str::to_string)
         .collect()
