@@ -184,3 +184,30 @@ fn the_check_sees_a_deprecated_or_unknown_key() {
         assert!(!config_complaints(&out).is_empty(), "{out}");
     }
 }
+
+#[test]
+fn the_install_script_pins_what_the_tests_need() {
+    // `.ci/install-codex` installs, by default, the releases these tests and
+    // tests/codex_e2e.rs require: the oldest and newest tested, and the
+    // oldest whose tools start under the Linux seal.
+    use sealc::backend::codex::TESTED;
+    let script = std::fs::read_to_string(root().join(".ci/install-codex")).unwrap();
+    let line = script
+        .lines()
+        .find(|l| l.trim_start().starts_with("versions=(0"))
+        .expect("a default versions=(...) line");
+    let pinned: Vec<&str> = line
+        .trim()
+        .trim_start_matches("versions=(")
+        .trim_end_matches(')')
+        .split_whitespace()
+        .collect();
+    let mut needed = vec![TESTED[0], TESTED[TESTED.len() - 1]];
+    needed.extend(sealed_run_versions());
+    for v in needed {
+        assert!(pinned.contains(&v), "{v} is not in {line}");
+    }
+    for v in &pinned {
+        assert!(TESTED.contains(v), "{v} is pinned but not a tested release");
+    }
+}
