@@ -96,7 +96,10 @@ enum Command {
         /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
         #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
         expect: Option<String>,
-        /// The command and its arguments, after `--`.
+        /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
+        #[arg(long)]
+        force: bool,
+        /// The command and its arguments, after `--` (the launcher's file name, e.g. `codex`, runs the recorded launcher).
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -294,6 +297,7 @@ pub fn run(
             user,
             expect,
             report,
+            force,
             command,
         } => exec(
             &record,
@@ -303,6 +307,7 @@ pub fn run(
                 user: user.as_deref(),
                 expect: expect.as_deref(),
                 report: report.as_deref(),
+                force,
             },
             &command,
             out,
@@ -631,11 +636,13 @@ struct ExecOpts<'a> {
     user: Option<&'a str>,
     expect: Option<&'a str>,
     report: Option<&'a Path>,
+    force: bool,
 }
 
 /// What `exec` learns on its way, for the run report.
 struct ExecCtx {
     phase: crate::exec::report::Phase,
+    codex_config: Option<&'static str>,
     binding: Option<String>,
     layers: serde_json::Value,
     limits: std::collections::BTreeMap<&'static str, crate::exec::report::Limit>,
@@ -672,6 +679,7 @@ fn exec(
     let t0 = std::time::Instant::now();
     let mut ctx = ExecCtx {
         phase: report::Phase::Verify,
+        codex_config: None,
         binding: None,
         layers: serde_json::Value::Null,
         limits: Default::default(),
@@ -701,6 +709,7 @@ fn exec(
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         binding: ctx.binding,
+        codex_config: ctx.codex_config,
         cpu_seconds: r.cpu_seconds,
         duration_seconds: t0.elapsed().as_secs_f64(),
         ended_at: report::rfc3339(std::time::SystemTime::now()),
@@ -825,6 +834,8 @@ fn exec_run(
                 return DIFFERS;
             }
         };
+    // `codex` (the launcher's name) runs the recorded, checked launcher.
+    let command = &crate::exec::resolve_launcher(&compiled.ir, command)[..];
     let ways = match crate::exec::stdio::ways() {
         Ok(w) => w,
         Err(e) => {
@@ -899,6 +910,7 @@ fn exec_run(
             "secrets": plan.secrets,
             "timeout": plan.timeout.map(|t| t.as_secs()),
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
+            "codex_config": codex_target(&compiled.ir),
         });
         let _ = writeln!(
             out,
@@ -907,14 +919,14 @@ fn exec_run(
         );
         return OK;
     }
+    let roots: Vec<String> = compiled
+        .ir
+        .roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .filter_map(|r| r.real.clone())
+        .collect();
     if let Some(ids) = user {
-        let roots: Vec<String> = compiled
-            .ir
-            .roots
-            .iter()
-            .filter(|r| r.kind == crate::ir::RootKind::Write)
-            .filter_map(|r| r.real.clone())
-            .collect();
         if let Some(e) = roots
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
@@ -926,6 +938,37 @@ fn exec_run(
             );
             return BAD_INPUT;
         }
+    }
+    // The verified Codex config goes into the seal's CODEX_HOME (in a write
+    // root, so before the roots are handed over).
+    let codex_config = recompiled
+        .get(crate::backend::CODEX)
+        .cloned()
+        .unwrap_or_default();
+    let installs = codex_target(&compiled.ir).is_some();
+    if installs {
+        use crate::exec::codex_home::{install, Refused};
+        match install(&compiled.ir, &codex_config, opts.force) {
+            Ok(_) => {}
+            Err(Refused::Drift(why)) => {
+                let _ = writeln!(err, "drift       codex config  {why}");
+                let _ = writeln!(
+                    err,
+                    "error: the seal's Codex config is not the verified one, so nothing was started"
+                );
+                let _ = writeln!(
+                    err,
+                    "help: look at what changed it (`sealc verify {display} --codex-config PATH --workspace DIR` shows how), then run again with `--force` to replace it"
+                );
+                return DIFFERS;
+            }
+            Err(Refused::Io(why)) => {
+                let _ = writeln!(err, "error: {why}, so nothing was started");
+                return crate::exec::CANNOT_START;
+            }
+        }
+    }
+    if let Some(ids) = user {
         if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
             let _ = writeln!(err, "error: {e}, so nothing was started");
             return crate::exec::CANNOT_START;
@@ -971,7 +1014,18 @@ fn exec_run(
                     result.exit_code()
                 );
             }
-            let code = result.exit_code();
+            let mut code = result.exit_code();
+            if installs {
+                let after = codex_after(&compiled.ir, &codex_config, code, err);
+                ctx.codex_config = Some(
+                    if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
+                        "drift"
+                    } else {
+                        "unchanged"
+                    },
+                );
+                code = after;
+            }
             ctx.result = Some(result);
             code
         }
@@ -984,6 +1038,47 @@ fn exec_run(
             crate::exec::CANNOT_START
         }
     }
+}
+
+/// Where `sealc exec` installs the Codex config: a Codex seal's
+/// `CODEX_HOME/config.toml`.
+fn codex_target(ir: &crate::ir::Ir) -> Option<String> {
+    let home = ir.codex.home.as_ref().filter(|_| ir.codex.sealed)?;
+    Some(format!("{home}/{}", crate::exec::codex_home::CONFIG))
+}
+
+/// After the command: the drift check of the Codex config (what
+/// `sealc verify --codex-config` does). Drift is reported and gives
+/// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status.
+fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Write) -> i32 {
+    use crate::facts::Host as _;
+    let mut report = crate::verify::Report::default();
+    let mut workspaces = ir.codex.workspaces.clone();
+    if workspaces.is_empty() {
+        // No workspace recorded: Codex may trust the directory it ran in.
+        if let Ok(cwd) = std::env::current_dir() {
+            let cwd = cwd.display().to_string();
+            workspaces.extend(RealHost.canonicalize(&cwd).filter(|r| *r != cwd));
+            workspaces.insert(0, cwd);
+        }
+    }
+    match crate::exec::codex_home::read_back(ir) {
+        Ok(after) => crate::verify::check_codex_config(generated, &after, &workspaces, &mut report),
+        Err(why) => report.push("codex config", crate::verify::Status::Drift, why),
+    }
+    if report.verdict() == crate::verify::Verdict::Verified {
+        return code;
+    }
+    let _ = write!(err, "{}", report.to_text());
+    let _ = writeln!(
+        err,
+        "error: the Codex config in the seal's CODEX_HOME drifted during the run (the command exited with {code})"
+    );
+    let _ = writeln!(
+        err,
+        "help: the agent or Codex changed its own config: review the change; the next `sealc exec` refuses to start until it is put back or replaced with `--force`"
+    );
+    crate::exec::CODEX_CONFIG_DRIFT
 }
 
 /// What `--dry-run` says of the sandbox's layers.

@@ -218,6 +218,36 @@ deny_read = [\"${ws}/link\"]",
         "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
     ),
     (
+        "sealc::codex::version",
+        "`codex.version` is not a tested Codex release or a range over them",
+        "[codex]\nversion = \"0.150.0\"",
+    ),
+    (
+        "sealc::codex::tools",
+        "a Linux seal in network mode `none` or `proxy` targets a Codex release (before 0.160.0) that cannot start its tools under it",
+        "[target]\nplatform = \"linux\"\n[codex]\nversion = \"0.137.0\"",
+    ),
+    (
+        "sealc::codex::workspace",
+        "`codex.workspace` is not one of the write roots",
+        "[filesystem]\nwrite = [\"/r/ws\"]\n[codex]\nworkspace = \"/r/other\"",
+    ),
+    (
+        "sealc::codex::provider",
+        "`codex.provider.base_url` is not an http(s) URL, or its `env_key` is not an `env.secret`",
+        "[codex.provider]\nbase_url = \"ftp://127.0.0.1/v1\"",
+    ),
+    (
+        "sealc::codex::home",
+        "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
+        "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",
+    ),
+    (
+        "sealc::lint::codex_layers",
+        "a Codex seal lets another Codex config layer in (`/etc/codex`, the workspace's `.codex/`), or has no `workspace` to keep its project layer out",
+        "[codex]\nallow_system_config = true",
+    ),
+    (
         "sealc::lint::schema",
         "the spec does not match the JSON Schema (the editor's view)",
         "# a value the JSON Schema refuses that no other check names",

@@ -23,6 +23,7 @@
 //! that socket; outside, each is forwarded to the host's proxy. Nothing else
 //! crosses.
 
+pub mod codex_home;
 pub mod inside;
 pub mod report;
 pub mod stdio;
@@ -51,6 +52,9 @@ pub use user::Ids;
 
 /// Exit status when the recorded timeout ran out (as `timeout(1)`).
 pub const TIMED_OUT: i32 = 124;
+/// Exit status when the command ran but the Codex config in the seal's
+/// `CODEX_HOME` drifted during the run.
+pub const CODEX_CONFIG_DRIFT: i32 = 125;
 /// Exit status when the sandbox could not be started.
 pub const CANNOT_START: i32 = 127;
 /// How long a stopped sandbox gets between `SIGTERM` and `SIGKILL`.
@@ -225,6 +229,23 @@ pub fn plan(
             Ok(plan)
         }
     }
+}
+
+/// The command as it runs: a bare command name that is the recorded
+/// launcher's file name (`codex` for `.../bin/codex`) becomes the launcher's
+/// path, whose chain and digest `host_drift` has checked; anything else runs
+/// as given.
+pub fn resolve_launcher(ir: &Ir, command: &[OsString]) -> Vec<OsString> {
+    let mut out = command.to_vec();
+    let (Some(first), Some(launcher)) = (out.first_mut(), ir.launcher.first()) else {
+        return out;
+    };
+    let name = launcher.path.rsplit('/').next().unwrap_or_default();
+    let bare = first.to_str().is_some_and(|c| !c.contains('/'));
+    if bare && !name.is_empty() && first.as_os_str() == name {
+        *first = OsString::from(&launcher.path);
+    }
+    out
 }
 
 /// The recorded kind of a root mounted at `dest`.
@@ -1190,6 +1211,35 @@ mod tests {
         }
         assert!(plan.bubblewrap);
         assert_eq!(plan.bridge.unwrap().upstream, "127.0.0.1:3128");
+    }
+
+    #[test]
+    fn the_launcher_runs_by_its_name() {
+        let host = crate::facts::FakeHost::new()
+            .dir("/d")
+            .dir("/w")
+            .file("/opt/codex/bin/codex", b"#!/bin/sh\n");
+        let spec = format!("{SPEC}[launcher]\npath = \"/opt/codex/bin/codex\"\n");
+        let with = crate::compile_for("p.toml", &spec, &Vec::new(), Some(Platform::Linux), &host)
+            .unwrap()
+            .ir;
+        let run = |cmd: &[&str]| {
+            let c: Vec<OsString> = cmd.iter().map(OsString::from).collect();
+            strs(&resolve_launcher(&with, &c))
+        };
+        assert_eq!(
+            run(&["codex", "exec", "hi"]),
+            ["/opt/codex/bin/codex", "exec", "hi"]
+        );
+        assert_eq!(run(&["./codex", "exec"]), ["./codex", "exec"]);
+        assert_eq!(run(&["/usr/bin/codex"]), ["/usr/bin/codex"]);
+        assert_eq!(run(&["ls", "codex"]), ["ls", "codex"]);
+        assert!(run(&[]).is_empty());
+        // Without a launcher, nothing changes.
+        assert_eq!(
+            strs(&resolve_launcher(&ir(Platform::Linux), &["codex".into()])),
+            ["codex"]
+        );
     }
 
     #[test]

@@ -93,6 +93,14 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     let denied = PathSet::new(denied_paths.iter().copied());
     let write_paths = spellings(&[RootKind::Write]);
     let writable = PathSet::new(write_paths.iter().copied());
+    // The roots a Codex seal adds itself: the user cannot move them.
+    let codex_denied = spec.codex_denied();
+    let implied: BTreeSet<&str> = codex_denied
+        .iter()
+        .map(|s| s.value.as_str())
+        .filter(|v| !spec.filesystem.deny_read.iter().any(|d| d.value == *v))
+        .collect();
+    codex_layers(spec, out);
     for root in &ir.roots {
         if root.kind == RootKind::AllowRead
             && ir.base == Base::AllowDefault
@@ -129,7 +137,10 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
                 }
             }
         }
-        if root.kind.is_denied() && root.spellings.iter().any(|s| writable.covers(s)) {
+        if root.kind.is_denied()
+            && root.spellings.iter().any(|s| writable.covers(s))
+            && !implied.contains(root.origin.as_str())
+        {
             let (label, help) = match ir.platform {
                 crate::spec::Platform::Macos => (
                     "needs the move-blocking rules",
@@ -193,6 +204,47 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     }
 }
 
+/// Codex's other config layers: what a Codex seal lets in.
+fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
+    let c = &spec.codex;
+    let Some(table) = &c.span else { return };
+    if let Some(b) = c.allow_system_config.as_ref().filter(|b| b.value) {
+        out.push(
+            Diagnostic::warning(
+                "sealc::lint::codex_layers",
+                format!("Codex may read `{}`", crate::spec::CODEX_SYSTEM_DIR),
+            )
+            .at(b.span.clone())
+            .label("its config.toml adds keys, its managed_config.toml and requirements.toml override the sealed config")
+            .help("remove `allow_system_config` unless the host's administrator layers are part of what you reviewed"),
+        );
+    }
+    if let Some(b) = c.allow_project_config.as_ref().filter(|b| b.value) {
+        out.push(
+            Diagnostic::warning(
+                "sealc::lint::codex_layers",
+                "Codex may load the workspace's `.codex/` layer",
+            )
+            .at(b.span.clone())
+            .label("the workspace is recorded as trusted, and anything the agent writes to `.codex/config.toml` configures the next Codex")
+            .help("remove `allow_project_config`: the workspace is then untrusted and its `.codex/` denied"),
+        );
+    }
+    if c.workspace.is_none() && !c.allow_project_config.as_ref().is_some_and(|b| b.value) {
+        out.push(
+            Diagnostic::advice(
+                "sealc::lint::codex_layers",
+                "this Codex seal names no `workspace`",
+            )
+            .at(table.clone())
+            .label(
+                "a `.codex/` where Codex runs is neither denied nor kept out by an untrusted entry",
+            )
+            .help("name the write root Codex works in: `workspace = \"${run}/ws\"`"),
+        );
+    }
+}
+
 /// The deepest root (of any list but `write_devices`) that strictly contains `path`.
 fn nearest_enclosing<'a>(ir: &'a Ir, path: &str) -> Option<&'a crate::ir::Root> {
     let mut best: Option<&crate::ir::Root> = None;
@@ -218,6 +270,9 @@ fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
     v.extend(spec.network.proxy.as_ref());
     v.extend(spec.exec.sandbox_exec.as_ref());
     v.extend(spec.exec.timeout.as_ref().map(|t| &t.bin));
+    v.extend(spec.codex.workspace.as_ref());
+    v.extend(spec.codex.version.as_ref());
+    v.extend(spec.codex.provider.as_ref().map(|p| &p.base_url));
     v.extend(spec.vars.values().filter_map(|d| d.default.as_ref()));
     for a in &spec.asserts {
         v.extend(a.paths.iter().chain(&a.remote));

@@ -95,7 +95,7 @@ impl Report {
         }
     }
 
-    fn push(&mut self, subject: impl Into<String>, status: Status, detail: impl Into<String>) {
+    pub fn push(&mut self, subject: impl Into<String>, status: Status, detail: impl Into<String>) {
         self.checks.push(Check {
             subject: subject.into(),
             status,
@@ -651,7 +651,9 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
     }
 }
 
-/// Compare a Codex config after a run with the generated one. The only change
+/// Compare a Codex config after a run with the generated one. A config that
+/// records the workspace (`[codex] workspace`: untrusted, so its project
+/// layer never loads) must come back unchanged. Otherwise the only change
 /// allowed is the table Codex writes for its own working directory:
 /// `[projects."<workspace>"] trust_level = "trusted"`.
 pub fn check_codex_config(generated: &[u8], after: &[u8], workspaces: &[String], rep: &mut Report) {
@@ -672,7 +674,13 @@ pub fn check_codex_config(generated: &[u8], after: &[u8], workspaces: &[String],
         }
     };
     let mut problems = Vec::new();
-    if let Some(projects) = theirs.remove("projects") {
+    let recorded = ours.contains_key("projects");
+    let added = if recorded {
+        None
+    } else {
+        theirs.remove("projects")
+    };
+    if let Some(projects) = added {
         let ok = projects.as_table().is_some_and(|t| {
             t.len() == 1
                 && t.iter().all(|(k, v)| {
@@ -701,7 +709,11 @@ pub fn check_codex_config(generated: &[u8], after: &[u8], workspaces: &[String],
         rep.push(
             "codex config",
             Status::Ok,
-            "unchanged but for the workspace trust entry Codex writes",
+            if recorded {
+                "unchanged"
+            } else {
+                "unchanged but for the workspace trust entry Codex writes"
+            },
         );
     } else {
         for p in problems {

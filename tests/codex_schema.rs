@@ -1,81 +1,143 @@
-//! Every generated Codex config validates against the JSON Schema of the
-//! Codex version it targets, from `../shared/conformance/codex-config/`.
-//! CI sets `SEALC_REQUIRE_SHARED=1`, under which a missing schema fails.
+//! Every generated Codex config validates against the JSON Schema of each
+//! tested Codex release that has one, from `tests/data/codex-config/` (kept
+//! in the repository with its provenance, so nothing outside it is needed
+//! and nothing is skipped). The newer releases without a schema copy are
+//! checked with the real binaries in `tests/codex_conformance.rs`.
 
 mod common;
 
 use common::*;
+use sha2::Digest;
 
-fn codex_schema() -> Option<serde_json::Value> {
-    let path = root()
-        .join("../shared/conformance/codex-config")
-        .join(format!(
-            "config.schema.{}.json",
-            sealc::backend::codex::TARGET_CODEX
-        ));
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(serde_json::from_str(&text).unwrap()),
-        Err(_) => {
-            assert!(
-                std::env::var_os("SEALC_REQUIRE_SHARED").is_none(),
-                "{} is missing and SEALC_REQUIRE_SHARED is set",
-                path.display()
-            );
-            eprintln!(
-                "note: {} not found; conformance not checked",
-                path.display()
-            );
-            None
-        }
+fn schema_dir() -> std::path::PathBuf {
+    root().join("tests/data/codex-config")
+}
+
+/// `(version, schema)` for each committed schema, checked against the sha256
+/// that PROVENANCE.md lists for it.
+fn schemas() -> Vec<(String, serde_json::Value)> {
+    let provenance = std::fs::read_to_string(schema_dir().join("PROVENANCE.md")).unwrap();
+    let mut out = Vec::new();
+    for line in provenance
+        .lines()
+        .filter(|l| l.starts_with("| config.schema."))
+    {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (file, sha) = (cells[1], cells[5]);
+        let bytes = std::fs::read(schema_dir().join(file)).unwrap();
+        assert_eq!(
+            format!("{:x}", sha2::Sha256::digest(&bytes)),
+            sha,
+            "{file} is not the copy PROVENANCE.md describes"
+        );
+        let version = file
+            .strip_prefix("config.schema.rust-v")
+            .and_then(|f| f.strip_suffix(".json"))
+            .unwrap()
+            .to_string();
+        out.push((version, serde_json::from_slice(&bytes).unwrap()));
     }
+    out
+}
+
+/// The generated config of a spec, rendered for one Codex release.
+fn config_for(spec: &std::path::Path, version: &str) -> serde_json::Value {
+    let src = std::fs::read_to_string(spec).unwrap();
+    let mut c = sealc::compile("s.toml", &src, &flags_for(&src), &demo_host()).unwrap();
+    c.ir.codex.versions = vec![version.to_string()];
+    let text = String::from_utf8(sealc::backend::codex::render(&c.ir)).unwrap();
+    toml::from_str(&text).unwrap()
+}
+
+fn spec_files() -> Vec<std::path::PathBuf> {
+    let mut specs = toml_files(&root().join("specs"));
+    specs.extend(toml_files(&root().join("tests/golden")));
+    specs.extend(toml_files(&root().join("tests/codex")));
+    specs
 }
 
 #[test]
-fn generated_configs_validate_against_the_targeted_codex_schema() {
-    let Some(schema) = codex_schema() else { return };
-    let validator = jsonschema::draft7::new(&schema).unwrap();
-    let mut specs = toml_files(&root().join("specs"));
-    specs.extend(toml_files(&root().join("tests/golden")));
-    let mut checked = 0;
-    for spec in specs {
-        let src = std::fs::read_to_string(&spec).unwrap();
-        let c = sealc::compile("s.toml", &src, &flags_for(&src), &demo_host()).unwrap();
-        let text = String::from_utf8(c.files["codex/config.toml"].clone()).unwrap();
-        let value: serde_json::Value = toml::from_str(&text).unwrap();
-        let errors: Vec<String> = validator
-            .iter_errors(&value)
-            .map(|e| format!("{e} at {}", e.instance_path()))
-            .collect();
-        assert!(errors.is_empty(), "{}: {errors:#?}", spec.display());
-        // The sealed settings hold.
-        assert_eq!(value["approval_policy"], "never");
-        assert_eq!(value["sandbox_mode"], "danger-full-access");
-        assert_eq!(value["web_search"], "disabled");
-        assert_eq!(value["shell_environment_policy"]["inherit"], "none");
-        for absent in [
-            "mcp_servers",
-            "notify",
-            "projects",
-            "hooks",
-            "profiles",
-            "model_providers",
-        ] {
-            assert!(
-                value.get(absent).is_none(),
-                "{absent} must not be generated"
-            );
-        }
-        checked += 1;
+fn the_schemas_of_tested_releases_are_in_the_repository() {
+    let versions: Vec<String> = schemas().into_iter().map(|(v, _)| v).collect();
+    assert!(versions.len() >= 2, "{versions:?}");
+    for v in &versions {
+        assert!(
+            sealc::backend::codex::TESTED.contains(&v.as_str()),
+            "{v} has a schema but is not a tested release"
+        );
     }
-    assert!(checked >= 5);
+    // The oldest tested release is always checked against its schema.
+    assert!(versions.contains(&sealc::backend::codex::TESTED[0].to_string()));
+}
+
+#[test]
+fn generated_configs_validate_against_each_release_schema() {
+    let mut checked = 0;
+    for (version, schema) in schemas() {
+        let validator = jsonschema::draft7::new(&schema).unwrap();
+        for spec in spec_files() {
+            let value = config_for(&spec, &version);
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{} for Codex {version}: {errors:#?}",
+                spec.display()
+            );
+            // The sealed settings hold.
+            assert_eq!(value["approval_policy"], "never");
+            assert_eq!(value["sandbox_mode"], "danger-full-access");
+            assert_eq!(value["web_search"], "disabled");
+            assert_eq!(value["allow_login_shell"], false);
+            assert_eq!(value["skills"]["bundled"]["enabled"], false);
+            assert_eq!(value["shell_environment_policy"]["inherit"], "none");
+            for absent in ["mcp_servers", "notify", "hooks", "profiles"] {
+                assert!(
+                    value.get(absent).is_none(),
+                    "{absent} must not be generated"
+                );
+            }
+            // No deprecated alias and no removed flag is written.
+            let features = value["features"].as_object().unwrap();
+            for gone in [
+                "codex_hooks",
+                "connectors",
+                "memory_tool",
+                "web_search",
+                "web_search_cached",
+                "web_search_request",
+                "js_repl",
+                "plugin_hooks",
+                "remote_control",
+            ] {
+                assert!(!features.contains_key(gone), "{gone} is written");
+            }
+            // A workspace, when named, is recorded as untrusted.
+            if let Some(projects) = value.get("projects").and_then(|p| p.as_object()) {
+                assert!(!projects.is_empty());
+                for p in projects.values() {
+                    assert_eq!(p["trust_level"], "untrusted");
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked}");
 }
 
 #[test]
 fn the_schema_rejects_what_the_seal_forbids() {
-    // The validator is not vacuous: a config with an unknown key fails.
-    let Some(schema) = codex_schema() else { return };
-    let validator = jsonschema::draft7::new(&schema).unwrap();
-    let bad: serde_json::Value =
-        serde_json::json!({ "approval_policy": "sometimes", "not_a_key": 1 });
-    assert!(!validator.is_valid(&bad));
+    // The validator is not vacuous: a config with an unknown key or an
+    // unknown policy fails every schema.
+    for (version, schema) in schemas() {
+        let validator = jsonschema::draft7::new(&schema).unwrap();
+        let bad: serde_json::Value =
+            serde_json::json!({ "approval_policy": "sometimes", "not_a_key": 1 });
+        assert!(!validator.is_valid(&bad), "{version}");
+        let bad_trust: serde_json::Value =
+            serde_json::json!({ "projects": { "/w": { "trust_level": "maybe" } } });
+        assert!(!validator.is_valid(&bad_trust), "{version}");
+    }
 }

@@ -685,7 +685,9 @@ fn dry_run_shows_the_plan_without_secret_values() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(argv[0], "/usr/bin/bwrap");
-    assert_eq!(&argv[argv.len() - 3..], ["codex", "exec", "hi"]);
+    // `codex` is the launcher's file name: the recorded launcher runs.
+    let launcher = lab.t.join("home/.local/bin/codex").display().to_string();
+    assert_eq!(&argv[argv.len() - 3..], [launcher.as_str(), "exec", "hi"]);
     assert!(argv.contains(&"--unshare-net"));
     assert!(argv.contains(&"__init") && argv.contains(&"--listen"));
     assert!(argv.contains(&"<fd:env>"), "the env travels down a pipe");

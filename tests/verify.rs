@@ -393,8 +393,39 @@ fn a_linux_record_without_a_roots_kind_does_not_recompile() {
     );
 }
 
+/// `sealc verify --codex-config AFTER --workspace WS` on `files`, the
+/// generated config edited by `edit`.
+fn verify_codex_after(
+    mut files: BTreeMap<String, Vec<u8>>,
+    ws: &str,
+    edit: impl Fn(&str) -> String,
+) -> Out {
+    let generated = String::from_utf8(files["codex/config.toml"].clone()).unwrap();
+    files.insert("after.toml".into(), edit(&generated).into_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    write_seal(dir.path(), &files);
+    Sealc::new()
+        .in_dir(dir)
+        .args([
+            "verify",
+            "seal/seal.json",
+            "--codex-config",
+            "seal/after.toml",
+            "--workspace",
+            ws,
+        ])
+        .run()
+}
+
 #[test]
 fn codex_config_may_only_gain_the_workspace_trust_entry() {
+    // A seal that names no workspace: Codex may trust its working directory.
+    let src = std::fs::read_to_string(root().join("specs/probe-rep.toml"))
+        .unwrap()
+        .replace("workspace = \"${run}/ws\"", "");
+    let files = sealc::compile("probe-rep.toml", &src, &demo_flags(), &demo_host())
+        .unwrap()
+        .files;
     let ws = "/Users/agent/runs/r1/ws";
     let cases: [(&str, String, i32); 5] = [
         (
@@ -420,23 +451,7 @@ fn codex_config_may_only_gain_the_workspace_trust_entry() {
         ),
     ];
     for (what, appended, code) in cases {
-        let mut files = probe_files();
-        let mut after = files["codex/config.toml"].clone();
-        after.extend_from_slice(appended.as_bytes());
-        files.insert("after.toml".into(), after);
-        let dir = tempfile::tempdir().unwrap();
-        write_seal(dir.path(), &files);
-        let out = Sealc::new()
-            .in_dir(dir)
-            .args([
-                "verify",
-                "seal/seal.json",
-                "--codex-config",
-                "seal/after.toml",
-                "--workspace",
-                ws,
-            ])
-            .run();
+        let out = verify_codex_after(files.clone(), ws, |g| format!("{g}{appended}"));
         assert_eq!(out.code, code, "{what}: {}", out.stdout);
         assert!(
             out.stdout.contains("codex config"),
@@ -444,6 +459,38 @@ fn codex_config_may_only_gain_the_workspace_trust_entry() {
             out.stdout
         );
     }
+}
+
+#[test]
+fn a_recorded_untrusted_workspace_must_stay_untrusted() {
+    let ws = "/Users/agent/runs/r1/ws";
+    let files = probe_files();
+    let generated = String::from_utf8(files["codex/config.toml"].clone()).unwrap();
+    assert!(
+        generated.contains(&format!("[projects.\"{ws}\"]\ntrust_level = \"untrusted\"")),
+        "{generated}"
+    );
+    let out = verify_codex_after(files.clone(), ws, str::to_string);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("ok ") && l.contains("codex config")),
+        "{}",
+        out.stdout
+    );
+    let trusted = verify_codex_after(files.clone(), ws, |g| {
+        g.replace("\"untrusted\"", "\"trusted\"")
+    });
+    assert_eq!(trusted.code, 1, "{}", trusted.stdout);
+    assert!(trusted.stdout.contains("trust_level"), "{}", trusted.stdout);
+    let dropped = verify_codex_after(files, ws, |g| {
+        g.replace(
+            &format!("[projects.\"{ws}\"]\ntrust_level = \"untrusted\"\n"),
+            "",
+        )
+    });
+    assert_eq!(dropped.code, 1, "{}", dropped.stdout);
 }
 
 #[test]

@@ -4,44 +4,125 @@
 //! The config is sealed: no approvals (`never`), Codex's own sandbox off
 //! (`danger-full-access`: the outer seal is the sandbox, and seatbelt does not
 //! nest), web search, history, analytics, feedback, telemetry, hooks, plugins,
-//! apps, memories and other side features off, and child shells given exactly
-//! the env allowlist. It validates against the Codex config schema of the
-//! Codex version it targets (see `TARGET_CODEX`).
+//! apps, memories, bundled skills and other side features off, no login
+//! shell, the workspace recorded as untrusted, and child shells given exactly
+//! the env allowlist. What is written depends on the Codex releases the seal
+//! targets (`[codex] version`, over [`TESTED`]): a key is written only when
+//! every targeted release reads it and calls it neither deprecated nor
+//! removed (`docs/codex.md` has the table, `tests/codex_conformance.rs`
+//! checks it with the real binaries).
 
 use toml::{Table, Value};
 
 use crate::ir::Ir;
 
-/// The Codex release whose config schema the generated config targets.
-pub const TARGET_CODEX: &str = "rust-v0.144.3";
+/// The Codex releases (npm `@openai/codex`) sealc has been run against, oldest
+/// first. `[codex] version` selects among these.
+pub const TESTED: &[&str] = &["0.137.0", "0.144.3", "0.160.1", "0.169.0", "0.171.0"];
 
-/// Feature flags switched off: side features that reach outside the seal,
-/// run user code on events, or keep state across runs.
-pub const FEATURES_OFF: &[&str] = &[
-    "apps",
-    "browser_use",
-    "chronicle",
-    "codex_hooks",
-    "computer_use",
-    "connectors",
-    "hooks",
-    "image_generation",
-    "js_repl",
-    "memories",
-    "memory_tool",
-    "network_proxy",
-    "plugin_hooks",
-    "plugins",
-    "realtime_conversation",
-    "remote_control",
-    "remote_plugin",
-    "shell_snapshot",
-    "standalone_web_search",
-    "tool_suggest",
-    "web_search",
-    "web_search_cached",
-    "web_search_request",
+/// The release a seal targets when its spec names none: the newest tested.
+pub const DEFAULT_VERSION: &str = "0.171.0";
+
+/// The name of the model provider sealc writes for `[codex.provider]`.
+pub const PROVIDER_ID: &str = "sealc";
+
+/// Feature flags switched off, each with the first release that no longer
+/// reads it (`None`: every tested release reads it). Side features that reach
+/// outside the seal, run user code on events, or keep state across runs.
+/// Deprecated aliases (`codex_hooks`, `connectors`, `memory_tool`,
+/// `web_search*`) and flags every tested release calls removed (`js_repl`,
+/// `plugin_hooks`, `remote_control`) are never written.
+pub const FEATURES_OFF: &[(&str, Option<&str>)] = &[
+    ("apps", None),
+    ("browser_use", None),
+    ("chronicle", None),
+    ("computer_use", None),
+    ("hooks", None),
+    ("image_generation", None),
+    ("memories", None),
+    ("network_proxy", None),
+    ("plugins", None),
+    // "removed" from 0.169.0 on (`codex features list` shows it on, whatever
+    // the config says); the realtime voice conversation is a TUI feature
+    // that `codex exec` does not start.
+    ("realtime_conversation", Some("0.169.0")),
+    ("remote_plugin", None),
+    ("shell_snapshot", None),
+    ("standalone_web_search", None),
+    ("tool_suggest", None),
 ];
+
+/// The first release whose tools start under a Linux seal that refuses new
+/// unix sockets (network `none` and `proxy`). Older releases spawn every
+/// tool process through a `SOCK_SEQPACKET` unix socket pair, which the
+/// seal's seccomp filter refuses (only stream pairs cross), so each tool
+/// call fails with "Operation not permitted".
+pub const LINUX_TOOLS_SINCE: &str = "0.160.0";
+
+/// The targeted releases that cannot start tools under a Linux seal in
+/// network mode `none` or `proxy`.
+pub fn tools_refused_on_linux(versions: &[String]) -> Vec<String> {
+    let since = parse_version(LINUX_TOOLS_SINCE);
+    versions
+        .iter()
+        .filter(|v| {
+            parse_version(v)
+                .zip(since.as_ref())
+                .is_some_and(|(v, s)| v < *s)
+        })
+        .cloned()
+        .collect()
+}
+
+/// A version of the form `MAJOR.MINOR.PATCH`, compared numerically.
+fn parse_version(v: &str) -> Option<semver::Version> {
+    semver::Version::parse(v).ok()
+}
+
+/// The tested releases that `want` selects: an exact version (which must be
+/// a tested one) or a semver range. `Err` says why none is selected.
+pub fn select_versions(want: &str) -> Result<Vec<&'static str>, String> {
+    let want = want.trim();
+    if let Some(v) = parse_version(want) {
+        return match TESTED
+            .iter()
+            .find(|t| parse_version(t).as_ref() == Some(&v))
+        {
+            Some(t) => Ok(vec![*t]),
+            None => Err(format!("Codex {v} is not a release sealc has tested")),
+        };
+    }
+    let req = semver::VersionReq::parse(want)
+        .map_err(|e| format!("not a version or a version range: {e}"))?;
+    let hit: Vec<&'static str> = TESTED
+        .iter()
+        .copied()
+        .filter(|t| parse_version(t).is_some_and(|v| req.matches(&v)))
+        .collect();
+    if hit.is_empty() {
+        return Err("the range matches no release sealc has tested".into());
+    }
+    Ok(hit)
+}
+
+/// Does every targeted release still read a key that is gone from `until` on?
+fn read_by_all(versions: &[String], until: Option<&str>) -> bool {
+    let Some(until) = until.and_then(parse_version) else {
+        return true;
+    };
+    versions
+        .iter()
+        .all(|v| parse_version(v).is_some_and(|v| v < until))
+}
+
+/// The feature flags written for these releases.
+pub fn features_off(versions: &[String]) -> Vec<&'static str> {
+    FEATURES_OFF
+        .iter()
+        .filter(|(_, until)| read_by_all(versions, *until))
+        .map(|(f, _)| *f)
+        .collect()
+}
 
 fn table(entries: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
     Value::Table(
@@ -58,16 +139,37 @@ fn s(v: &str) -> Value {
 
 /// Render `codex/config.toml`.
 pub fn render(ir: &Ir) -> Vec<u8> {
+    let c = &ir.codex;
     let mut t = Table::new();
     t.insert("approval_policy".into(), s("never"));
     t.insert("sandbox_mode".into(), s("danger-full-access"));
     t.insert("web_search".into(), s("disabled"));
     t.insert("check_for_update_on_startup".into(), Value::Boolean(false));
-    if let Some(m) = &ir.codex.model {
+    // Codex's shell tool otherwise runs `bash -lc`: /etc/profile and
+    // ~/.profile would rewrite the env allowlist (PATH first of all).
+    t.insert("allow_login_shell".into(), Value::Boolean(false));
+    if let Some(m) = &c.model {
         t.insert("model".into(), s(m));
     }
-    if let Some(r) = &ir.codex.reasoning_effort {
+    if let Some(r) = &c.reasoning_effort {
         t.insert("model_reasoning_effort".into(), s(r));
+    }
+    if let Some(p) = &c.provider {
+        t.insert("model_provider".into(), s(PROVIDER_ID));
+        let mut info = Table::new();
+        info.insert("name".into(), s(PROVIDER_ID));
+        info.insert("base_url".into(), s(&p.base_url));
+        info.insert("wire_api".into(), s("responses"));
+        if let Some(k) = &p.env_key {
+            info.insert("env_key".into(), s(k));
+        }
+        t.insert(
+            "model_providers".into(),
+            Value::Table(Table::from_iter([(
+                PROVIDER_ID.to_string(),
+                Value::Table(info),
+            )])),
+        );
     }
     t.insert(
         "analytics".into(),
@@ -90,8 +192,8 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     t.insert(
         "features".into(),
         Value::Table(
-            FEATURES_OFF
-                .iter()
+            features_off(&c.versions)
+                .into_iter()
                 .map(|f| (f.to_string(), Value::Boolean(false)))
                 .collect(),
         ),
@@ -103,6 +205,27 @@ pub fn render(ir: &Ir) -> Vec<u8> {
             ("use_memories", Value::Boolean(false)),
         ]),
     );
+    // Bundled skills would be written into CODEX_HOME and listed to the model.
+    t.insert(
+        "skills".into(),
+        table([("bundled", table([("enabled", Value::Boolean(false))]))]),
+    );
+    if !c.workspaces.is_empty() {
+        let level = if c.trust_workspace {
+            "trusted"
+        } else {
+            "untrusted"
+        };
+        t.insert(
+            "projects".into(),
+            Value::Table(
+                c.workspaces
+                    .iter()
+                    .map(|w| (w.clone(), table([("trust_level", s(level))])))
+                    .collect(),
+            ),
+        );
+    }
     let set: Table = ir.env.vars.iter().map(|(k, v)| (k.clone(), s(v))).collect();
     t.insert(
         "shell_environment_policy".into(),
@@ -115,9 +238,38 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     // A table of strings and booleans always serializes: toml escapes every string.
     let body = toml::to_string(&t).expect("a table of strings and booleans serializes");
     let mut out = format!(
-        "# Codex config for seal `{}`, generated by sealc for Codex {TARGET_CODEX}; do not edit.\n\n",
-        crate::diag::visible(&ir.name)
+        "# Codex config for seal `{}`, generated by sealc for Codex {}; do not edit.\n\n",
+        crate::diag::visible(&ir.name),
+        c.versions.join(", ")
     );
     out.push_str(&body);
     out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_ranges_select_tested_releases() {
+        assert_eq!(select_versions("0.171.0").unwrap(), ["0.171.0"]);
+        assert_eq!(
+            select_versions(">=0.137, <0.161").unwrap(),
+            ["0.137.0", "0.144.3", "0.160.1"]
+        );
+        assert_eq!(select_versions("*").unwrap(), TESTED);
+        assert!(select_versions("0.150.0").is_err());
+        assert!(select_versions(">=9").is_err());
+        assert!(select_versions("latest").is_err());
+        assert_eq!(TESTED.last(), Some(&DEFAULT_VERSION));
+    }
+
+    #[test]
+    fn a_flag_gone_in_a_targeted_release_is_not_written() {
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(features_off(&v(&["0.160.1"])).contains(&"realtime_conversation"));
+        assert!(!features_off(&v(&["0.169.0"])).contains(&"realtime_conversation"));
+        assert!(!features_off(&v(&["0.160.1", "0.171.0"])).contains(&"realtime_conversation"));
+        assert!(features_off(&v(&["0.171.0"])).contains(&"hooks"));
+    }
 }

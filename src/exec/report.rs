@@ -107,6 +107,9 @@ pub struct Limit {
 pub struct Report {
     pub argv: Vec<String>,
     pub binding: Option<String>,
+    /// The Codex config in `CODEX_HOME` after the run: `unchanged` or `drift`
+    /// (a Codex seal only).
+    pub codex_config: Option<&'static str>,
     /// CPU seconds of every process of the run (user + system).
     pub cpu_seconds: Option<f64>,
     pub duration_seconds: f64,

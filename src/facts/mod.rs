@@ -200,7 +200,8 @@ pub fn gather_all(
     let vars = resolve_vars(spec, src, flags, host, &secrets, &mut diags);
 
     let mut realpaths = BTreeMap::new();
-    for root in spec.filesystem.all_roots() {
+    let codex_denied = spec.codex_denied();
+    for root in spec.filesystem.all_roots().chain(&codex_denied) {
         let Some(path) = root_path(root, src, &vars) else {
             continue;
         };
@@ -335,7 +336,13 @@ fn denied_in_write_roots(
         .collect();
     let fs = &spec.filesystem;
     let mut identities = BTreeMap::new();
-    for entry in fs.deny_read.iter().chain(&fs.metadata_only) {
+    let codex_denied = spec.codex_denied();
+    for entry in fs
+        .deny_read
+        .iter()
+        .chain(&fs.metadata_only)
+        .chain(&codex_denied)
+    {
         let Some(path) = root_path(entry, src, vars) else {
             continue;
         };

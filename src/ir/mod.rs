@@ -136,8 +136,28 @@ impl LimitsIr {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodexIr {
+    /// The spec has a `[codex]` table: Codex's other layers are denied and
+    /// `sealc exec` installs the config into [`CodexIr::home`].
+    pub sealed: bool,
+    /// The tested Codex releases the config is for, oldest first.
+    pub versions: Vec<String>,
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
+    pub provider: Option<ProviderIr>,
+    /// Every spelling of the workspace (as written, its realpath, aliases).
+    pub workspaces: Vec<String>,
+    /// `allow_project_config`: the workspace is recorded as trusted.
+    pub trust_workspace: bool,
+    /// The seal's `CODEX_HOME` (`env` `CODEX_HOME`, else `HOME` + `/.codex`),
+    /// for a Codex seal; always inside a write root.
+    pub home: Option<String>,
+}
+
+/// `[codex.provider]`, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderIr {
+    pub base_url: String,
+    pub env_key: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,7 +304,7 @@ impl Lower<'_> {
         let env = self.env(spec, &network);
         let exec = self.exec(spec);
         self.builders_out_of_reach(spec, &roots, &exec);
-        let codex = self.codex(spec);
+        let codex = self.codex(spec, &roots, &env);
         let asserts = self.asserts(spec);
         Ir {
             name: spec.name.value.clone(),
@@ -326,8 +346,15 @@ impl Lower<'_> {
 
     fn roots(&mut self, spec: &Spec) -> Vec<Root> {
         let fs = &spec.filesystem;
+        // A Codex seal also denies Codex's other config layers.
+        let deny_read: Vec<Spanned<String>> = fs
+            .deny_read
+            .iter()
+            .cloned()
+            .chain(spec.codex_denied())
+            .collect();
         let lists = [
-            (RootKind::DenyRead, &fs.deny_read),
+            (RootKind::DenyRead, &deny_read),
             (RootKind::AllowRead, &fs.allow_read),
             (RootKind::MetadataOnly, &fs.metadata_only),
             (RootKind::Write, &fs.write),
@@ -1046,7 +1073,7 @@ impl Lower<'_> {
         out
     }
 
-    fn codex(&mut self, spec: &Spec) -> CodexIr {
+    fn codex(&mut self, spec: &Spec, roots: &[Root], env: &EnvIr) -> CodexIr {
         let c = &spec.codex;
         if let Some(m) = &c.model {
             if m.value.is_empty() || m.value.chars().any(char::is_control) {
@@ -1075,10 +1102,185 @@ impl Lower<'_> {
                 self.diags.push(d);
             }
         }
+        let versions = self.codex_versions(spec);
+        let workspaces = self.codex_workspace(spec, roots);
+        let provider = self.codex_provider(spec, env);
+        let home = if spec.is_codex_seal() {
+            self.codex_home(spec, roots, env)
+        } else {
+            None
+        };
         CodexIr {
+            sealed: spec.is_codex_seal(),
+            versions,
             model: c.model.as_ref().map(|m| m.value.clone()),
             reasoning_effort: c.reasoning_effort.as_ref().map(|r| r.value.clone()),
+            provider,
+            workspaces,
+            trust_workspace: c.allow_project_config.as_ref().is_some_and(|b| b.value),
+            home,
         }
+    }
+
+    /// `[codex] version`: the tested releases it selects (default the newest).
+    fn codex_versions(&mut self, spec: &Spec) -> Vec<String> {
+        use crate::backend::codex::{select_versions, DEFAULT_VERSION, TESTED};
+        let Some(v) = &spec.codex.version else {
+            return vec![DEFAULT_VERSION.to_string()];
+        };
+        let Some(want) = self.subst(v) else {
+            return vec![DEFAULT_VERSION.to_string()];
+        };
+        if self.symbolic && want.contains("${") {
+            return vec![DEFAULT_VERSION.to_string()]; // lint: known only on a host
+        }
+        match select_versions(&want) {
+            Ok(vs) => {
+                let vs: Vec<String> = vs.into_iter().map(str::to_string).collect();
+                let old = crate::backend::codex::tools_refused_on_linux(&vs);
+                if self.platform(spec) == Platform::Linux
+                    && spec.net_mode() != NetMode::Open
+                    && !old.is_empty()
+                {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            "sealc::codex::tools",
+                            format!(
+                                "Codex {} cannot start its tools under this Linux seal",
+                                old.join(", ")
+                            ),
+                        )
+                        .at(v.span.clone())
+                        .label("it makes a SOCK_SEQPACKET unix socket pair for every tool process, which the seal refuses")
+                        .help(format!(
+                            "target Codex {} or newer (`version = \">={}\"`)",
+                            crate::backend::codex::LINUX_TOOLS_SINCE,
+                            crate::backend::codex::LINUX_TOOLS_SINCE
+                        )),
+                    );
+                }
+                vs
+            }
+            Err(why) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::codex::version",
+                        format!("`codex.version` {}: {why}", quote(&want)),
+                    )
+                    .at(v.span.clone())
+                    .label(format!("tested: {}", TESTED.join(", ")))
+                    .help("name a tested release, or a range such as `>=0.137, <0.172` over them"),
+                );
+                vec![DEFAULT_VERSION.to_string()]
+            }
+        }
+    }
+
+    /// `[codex] workspace`: one of the write roots; every spelling of it.
+    fn codex_workspace(&mut self, spec: &Spec, roots: &[Root]) -> Vec<String> {
+        let Some(ws) = &spec.codex.workspace else {
+            return Vec::new();
+        };
+        let Some(path) = self.path(ws, "`codex.workspace`") else {
+            return Vec::new();
+        };
+        match roots
+            .iter()
+            .find(|r| r.kind == RootKind::Write && r.path == path)
+        {
+            Some(r) => r.spellings.iter().cloned().collect(),
+            None => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::codex::workspace",
+                        format!("the Codex workspace {} is not a write root", quote(&path)),
+                    )
+                    .at(ws.span.clone())
+                    .label("Codex works and records trust here")
+                    .help("list it under `filesystem.write`, or name one of the write roots"),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// `[codex.provider]`: an http(s) base URL, and a key that is a secret.
+    fn codex_provider(&mut self, spec: &Spec, env: &EnvIr) -> Option<ProviderIr> {
+        let p = spec.codex.provider.as_ref()?;
+        let url = self.subst(&p.base_url)?;
+        let scheme_ok = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .is_some_and(|rest| !rest.is_empty());
+        if !scheme_ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::codex::provider",
+                    format!(
+                        "`codex.provider.base_url` {} is not an http(s) URL",
+                        quote(&url)
+                    ),
+                )
+                .at(p.base_url.span.clone())
+                .help("write a URL such as `http://127.0.0.1:${proxy_port}/v1`"),
+            );
+            return None;
+        }
+        if let Some(k) = &p.env_key {
+            if !env.secrets.contains(&k.value) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::codex::provider",
+                        format!("`codex.provider.env_key` {} is not an `env.secret`", quote(&k.value)),
+                    )
+                    .at(k.span.clone())
+                    .label("Codex reads the API key from this variable")
+                    .help(format!("list {} under `env.secret`, so the runner supplies it and nothing records it", quote(&k.value))),
+                );
+            }
+        }
+        Some(ProviderIr {
+            base_url: url,
+            env_key: p.env_key.as_ref().map(|k| k.value.clone()),
+        })
+    }
+
+    /// The seal's `CODEX_HOME`, where `sealc exec` installs the config: it
+    /// must lie in a write root (nothing else is written on the host).
+    fn codex_home(&mut self, spec: &Spec, roots: &[Root], env: &EnvIr) -> Option<String> {
+        let home = match (env.vars.get("CODEX_HOME"), env.vars.get("HOME")) {
+            (Some(h), _) => h.clone(),
+            (None, Some(h)) => format!("{}/.codex", h.trim_end_matches('/')),
+            (None, None) => return None,
+        };
+        let inside = roots
+            .iter()
+            .filter(|r| r.kind == RootKind::Write)
+            .any(|r| is_within(&home, &r.path));
+        if !inside {
+            let span = spec
+                .env
+                .set
+                .get("CODEX_HOME")
+                .or_else(|| spec.env.set.get("HOME"))
+                .map(|s| s.span.clone())
+                .or_else(|| spec.codex.span.clone());
+            let mut d = Diagnostic::error(
+                "sealc::codex::home",
+                format!(
+                    "the seal's CODEX_HOME {} lies inside no write root",
+                    quote(&home)
+                ),
+            )
+            .label("`sealc exec` installs the Codex config there, and Codex writes its state there")
+            .help("set `CODEX_HOME` (or `HOME`) in `env.set` to a directory below a write root");
+            if let Some(span) = span {
+                d = d.at(span);
+            }
+            self.diags.push(d);
+            return None;
+        }
+        Some(home)
     }
 
     fn asserts(&mut self, spec: &Spec) -> Vec<AssertIr> {

@@ -38,6 +38,9 @@ pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 /// A seatbelt operation name.
 pub const OP_PATTERN: &str = r"^[a-z*-]+$";
 
+/// Codex's system config directory (its system, managed and requirements layers).
+pub const CODEX_SYSTEM_DIR: &str = "/etc/codex";
+
 /// A user value with the byte range it came from in the spec text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spanned<T> {
@@ -356,10 +359,20 @@ pub struct Timeout {
     pub seconds: Spanned<i64>,
 }
 
-/// The generated Codex config.
+/// The generated Codex config. A spec with a `[codex]` table is a Codex seal:
+/// Codex's other config layers (`/etc/codex`, the workspace's `.codex/`) are
+/// denied unless it opts in, and `sealc exec` installs the config into the
+/// seal's `CODEX_HOME`.
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Codex {
+    /// Where the `[codex]` table is, when the spec has one.
+    #[schemars(skip)]
+    pub span: Option<Span>,
+    /// The Codex release(s) the config is for: an exact version (`0.171.0`) or a range (`>=0.137, <0.172`) over the releases sealc has tested. Only keys that every matched release reads, and none it calls deprecated or removed, are written. Default: the newest tested release.
+    #[serde(default)]
+    #[schemars(extend("examples" = ["0.171.0", ">=0.137, <0.172"]))]
+    pub version: Option<Spanned<String>>,
     /// Model name, written to the generated config as `model`.
     #[serde(default)]
     #[schemars(length(min = 1), extend("examples" = ["gpt-5.5"]))]
@@ -368,6 +381,34 @@ pub struct Codex {
     #[serde(default)]
     #[schemars(extend("enum" = ["none", "minimal", "low", "medium", "high", "xhigh"]))]
     pub reasoning_effort: Option<Spanned<String>>,
+    /// The agent's workspace, one of the write roots: recorded as untrusted in the config (so its project layer never loads), and its `.codex/` is denied unless `allow_project_config`.
+    #[serde(default)]
+    #[schemars(pattern(PATH_PATTERN), extend("examples" = ["${run}/ws"]))]
+    pub workspace: Option<Spanned<String>>,
+    /// The model provider Codex talks to (written as `model_provider = "sealc"`); without it, Codex's built-in OpenAI provider.
+    #[serde(default)]
+    pub provider: Option<CodexProvider>,
+    /// Let Codex read its system layers in `/etc/codex` (`config.toml`, `managed_config.toml`, `requirements.toml`), which can override the sealed config. Denied by default.
+    #[serde(default)]
+    #[schemars(extend("default" = false))]
+    pub allow_system_config: Option<Spanned<bool>>,
+    /// Let Codex read the workspace's `.codex/` directory and record the workspace as trusted, so its project layer loads and can override the sealed config. Denied by default.
+    #[serde(default)]
+    #[schemars(extend("default" = false))]
+    pub allow_project_config: Option<Spanned<bool>>,
+}
+
+/// A Responses API endpoint for Codex.
+#[derive(Clone, Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodexProvider {
+    /// Base URL of a Responses API (`http://` or `https://`); in `proxy` mode reached through the proxy.
+    #[schemars(pattern(r"^https?://[^\s\x00-\x1f\x7f]+$"), extend("examples" = ["http://127.0.0.1:${proxy_port}/v1"]))]
+    pub base_url: Spanned<String>,
+    /// The `env.secret` name whose value Codex sends as the API key.
+    #[serde(default)]
+    #[schemars(pattern(ENV_NAME_PATTERN), extend("examples" = ["OPENAI_API_KEY"]))]
+    pub env_key: Option<Spanned<String>>,
 }
 
 /// A statement proved on the compiled profile.
@@ -423,6 +464,32 @@ impl Spec {
             .mode
             .as_ref()
             .map_or(NetMode::default(), |m| m.value)
+    }
+    /// Is this a Codex seal (a spec with a `[codex]` table)?
+    pub fn is_codex_seal(&self) -> bool {
+        self.codex.span.is_some()
+    }
+    /// The roots a Codex seal denies besides `filesystem.deny_read`: Codex's
+    /// system layers (`/etc/codex`) and the workspace's project layer
+    /// (`<workspace>/.codex`), each unless the spec opts in. Their spans point
+    /// at the `[codex]` table and at `workspace`.
+    pub fn codex_denied(&self) -> Vec<Spanned<String>> {
+        let c = &self.codex;
+        let Some(span) = &c.span else {
+            return Vec::new();
+        };
+        let on = |b: &Option<Spanned<bool>>| b.as_ref().is_some_and(|b| b.value);
+        let mut out = Vec::new();
+        if !on(&c.allow_system_config) {
+            out.push(Spanned::new(CODEX_SYSTEM_DIR.to_string(), span.clone()));
+        }
+        if let (false, Some(ws)) = (on(&c.allow_project_config), &c.workspace) {
+            out.push(Spanned::new(
+                format!("{}/.codex", ws.value),
+                ws.span.clone(),
+            ));
+        }
+        out
     }
     /// All names listed as secrets.
     pub fn secret_names(&self) -> impl Iterator<Item = &str> {

@@ -593,10 +593,46 @@ impl Cx {
         let Some(t) = self.table("codex", v) else {
             return Codex::default();
         };
-        t.finish(self, &["model", "reasoning_effort"]);
+        t.finish(
+            self,
+            &[
+                "version",
+                "model",
+                "reasoning_effort",
+                "workspace",
+                "provider",
+                "allow_system_config",
+                "allow_project_config",
+            ],
+        );
+        let provider = t.get("provider").and_then(|pv| {
+            let pt = self.table("codex.provider", pv)?;
+            pt.finish(self, &["base_url", "env_key"]);
+            let base_url = match pt.get("base_url") {
+                Some(b) => self.string("codex.provider.base_url", b),
+                None => {
+                    pt.missing(self, "base_url", "\"http://127.0.0.1:8080/v1\"");
+                    None
+                }
+            };
+            Some(CodexProvider {
+                base_url: base_url?,
+                env_key: self.opt_string(&pt, "env_key"),
+            })
+        });
         Codex {
+            span: Some(v.span()),
+            version: self.opt_string(&t, "version"),
             model: self.opt_string(&t, "model"),
             reasoning_effort: self.opt_string(&t, "reasoning_effort"),
+            workspace: self.opt_string(&t, "workspace"),
+            provider,
+            allow_system_config: t
+                .get("allow_system_config")
+                .and_then(|v| self.boolean("codex.allow_system_config", v)),
+            allow_project_config: t
+                .get("allow_project_config")
+                .and_then(|v| self.boolean("codex.allow_project_config", v)),
         }
     }
 
