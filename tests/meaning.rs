@@ -200,3 +200,39 @@ fn deny_default_starts_from_the_documented_base() {
         "(deny network* (remote ip \"*:*\") (local ip \"*:*\") (subpath \"/\"))",
     );
 }
+
+/// Compile spec text for macOS on the demo host and read its profile back.
+fn evaluator(src: &str) -> sealc::sbpl::eval::Model {
+    let c = sealc::compile("s.toml", src, &Vec::new(), &demo_host()).unwrap();
+    let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
+    let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+    sealc::sbpl::eval::Model::new(&profile, &Default::default())
+}
+
+fn says(m: &sealc::sbpl::eval::Model, op: &str, path: &str) -> Option<sealc::sbpl::eval::Action> {
+    m.query(op, &sealc::sbpl::eval::Target::Path(path.into()))
+        .action()
+}
+
+/// Issue 11, item 1: `mode = "open"` means open under `deny-default` too
+/// (the Linux seal has no network namespace then), IP and unix sockets.
+#[test]
+fn open_network_is_open_under_deny_default() {
+    use sealc::sbpl::eval::{Action, Target};
+    let m = evaluator("version = 1\nname = \"o\"\n[target]\nbase = \"deny-default\"\n[network]\nmode = \"open\"\n");
+    for (host, port) in [("93.184.216.34", 443), ("127.0.0.1", 22), ("::1", 8080)] {
+        let t = Target::Remote {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(
+            m.query("network-outbound", &t).action(),
+            Some(Action::Allow),
+            "{host}"
+        );
+    }
+    assert_eq!(
+        says(&m, "network-outbound", "/private/var/run/mDNSResponder"),
+        Some(Action::Allow)
+    );
+}

@@ -162,7 +162,8 @@ proptest! {
         prop_assert_eq!(decided(&m, "file-write-data", &Target::Path("/dev/disk0".into()))?, Action::Deny);
         // Network per mode.
         let net = |host: &str, port| decided(&m, "network-outbound", &Target::Remote { host: host.into(), port });
-        let open = mode == "open" && !deny_default;
+        // Issue 11, item 1: `open` is open under either base.
+        let open = mode == "open";
         prop_assert_eq!(net("127.0.0.1", 3128)?, expect(open || mode == "proxy"));
         prop_assert_eq!(net("::1", 3128)?, expect(open || mode == "proxy"));
         prop_assert_eq!(net("127.0.0.1", 22)?, expect(open));

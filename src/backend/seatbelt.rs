@@ -603,6 +603,18 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         ],
     };
     match ir.network.mode {
+        // Under `(deny default)` no rule would leave it closed: open it
+        // explicitly, as the Linux seal is (no network namespace).
+        NetMode::Open if ir.base == Base::DenyDefault => vec![Rule {
+            comment: "network.mode = \"open\" under the deny-default base: IP traffic in and out and unix sockets, which `(deny default)` would refuse".into(),
+            action: Action::Allow,
+            ops: vec!["network*"],
+            filters: vec![
+                Filter::Raw("(remote ip \"*:*\")".into()),
+                Filter::Raw("(local ip \"*:*\")".into()),
+                Filter::Subpath("/".into()),
+            ],
+        }],
         NetMode::Open => Vec::new(),
         NetMode::None => vec![deny_all()],
         NetMode::Proxy => {

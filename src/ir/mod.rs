@@ -702,7 +702,7 @@ impl Lower<'_> {
                     "`network.mode = \"open\"` leaves the network unrestricted",
                 )
                 .at(m.span.clone())
-                .label("no network rule is emitted")
+                .label("every connection is allowed, on macOS and on Linux")
                 .help("use `mode = \"proxy\"` with a loopback proxy and a host allowlist"),
             );
         }
