@@ -165,9 +165,10 @@ impl Model {
                     .ok_or_else(|| format!("step `{text}` lacks an argument"))
             };
             match s.args.first().map(String::as_str) {
+                // `/dev/null` bound anywhere (even over itself: a denied
+                // device) is a stand-in: nothing of the host's to read.
                 Some("--ro-bind" | "--ro-bind-try")
-                    if s.args.get(1).map(String::as_str) == Some("/dev/null")
-                        && arg(2)? != "/dev/null" =>
+                    if s.args.get(1).map(String::as_str) == Some("/dev/null") =>
                 {
                     mounts.push((arg(2)?, Mount::EmptyFile, text))
                 }
@@ -740,6 +741,23 @@ mod tests {
         check(d.name(Op::Create, "/home/x"), false, "ENOENT");
         check(d.moved(Move::Rename, "/t/w/f", "/t/f"), false, "EXDEV");
         check(d.name(Op::Create, "/t/w/x"), true, "--bind /t/w /t/w");
+    }
+
+    /// Issue 11, item 2, on Linux: a denied `/dev/null` is a stand-in too.
+    #[test]
+    fn a_denied_device_is_a_stand_in() {
+        let host = lab().file("/dev/null", b"");
+        let m = model("deny_read = [\"/dev/null\"]", "deny-default", &host);
+        check(
+            m.path(Access::ReadData, "/dev/null"),
+            false,
+            "--ro-bind /dev/null /dev/null",
+        );
+        check(
+            m.path(Access::ReadMetadata, "/dev/null"),
+            true,
+            "--ro-bind /dev/null /dev/null",
+        );
     }
 
     #[test]

@@ -236,3 +236,35 @@ fn open_network_is_open_under_deny_default() {
         Some(Action::Allow)
     );
 }
+
+/// Issue 11, item 2: the deny-default base never overrides what the user
+/// denied at the same depth (a literal of the base against a `deny_read`).
+#[test]
+fn the_deny_default_base_gives_way_to_the_user() {
+    use sealc::sbpl::eval::Action::{Allow, Deny};
+    let spec = |deny: &str| {
+        format!("version = 1\nname = \"d\"\n[target]\nbase = \"deny-default\"\n[filesystem]\ndeny_read = [{deny}]\nwrite = [\"/Users/agent/runs/r1/ws\"]\n[network]\nmode = \"none\"\n")
+    };
+    let m = evaluator(&spec("\"/\""));
+    assert_eq!(says(&m, "file-read-data", "/"), Some(Deny));
+    // The write root's ancestors stay stat-able, `/` included.
+    assert_eq!(says(&m, "file-read-metadata", "/"), Some(Allow));
+    assert_eq!(
+        says(&m, "file-read-data", "/Users/agent/runs/r1/ws/f"),
+        Some(Allow)
+    );
+    let m = evaluator(&spec("\"/dev/null\""));
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Deny));
+    assert_eq!(says(&m, "file-read-data", "/dev/zero"), Some(Allow));
+    let m = evaluator(&spec("\"/tmp\", \"/private/tmp\", \"/dev\""));
+    for p in ["/tmp", "/private/tmp", "/dev"] {
+        assert_eq!(says(&m, "file-read-metadata", p), Some(Deny), "{p}");
+    }
+    // A deeper entry of the base still decides below it.
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Allow));
+    // Without the user's deny the base reads them.
+    let m = evaluator(&spec(""));
+    assert_eq!(says(&m, "file-read-data", "/"), Some(Allow));
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Allow));
+    assert_eq!(says(&m, "file-read-metadata", "/tmp"), Some(Allow));
+}

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::diag::visible;
-use crate::ir::{Ir, PathSet, Root, RootKind};
+use crate::ir::{is_within, Ir, PathSet, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -311,10 +311,12 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 ),
             );
         }
+        // Rank 0, like the base's roots: a user's rule on the same path
+        // comes after it and decides (`deny_read = ["/"]` denies `/`).
         for p in DENY_DEFAULT_READ_FILES {
             s.push(
                 p,
-                6,
+                0,
                 rule(
                     "deny-default base".into(),
                     Action::Allow,
@@ -412,12 +414,18 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let needs = |a: &str| ir.base == Base::DenyDefault || denied.covers(a);
     let mut done: BTreeSet<&str> = BTreeSet::new();
     if ir.base == Base::DenyDefault {
-        let filters: Vec<Filter> = DENY_DEFAULT_METADATA
+        // What the user denied stays denied: the base never overrides a
+        // `deny_read` root of the same or a shallower path.
+        let kept: Vec<&str> = DENY_DEFAULT_METADATA
             .iter()
-            .map(|p| Filter::Literal((*p).into()))
+            .copied()
+            .filter(|p| !user_denies(ir, p))
             .collect();
-        done.extend(DENY_DEFAULT_METADATA.iter().copied());
-        done.insert("/");
+        let filters: Vec<Filter> = kept.iter().map(|p| Filter::Literal((*p).into())).collect();
+        done.extend(kept);
+        if !user_denies(ir, "/") {
+            done.insert("/");
+        }
         rules.push(Rule {
             comment: "deny-default base: symlinks and directories walked to reach system files"
                 .into(),
@@ -475,6 +483,24 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
         .filter(|&i| i > 0)
         .map(move |i| &p[..i]);
     root.into_iter().chain(inner)
+}
+
+/// Does the user's deepest root that holds `p` (by any spelling; devices
+/// aside) deny reading it? The deny-default base gives way to it.
+fn user_denies(ir: &Ir, p: &str) -> bool {
+    ir.roots
+        .iter()
+        .filter(|r| r.kind != RootKind::WriteDevice)
+        .filter_map(|r| {
+            r.spellings
+                .iter()
+                .filter(|s| is_within(p, s))
+                .map(|s| s.len())
+                .max()
+                .map(|len| (len, r.kind))
+        })
+        .max_by_key(|(len, kind)| (*len, *kind == RootKind::DenyRead))
+        .is_some_and(|(_, kind)| kind == RootKind::DenyRead)
 }
 
 fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
