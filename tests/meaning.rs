@@ -87,16 +87,24 @@ fn probe_rep_denies_every_spelling_of_every_denied_root() {
     }
     // Laundering: link and clone denied on every denied and stat-only root, in every spelling.
     for root in c.ir.roots.iter().filter(|r| r.kind.is_denied()) {
-        let filters: Vec<String> = root
-            .spellings
-            .iter()
-            .map(|s| format!("(subpath \"{s}\")"))
-            .collect();
-        index_of(
-            &sb,
-            &format!("(deny file-link file-clone {})", filters.join(" ")),
-        );
+        for s in &root.spellings {
+            index_of(
+                &sb,
+                &format!("(deny file-link file-clone (subpath \"{s}\"))"),
+            );
+        }
     }
+    // Issue 11, item 6: a workspace under a denied root links and clones its
+    // own files (after the deny of the root that holds it).
+    let tmp = index_of(
+        &sb,
+        "(deny file-link file-clone (subpath \"/Users/agent\"))",
+    );
+    let ws = index_of(
+        &sb,
+        "(allow file-link file-clone (subpath \"/Users/agent/runs/r1/ws\"))",
+    );
+    assert!(tmp < ws);
     // Stat-only: data denied, metadata allowed, after it.
     let d = index_of(
         &sb,

@@ -142,7 +142,9 @@ proptest! {
                 };
                 let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
                 let write = deepest(&map, &p, |r| r != Role::Allow) == Some(Role::Write);
-                let denied = deepest(&map, &p, |r| matches!(r, Role::Deny | Role::Meta)).is_some();
+                // Under a denied root with no write root between (issue 11, item 6:
+                // a write root inside a denied root links its own files).
+                let denied = matches!(deepest(&map, &p, |r| r != Role::Allow), Some(Role::Deny | Role::Meta));
                 for sp in spellings(&p) {
                     let t = Target::Path(sp.clone());
                     prop_assert_eq!(decided(&m, "file-read-data", &t)?, expect(read), "read {} in\n{}", sp, src);
@@ -152,6 +154,16 @@ proptest! {
                     if denied {
                         prop_assert_eq!(decided(&m, "file-link", &t)?, Action::Deny, "link {} in\n{}", sp, src);
                         prop_assert_eq!(decided(&m, "file-clone", &t)?, Action::Deny, "clone {} in\n{}", sp, src);
+                    }
+                    // Issue 11, item 6: files of a write root can be linked
+                    // and cloned within it, wherever it lies; the root itself
+                    // is a fixed name.
+                    if write {
+                        let own_root = map.get(p.as_str()) == Some(&Role::Write);
+                        prop_assert_eq!(decided(&m, "file-link", &t)?, expect(!own_root), "link {} in\n{}", sp, src);
+                        prop_assert_eq!(decided(&m, "file-clone", &t)?, Action::Allow, "clone {} in\n{}", sp, src);
+                        let holds_denied = map.iter().any(|(r, role)| matches!(role, Role::Deny | Role::Meta) && within(r, &p) && **r != p);
+                        prop_assert_eq!(decided(&m, "file-write-unlink", &t)?, expect(!own_root && !holds_denied), "unlink {} in\n{}", sp, src);
                     }
                 }
             }

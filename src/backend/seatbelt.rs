@@ -133,7 +133,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         write_rules(ir),
     ));
     sections.push((
-        "laundering: no hard links or clones out of denied roots",
+        "links and clones: never of denied or stat-only files, always within write roots",
         launder_rules(ir),
     ));
     sections.push(("network", network_rules(ir)));
@@ -587,6 +587,24 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             });
         }
     }
+    // A write root is a fixed name, as on Linux (where it is a mount
+    // point): it cannot be removed or renamed away, only written inside.
+    for root in ir.roots_of(RootKind::Write) {
+        rules.push(Rule {
+            comment: Comment::Root {
+                root,
+                note: "every spelling",
+                suffix: ": the root itself cannot be removed or renamed",
+            },
+            action: Action::Deny,
+            ops: vec!["file-write-unlink"],
+            filters: root
+                .spellings
+                .iter()
+                .map(|s| Filter::Literal(s.as_str().into()))
+                .collect(),
+        });
+    }
     rules.push(rule(
         "no set-user-id or set-group-id bits anywhere (file-write-setugid falls back to the default, not to file-write*)".into(),
         Action::Deny,
@@ -596,21 +614,61 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
     rules
 }
 
+/// Hard links and clones: never *of* a denied or stat-only file (laundering),
+/// always of a file in a write root (package managers link inside the
+/// workspace), even when the write root lies in a denied root or the base is
+/// deny-default. Per spelling, deepest last, so the deepest root decides; a
+/// write root itself is never linked (on Linux it is a mount point).
 fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
-    ir.roots
-        .iter()
-        .filter(|r| r.kind.is_denied())
-        .map(|root| Rule {
-            comment: format!("{} \"{}\": derived, always", root.kind.key(), root.origin).into(),
-            action: Action::Deny,
-            ops: vec!["file-link", "file-clone"],
-            filters: root
-                .spellings
-                .iter()
-                .map(|s| Filter::Subpath(s.as_str().into()))
-                .collect(),
-        })
-        .collect()
+    let denied = PathSet::new(
+        ir.roots
+            .iter()
+            .filter(|r| r.kind.is_denied())
+            .flat_map(|r| r.spellings.iter()),
+    );
+    let mut s = Sorted::new();
+    for root in ir.roots_of(RootKind::Write) {
+        for sp in &root.spellings {
+            if ir.base == Base::DenyDefault || denied.covers(sp) {
+                s.push(
+                    sp,
+                    0,
+                    Rule {
+                        comment: origin(root, sp)
+                            .with_suffix(": links and clones of its own files"),
+                        action: Action::Allow,
+                        ops: vec!["file-link", "file-clone"],
+                        filters: vec![Filter::Subpath(sp.as_str().into())],
+                    },
+                );
+            }
+            s.push(
+                sp,
+                2,
+                rule(
+                    origin(root, sp).with_suffix(": the root itself is never hard-linked"),
+                    Action::Deny,
+                    "file-link",
+                    Filter::Literal(sp.as_str().into()),
+                ),
+            );
+        }
+    }
+    for root in ir.roots.iter().filter(|r| r.kind.is_denied()) {
+        for sp in &root.spellings {
+            s.push(
+                sp,
+                1,
+                Rule {
+                    comment: origin(root, sp).with_suffix(": derived, always"),
+                    action: Action::Deny,
+                    ops: vec!["file-link", "file-clone"],
+                    filters: vec![Filter::Subpath(sp.as_str().into())],
+                },
+            );
+        }
+    }
+    s.finish()
 }
 
 fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
