@@ -31,6 +31,8 @@
 //! system root, is modelled as present. Host mounts below a bound root are
 //! not in the artifact, so the model takes each bind to be one mount.
 
+use std::collections::BTreeSet;
+
 use serde::Deserialize;
 
 use crate::ir::is_within;
@@ -537,6 +539,26 @@ impl Model {
         )))
     }
 
+    /// The names a listing of the directory `dir` shows where bubblewrap
+    /// made it (a hidden directory's stand-in, a directory on the way to a
+    /// mount): the next name towards each deeper mount or symlink. Where
+    /// the host's tree shows (`file-read-data` on `dir` is allowed), a
+    /// listing shows the host's entries instead.
+    pub fn shown(&self, dir: &str) -> BTreeSet<String> {
+        self.mounts
+            .iter()
+            .filter(|(d, _, _)| d != dir && is_within(d, dir))
+            .filter_map(|(d, _, _)| {
+                let rest = if dir == "/" {
+                    &d[1..]
+                } else {
+                    &d[dir.len() + 1..]
+                };
+                rest.split('/').next().map(str::to_string)
+            })
+            .collect()
+    }
+
     /// A mount (or `--symlink`) strictly inside `path`.
     fn below(&self, path: &str) -> Option<&(String, Mount, String)> {
         self.mounts
@@ -758,6 +780,46 @@ mod tests {
             true,
             "--ro-bind /dev/null /dev/null",
         );
+    }
+
+    /// Issue 11, item 5: a denied root inside a hidden one, with nothing
+    /// re-allowed between, gets no mount point of its own, so a listing of
+    /// the stand-in does not show its name; names on the way to a
+    /// re-allowed root still show (bubblewrap makes them).
+    #[test]
+    fn only_what_changes_the_view_is_mounted() {
+        let host = lab().dir("/t/h/op/.ssh").dir("/t/h/pub/x");
+        let m = model(
+            "deny_read = [\"/t/h\", \"/t/h/op\", \"/t/h/op/.ssh\", \"/t/h/pub/x\"]\nallow_read = [\"/t/h/pub\"]",
+            "allow-default",
+            &host,
+        );
+        assert_eq!(m.shown("/t/h"), BTreeSet::from(["pub".to_string()]));
+        check(
+            m.path(Access::ReadMetadata, "/t/h/op"),
+            false,
+            "--tmpfs /t/h",
+        );
+        check(m.path(Access::ReadMetadata, "/t/h"), true, "--tmpfs /t/h");
+        // Re-denied below a re-allowed root: mounted again.
+        check(
+            m.path(Access::ReadData, "/t/h/pub/x/f"),
+            false,
+            "--tmpfs /t/h/pub/x",
+        );
+        assert!(m.shown("/t/h/pub").contains("x"));
+        // A metadata-only root inside a denied one changes the view: stat.
+        let m = model(
+            "deny_read = [\"/t/h\"]\nmetadata_only = [\"/t/h/op\"]",
+            "allow-default",
+            &host,
+        );
+        check(
+            m.path(Access::ReadMetadata, "/t/h/op"),
+            true,
+            "--tmpfs /t/h/op",
+        );
+        assert_eq!(m.shown("/t/h"), BTreeSet::from(["op".to_string()]));
     }
 
     #[test]

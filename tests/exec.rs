@@ -832,10 +832,12 @@ at = lambda r: base + "/" + r if r else base
 name = lambda e: errno.errorcode.get(e.errno, str(e.errno))
 print("SANDBOX-UP")
 for i, (op, a, b) in enumerate(probes):
-    p, q, undo = at(a), at(b) if b is not None else None, None
+    p, q, undo, shown = at(a), at(b) if b is not None else None, None, ""
     try:
         if op == "stat":
             os.stat(p)
+        elif op == "list":
+            shown = " " + json.dumps(sorted(os.listdir(p)), separators=(",", ":"))
         elif op == "read":
             with open(p, "rb") as f:
                 if b"MARK" not in f.read():
@@ -874,7 +876,7 @@ for i, (op, a, b) in enumerate(probes):
             undo = lambda: os.unlink(q)
         else:
             raise SystemExit("unknown probe " + op)
-        print(i, "ok")
+        print(i, "ok" + shown)
     except OSError as e:
         print(i, name(e))
     if undo is not None:
@@ -909,6 +911,13 @@ for i, (op, a, b) in enumerate(probes):
     fn probes() -> Vec<Probe> {
         let mut v = Vec::new();
         let mut push = |op, path: String, to: Option<String>| v.push(Probe { op, path, to });
+        // Listings: the tree, every directory, every empty one.
+        for d in std::iter::once("").chain(DIRS.iter().copied()) {
+            push("list", d.to_string(), None);
+        }
+        for d in DIRS {
+            push("list", join(d, "n"), None);
+        }
         for d in DIRS {
             push("stat", d.to_string(), None);
             push("stat", join(d, "n"), None);
@@ -985,6 +994,10 @@ for i, (op, a, b) in enumerate(probes):
         let names: &[&'static str] = match (p.op, same_dir) {
             ("stat", _) => &["file-read-metadata"],
             ("read", _) => &["file-read-data"],
+            // A listing works wherever the directory is there; it shows
+            // the host's entries only where its data can be read (the
+            // names are checked below).
+            ("list", _) => &["file-read-metadata"],
             ("append", _) => &["file-write-data"],
             ("create", _) => &["file-write-create"],
             ("mkdir", _) => &["mkdir", "file-write-create"],
@@ -1107,6 +1120,18 @@ for i, (op, a, b) in enumerate(probes):
             )
             .unwrap();
             let before = snapshot(&t);
+            let host_listing = |rel: &str| -> String {
+                let mut names: Vec<String> = std::fs::read_dir(t.join(rel))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                serde_json::to_string(&names).unwrap()
+            };
+            let listings: Vec<Option<String>> = probes
+                .iter()
+                .map(|p| (p.op == "list").then(|| host_listing(&p.path)))
+                .collect();
             let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
                 .current_dir("/")
                 .env_clear()
@@ -1129,9 +1154,22 @@ for i, (op, a, b) in enumerate(probes):
             prop_assert_eq!(&snapshot(&t), &before, "the probes changed the tree\n{}", shown);
             let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();
             for (i, (p, line)) in probes.iter().zip(&seen).enumerate() {
-                let real = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
+                let answered = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
                     TestCaseError::fail(format!("probe {i} answered out of order: {line}"))
                 })?;
+                let (real, names) = answered.split_once(' ').unwrap_or((answered, ""));
+                if let (Some(host), "ok") = (&listings[i], real) {
+                    // The host's entries where its data reads; else the
+                    // names bubblewrap made (issue 11, item 5: nothing but
+                    // the way to a deeper mount).
+                    let at = if p.path.is_empty() { ts.clone() } else { format!("{ts}/{}", p.path) };
+                    let want = if model.path(Access::ReadData, &at).allowed {
+                        host.clone()
+                    } else {
+                        serde_json::to_string(&model.shown(&at)).unwrap()
+                    };
+                    prop_assert_eq!(names, want.as_str(), "listing of $T/{}\n{}", p.path, shown);
+                }
                 for (name, answer) in expected(&model, &ts, p) {
                     let answer = answer.ok_or_else(|| {
                         TestCaseError::fail(format!("the model does not answer `{name}`"))

@@ -14,6 +14,7 @@
 //! | base `allow-default` | `--ro-bind / /` |
 //! | base `deny-default` | `--ro-bind-try` of each [`SYSTEM_ROOTS`], then `--remount-ro /` |
 //! | `deny_read`, `metadata_only` directory | `--tmpfs`, then `--remount-ro` |
+//! | `deny_read` inside a hidden root, nothing re-allowed between | nothing (already gone) |
 //! | `deny_read`, `metadata_only` file | `--ro-bind /dev/null` |
 //! | `allow_read` (not inside a write root) | `--ro-bind` |
 //! | `write` | `--bind` |
@@ -302,8 +303,21 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 } else {
                     "metadata_only"
                 };
+                // Mount only what changes the view: a denied root inside
+                // another hidden root, with nothing re-allowed between, is
+                // already gone; its own mount point would show its name in
+                // a listing of the stand-in (macOS shows nothing).
+                let enclosing = ir
+                    .roots
+                    .iter()
+                    .filter(|r| r.kind != RootKind::WriteDevice && r.real.is_some())
+                    .filter(|r| dest_of(r) != dest && is_within(&dest, dest_of(r)))
+                    .max_by_key(|r| dest_of(r).len());
+                let already_hidden = root.kind == RootKind::DenyRead
+                    && enclosing.is_some_and(|r| r.kind.is_denied());
                 match root.host_kind {
                     None => {} // absent when compiled: nothing to hide
+                    Some(_) if already_hidden => {}
                     Some(PathKind::Dir) => {
                         let why = if root.kind == RootKind::DenyRead {
                             format!("{what} {from}: an empty read-only stand-in directory")
