@@ -240,7 +240,8 @@ fn explain_reads_a_linux_seal_back() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
-        "deny\n  decided by `--tmpfs /Users/agent/src/skills`\n"
+        // The checkout lies in the denied home: hidden by its stand-in.
+        "deny\n  decided by `--tmpfs /Users/agent`\n"
     );
     let out = run(&[
         "--op",
