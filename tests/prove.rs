@@ -204,7 +204,16 @@ proptest! {
         };
         let m = Model::from_artifact(&c.files["seal.bwrap.json"]).map_err(TestCaseError::fail)?;
         let reallowed: Vec<&str> = map.iter().filter(|(_, r)| **r != Role::Deny).map(|(p, _)| *p).collect();
-        let mounted: Vec<&str> = map.keys().copied().collect();
+        // Issue 11, item 5: a denied root inside a hidden one, with nothing
+        // re-allowed between, is not mounted.
+        let mounted: Vec<&str> = map
+            .iter()
+            .filter(|(r, role)| {
+                let enclosing = map.iter().filter(|(o, _)| *o != *r && within(r, o)).max_by_key(|(o, _)| o.len());
+                !(**role == Role::Deny && enclosing.is_some_and(|(_, e)| matches!(e, Role::Deny | Role::Meta)))
+            })
+            .map(|(p, _)| *p)
+            .collect();
         for base in POOL {
             for p in [base.to_string(), format!("{base}/f")] {
                 let deepest_root = map.iter().filter(|(r, _)| within(&p, r)).max_by_key(|(r, _)| r.len());
@@ -213,7 +222,7 @@ proptest! {
                     Some(Role::Allow | Role::Write) => true,
                     None => !deny_default,
                 };
-                let exact = deepest_root.is_some_and(|(r, _)| **r == p);
+                let exact = deepest_root.is_some_and(|(r, _)| **r == p && mounted.contains(r));
                 let on_the_way = mounted.iter().any(|r| within(r, &p) && *r != p);
                 let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
                 let meta = match deepest_root.map(|(_, r)| *r) {
