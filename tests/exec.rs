@@ -815,9 +815,14 @@ mod model_matches_bubblewrap {
     const DIRS: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e"];
     /// Files that may be roots of their own.
     const FILES: &[&str] = &["a/g", "d/e/g"];
+    /// A directory reached through a symlink (`d/s -> ../a/b`): a root
+    /// written that way is reached by both spellings (issue 11, item 3).
+    const LINKED: (&str, &str) = ("d/s", "../a/b");
     /// What a random spec gives a role: the directories, the two files, an
-    /// empty directory.
-    const ROLED: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e", "a/g", "d/e/g", "d/n"];
+    /// empty directory, the link.
+    const ROLED: &[&str] = &[
+        "a", "a/b", "a/b/c", "d", "d/e", "a/g", "d/e/g", "d/n", "d/s",
+    ];
     /// The spec's lists, by role (role 0: no root).
     const LISTS: [&str; 4] = ["deny_read", "allow_read", "metadata_only", "write"];
 
@@ -835,7 +840,7 @@ for i, (op, a, b) in enumerate(probes):
     p, q, undo, shown = at(a), at(b) if b is not None else None, None, ""
     try:
         if op == "stat":
-            os.stat(p)
+            os.lstat(p)
         elif op == "list":
             shown = " " + json.dumps(sorted(os.listdir(p)), separators=(",", ":"))
         elif op == "read":
@@ -918,6 +923,17 @@ for i, (op, a, b) in enumerate(probes):
         for d in DIRS {
             push("list", join(d, "n"), None);
         }
+        // Through the link: the spelling as written.
+        let s = LINKED.0;
+        push("list", s.to_string(), None);
+        push("stat", s.to_string(), None);
+        for x in ["f", "n"] {
+            push("stat", join(s, x), None);
+        }
+        push("read", join(s, "f"), None);
+        push("append", join(s, "f"), None);
+        push("create", join(s, "newl"), None);
+        push("mkdir", join(s, "ml"), None);
         for d in DIRS {
             push("stat", d.to_string(), None);
             push("stat", join(d, "n"), None);
@@ -954,6 +970,9 @@ for i, (op, a, b) in enumerate(probes):
             names.push((join(d, "n"), false));
         }
         names.extend(FILES.iter().map(|g| (g.to_string(), true)));
+        names.push((LINKED.0.to_string(), true));
+        names.push((join(LINKED.0, "f"), true));
+        names.push((join(LINKED.0, "n"), false));
         for (k, (x, file)) in names.iter().enumerate() {
             let here = dir_of(x);
             if *file {
@@ -997,7 +1016,7 @@ for i, (op, a, b) in enumerate(probes):
             // A listing works wherever the directory is there; it shows
             // the host's entries only where its data can be read (the
             // names are checked below).
-            ("list", _) => &["file-read-metadata"],
+            ("list", _) => &[],
             ("append", _) => &["file-write-data"],
             ("create", _) => &["file-write-create"],
             ("mkdir", _) => &["mkdir", "file-write-create"],
@@ -1018,6 +1037,13 @@ for i, (op, a, b) in enumerate(probes):
                 (name, m.ask(name, &path, if takes_to { to } else { None }))
             })
             .collect();
+        if p.op == "list" {
+            // Listing follows a final symlink.
+            v.push((
+                "file-read-metadata of what it leads to",
+                Some(m.path(Access::ReadMetadata, &m.resolve(&path, true))),
+            ));
+        }
         if p.op == "create" {
             // Creating a file in a directory is writing the directory.
             v.push((
@@ -1071,6 +1097,7 @@ for i, (op, a, b) in enumerate(probes):
             std::fs::write(d.join("f"), format!("MARK {}\n", d.display())).unwrap();
             std::os::unix::fs::symlink("f", d.join("l")).unwrap();
         }
+        std::os::unix::fs::symlink(LINKED.1, t.join(LINKED.0)).unwrap();
         for g in FILES {
             std::fs::write(t.join(g), format!("MARK {g}\n")).unwrap();
         }
@@ -1107,8 +1134,15 @@ for i, (op, a, b) in enumerate(probes):
             }
             src.push_str("[network]\nmode = \"none\"\n");
             let shown = src.replace(&ts, "$T");
-            let c = sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost)
-                .map_err(|d| TestCaseError::fail(format!("{shown}\n{d:?}")))?;
+            let c = match sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost) {
+                Ok(c) => c,
+                // The link and what it leads to in contradicting lists, or
+                // a denied link inside a write root: refused, rightly.
+                Err(d) if d.0.iter().filter(|d| d.is_error()).all(|d| {
+                    matches!(d.code, "sealc::root::conflict" | "sealc::linux::denied-link-in-write-root")
+                }) => return Ok(()),
+                Err(d) => return Err(TestCaseError::fail(format!("{shown}\n{d:?}"))),
+            };
             for (name, bytes) in &c.files {
                 let p = t.join("seal").join(name);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -1152,11 +1186,37 @@ for i, (op, a, b) in enumerate(probes):
             );
             prop_assert_eq!(seen.len(), probes.len(), "{}\n{}", shown, text(&out));
             prop_assert_eq!(&snapshot(&t), &before, "the probes changed the tree\n{}", shown);
+            // Issue 11, item 3: a root written through the link is reached
+            // through it, wherever the link lies (a hidden `d` included).
+            let role_of = |r: &str| roles[ROLED.iter().position(|x| *x == r).unwrap()];
+            let answer_of = |op: &str, path: &str| {
+                let i = probes.iter().position(|p| p.op == op && p.path == path).unwrap();
+                seen[i].split(' ').nth(1).unwrap_or("").to_string()
+            };
+            let through = join(LINKED.0, "f");
+            if matches!(role_of(LINKED.0), 2 | 4) {
+                prop_assert_eq!(answer_of("read", &through), "ok", "read $T/{} in\n{}", through, shown);
+            }
+            if role_of(LINKED.0) == 4 {
+                prop_assert_eq!(answer_of("append", &through), "ok", "append $T/{} in\n{}", through, shown);
+            }
             let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();
+            // The model knows a host symlink only as a root's spelling:
+            // through the link, compare only when it is a root.
+            let link_is_root = roles[ROLED.iter().position(|r| *r == LINKED.0).unwrap()] > 0;
+            let through_link = |p: &Probe| {
+                let under = |x: &str| x.starts_with(&format!("{}/", LINKED.0));
+                under(&p.path)
+                    || p.to.as_deref().is_some_and(under)
+                    || (p.op == "list" && p.path == LINKED.0)
+            };
             for (i, (p, line)) in probes.iter().zip(&seen).enumerate() {
                 let answered = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
                     TestCaseError::fail(format!("probe {i} answered out of order: {line}"))
                 })?;
+                if !link_is_root && through_link(p) {
+                    continue;
+                }
                 let (real, names) = answered.split_once(' ').unwrap_or((answered, ""));
                 if let (Some(host), "ok") = (&listings[i], real) {
                     // The host's entries where its data reads; else the
