@@ -759,6 +759,14 @@ fn exec(
         );
         return OK;
     }
+    // Write roots absent when compiled: made now, where the seal mounts them.
+    let made = match crate::absent::make_write_roots(&compiled.ir) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            return crate::exec::CANNOT_START;
+        }
+    };
     if let Some(ids) = user {
         let roots: Vec<String> = compiled
             .ir
@@ -771,6 +779,7 @@ fn exec(
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
+            crate::absent::unmake(&made);
             let _ = writeln!(err, "error: {e}, so nothing was started");
             let _ = writeln!(
                 err,

@@ -118,6 +118,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[filesystem]\ndeny_read = [\"/r\"]\nwrite = [\"/r\"]",
     ),
     (
+        "sealc::root::absent",
+        "a root does not exist on the compiling host: a write root is made when the seal starts, any other is left as it is",
+        "# compiled where /r does not exist yet\n[filesystem]\nwrite = [\"/r/ws\"]",
+    ),
+    (
         "sealc::launcher::chain",
         "the launcher symlink chain cannot be walked to a regular file",
         "[launcher]\npath = \"/nonexistent/codex\"",

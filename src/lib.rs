@@ -18,6 +18,7 @@
 // per-call stack guard, a fifth of the time of reading a profile back).
 extern crate alloc;
 
+pub mod absent;
 pub mod backend;
 pub mod cli;
 pub mod diag;

@@ -798,6 +798,75 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
     );
 }
 
+/// Issue 11, item 7: a write root absent when compiled (also one inside a
+/// hidden directory) is made when the seal starts: the command writes in
+/// it, the host keeps what it wrote, and the next run starts as well.
+#[test]
+fn an_absent_write_root_is_made_when_the_seal_starts() {
+    if !bwrap_works() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(t.join("hidden")).unwrap();
+    std::fs::write(t.join("hidden/secret"), SECRET).unwrap();
+    let spec = format!(
+        "version = 1\nname = \"absent\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [\"{t}/hidden\"]\nwrite = [\"{t}/new/ws\", \"{t}/hidden/run/ws\"]\n[network]\nmode = \"none\"\n",
+        t = t.display()
+    );
+    std::fs::write(t.join("spec.toml"), spec).unwrap();
+    let sealc = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(&t).env_clear().env("PATH", "/usr/bin:/bin");
+        c
+    };
+    let out = sealc()
+        .args(["compile", "spec.toml", "--out", "seal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    for w in ["new/ws", "hidden/run/ws"] {
+        assert!(
+            said.contains(&format!(
+                "write root `{}/{w}` does not exist here",
+                t.display()
+            )),
+            "{said}"
+        );
+    }
+    assert!(!t.join("new").exists(), "compile made something");
+    let script = format!(
+        "echo one > {t}/new/ws/f && echo two > {t}/hidden/run/ws/g && mkdir {t}/new/ws/d && cat {t}/new/ws/f {t}/hidden/run/ws/g; cat {t}/hidden/secret",
+        t = t.display()
+    );
+    for run in 0..2 {
+        let out = sealc()
+            .arg("exec")
+            .arg(t.join("seal/seal.json"))
+            .args(["--", "/bin/sh", "-c", &script])
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert!(!all.contains(SECRET), "run {run}: leaked\n{all}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "one\ntwo\n",
+            "run {run}: {all}"
+        );
+        std::fs::remove_dir(t.join("new/ws/d")).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.join("new/ws/f")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("hidden/run/ws/g")).unwrap(),
+        "two\n"
+    );
+}
+
 /// The mount model that proves `[[assert]]`s on Linux agrees with what
 /// bubblewrap really builds: random specs over a real tree, every path probed
 /// inside the sandbox and compared with the model's answer. The probes read

@@ -22,6 +22,7 @@
 //! | launcher chain entry, hidden | `--symlink` / `--ro-bind` |
 //! | a re-allowed root written through a symlink the sandbox would not show | `--symlink` to its realpath |
 //! | a root absent when compiled | nothing (listed under `absent`) |
+//! | a `write` root absent when compiled | `--bind` where `sealc exec` makes it (listed under `create`) |
 //! | always | `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
@@ -191,6 +192,10 @@ struct BwrapFile<'a> {
     absent: Vec<String>,
     /// `bwrap`'s path.
     bwrap: &'a str,
+    /// Write roots absent when compiled: `sealc exec` makes each (a
+    /// directory, at the path given) before the sandbox starts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    create: Vec<String>,
     /// The second layer, applied by `sealc __confine` where the kernel has it.
     landlock: Landlock,
     /// Roots written through a symlink: the path as written and the
@@ -578,9 +583,16 @@ pub fn render(ir: &Ir) -> Vec<u8> {
             (*real != r.path).then(|| (r.path.clone(), real.clone()))
         })
         .collect();
+    let create = ir
+        .roots
+        .iter()
+        .filter(|r| r.made)
+        .filter_map(|r| r.real.clone())
+        .collect();
     let file = BwrapFile {
         absent,
         bwrap: &ir.exec.bwrap,
+        create,
         landlock: landlock(ir),
         links,
         network: Network {
