@@ -29,6 +29,7 @@ pub mod facts;
 pub mod ir;
 pub mod lint;
 pub mod mounts;
+pub mod query;
 pub mod record;
 pub mod sbpl;
 pub mod spec;
