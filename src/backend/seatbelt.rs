@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::diag::visible;
-use crate::ir::{is_within, Ir, PathSet, Root, RootKind};
+use crate::ir::{is_within, macos_aliases, Ir, PathSet, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -485,6 +485,25 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     root.into_iter().chain(inner)
 }
 
+/// The spellings of a root that name the object itself: its realpath and
+/// the realpath's `/private` twin (a name the kernel checks after resolving
+/// every link on the way). A spelling whose last component is a symlink
+/// names the link, which can be renamed where its directory is writable,
+/// as on Linux. Without a recorded realpath, every spelling.
+fn object_spellings(root: &Root) -> impl Iterator<Item = &str> {
+    root.spellings
+        .iter()
+        .filter(move |s| match &root.real {
+            None => true,
+            Some(r) => {
+                *s == r
+                    || macos_aliases(s).as_deref() == Some(r.as_str())
+                    || macos_aliases(r).as_deref() == Some(s.as_str())
+            }
+        })
+        .map(String::as_str)
+}
+
 /// Does the user's deepest root that holds `p` (by any spelling; devices
 /// aside) deny reading it? The deny-default base gives way to it.
 fn user_denies(ir: &Ir, p: &str) -> bool {
@@ -593,15 +612,13 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
         rules.push(Rule {
             comment: Comment::Root {
                 root,
-                note: "every spelling",
-                suffix: ": the root itself cannot be removed or renamed",
+                note: "the directory or file itself",
+                suffix: ": the root cannot be removed or renamed",
             },
             action: Action::Deny,
             ops: vec!["file-write-unlink"],
-            filters: root
-                .spellings
-                .iter()
-                .map(|s| Filter::Literal(s.as_str().into()))
+            filters: object_spellings(root)
+                .map(|s| Filter::Literal(s.into()))
                 .collect(),
         });
     }
@@ -642,6 +659,8 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     },
                 );
             }
+        }
+        for sp in object_spellings(root) {
             s.push(
                 sp,
                 2,
@@ -649,7 +668,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     origin(root, sp).with_suffix(": the root itself is never hard-linked"),
                     Action::Deny,
                     "file-link",
-                    Filter::Literal(sp.as_str().into()),
+                    Filter::Literal(sp.into()),
                 ),
             );
         }
