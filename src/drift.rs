@@ -179,7 +179,7 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     for (p, at) in &recorded.absent_writes {
         let still = here.absent_writes.get(p) == Some(at);
         let made = here.realpaths.get(p) == Some(at);
-        if !still && !made && here.realpaths.get(p).is_none() {
+        if !still && !made && !here.realpaths.contains_key(p) {
             let now = here.absent_writes.get(p).map_or(
                 "nowhere (nothing can be made under its nearest existing ancestor)".to_string(),
                 |a| quote(a),
