@@ -137,6 +137,10 @@ enum Command {
     Lint {
         /// The seal spec (TOML).
         spec: PathBuf,
+        /// Also report where the seal for this platform (or either) cannot
+        /// mean what the other one means (docs/platform-differences.md).
+        #[arg(long, value_enum)]
+        platform: Option<PlatformSel>,
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -203,6 +207,23 @@ impl From<PlatformArg> for crate::spec::Platform {
         match p {
             PlatformArg::Macos => crate::spec::Platform::Macos,
             PlatformArg::Linux => crate::spec::Platform::Linux,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlatformSel {
+    Linux,
+    Macos,
+    Both,
+}
+
+impl From<PlatformSel> for crate::platform::Select {
+    fn from(p: PlatformSel) -> Self {
+        match p {
+            PlatformSel::Linux => crate::platform::Select::Linux,
+            PlatformSel::Macos => crate::platform::Select::Macos,
+            PlatformSel::Both => crate::platform::Select::Both,
         }
     }
 }
@@ -334,7 +355,11 @@ pub fn run(
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }
-        Command::Lint { spec, format } => {
+        Command::Lint {
+            spec,
+            platform,
+            format,
+        } => {
             let display = spec.display().to_string();
             let src = match std::fs::read_to_string(&spec) {
                 Ok(s) => s,
@@ -347,7 +372,7 @@ pub fn run(
                     return BAD_INPUT;
                 }
             };
-            let diags = crate::lint::lint(&src);
+            let diags = crate::lint::lint_for(&src, platform.map(Into::into));
             match format {
                 Format::Text => {
                     let _ = write!(out, "{}", render_diagnostics(&diags, &display, &src));

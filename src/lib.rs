@@ -29,6 +29,7 @@ pub mod facts;
 pub mod ir;
 pub mod lint;
 pub mod mounts;
+pub mod platform;
 pub mod query;
 pub mod record;
 pub mod sbpl;
