@@ -229,6 +229,14 @@ impl Model {
         })
     }
 
+    /// Also follow these symlinks of the host (a link's path, and where it
+    /// leads), where the sandbox shows them: the host's tree binds them
+    /// from above. `seal.bwrap.json` itself lists only the roots written
+    /// through a link.
+    pub fn know_links(&mut self, links: impl IntoIterator<Item = (String, String)>) {
+        self.links.extend(links);
+    }
+
     /// May `access` happen on `path`?
     pub fn path(&self, access: Access, path: &str) -> Answer {
         // Data and writes follow a final symlink (`open`); metadata is the
