@@ -276,3 +276,20 @@ fn the_deny_default_base_gives_way_to_the_user() {
     assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Allow));
     assert_eq!(says(&m, "file-read-metadata", "/tmp"), Some(Allow));
 }
+
+/// Issue 11, item 4: a write root that is a file is a fixed name on both
+/// platforms (on Linux a mount point): an `[[assert]]` that it can be
+/// unlinked fails to compile for either, the opposite one compiles.
+#[test]
+fn a_write_root_file_cannot_be_unlinked_on_either_platform() {
+    let host = demo_host().file("/Users/agent/runs/r1/ws/state.json", b"{}");
+    for platform in [sealc::spec::Platform::Macos, sealc::spec::Platform::Linux] {
+        for (verdict, compiles) in [("allow", false), ("deny", true)] {
+            let src = format!(
+                "version = 1\nname = \"f\"\n[filesystem]\nwrite = [\"/Users/agent/runs/r1/ws\", \"/Users/agent/runs/r1/ws/state.json\"]\n[[assert]]\n{verdict} = \"file-write-unlink\"\npaths = [\"/Users/agent/runs/r1/ws/state.json\"]\n[[assert]]\nallow = \"file-write-unlink\"\npaths = [\"/Users/agent/runs/r1/ws/other.json\"]\n"
+            );
+            let c = sealc::compile_for("f.toml", &src, &Vec::new(), Some(platform), &host);
+            assert_eq!(c.is_ok(), compiles, "{platform:?} {verdict}: {:?}", c.err());
+        }
+    }
+}
