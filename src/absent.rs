@@ -45,8 +45,14 @@ pub fn unmake(made: &[String]) {
     }
 }
 
+/// A directory opened only to walk on from it (`O_PATH` where there is one).
+#[cfg(target_os = "linux")]
+const WALK: OFlags = OFlags::PATH;
+#[cfg(not(target_os = "linux"))]
+const WALK: OFlags = OFlags::RDONLY;
+
 fn make_dir(path: &str, made: &mut Vec<String>) -> Result<(), Errno> {
-    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir_flags = WALK | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut fd: OwnedFd = rustix::fs::open("/", dir_flags, Mode::empty())?;
     let mut at = String::new();
     for c in path.split('/').filter(|c| !c.is_empty()) {
