@@ -155,6 +155,10 @@ enum Command {
     Lint {
         /// The seal spec (TOML).
         spec: PathBuf,
+        /// Also report where the seal for this platform (or either) cannot
+        /// mean what the other one means (docs/platform-differences.md).
+        #[arg(long, value_enum)]
+        platform: Option<PlatformSel>,
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -181,6 +185,14 @@ enum Command {
             conflicts_with = "remote"
         )]
         to: Option<String>,
+        /// The directory a relative PATH (and `--to`) is taken from; without
+        /// it a relative path is refused.
+        #[arg(long, value_name = "DIR", conflicts_with = "remote")]
+        cwd: Option<String>,
+        /// The record whose facts name the symlinks on the way (default:
+        /// `seal.json` beside the profile, when there).
+        #[arg(long, value_name = "RECORD")]
+        record: Option<PathBuf>,
         /// A profile parameter, as `sandbox-exec -D K=V`.
         #[arg(short = 'D', value_name = "K=V")]
         params: Vec<String>,
@@ -213,6 +225,23 @@ impl From<PlatformArg> for crate::spec::Platform {
         match p {
             PlatformArg::Macos => crate::spec::Platform::Macos,
             PlatformArg::Linux => crate::spec::Platform::Linux,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlatformSel {
+    Linux,
+    Macos,
+    Both,
+}
+
+impl From<PlatformSel> for crate::platform::Select {
+    fn from(p: PlatformSel) -> Self {
+        match p {
+            PlatformSel::Linux => crate::platform::Select::Linux,
+            PlatformSel::Macos => crate::platform::Select::Macos,
+            PlatformSel::Both => crate::platform::Select::Both,
         }
     }
 }
@@ -353,7 +382,11 @@ pub fn run(
             let _ = writeln!(err, "sealc: cannot start the command: {e}");
             crate::exec::CANNOT_START
         }
-        Command::Lint { spec, format } => {
+        Command::Lint {
+            spec,
+            platform,
+            format,
+        } => {
             let display = spec.display().to_string();
             let src = match std::fs::read_to_string(&spec) {
                 Ok(s) => s,
@@ -366,7 +399,7 @@ pub fn run(
                     return BAD_INPUT;
                 }
             };
-            let diags = crate::lint::lint(&src);
+            let diags = crate::lint::lint_for(&src, platform.map(Into::into));
             match format {
                 Format::Text => {
                     let _ = write!(out, "{}", render_diagnostics(&diags, &display, &src));
@@ -395,9 +428,19 @@ pub fn run(
             path,
             remote,
             to,
+            cwd,
+            record,
             params,
             format,
-        } => explain(&profile, &op, path, remote, to, &params, format, out, err),
+        } => {
+            let asked = Asked {
+                path,
+                to,
+                cwd,
+                record,
+            };
+            explain(&profile, &op, asked, remote, &params, format, out, err)
+        }
         Command::Schema { which } => {
             let v = match which {
                 Which::Spec => crate::spec::json_schema(),
@@ -412,13 +455,128 @@ pub fn run(
 /// Exit code of `explain` when the answer is ambiguous or undetermined.
 pub const UNDECIDED: i32 = 3;
 
+/// The paths of an `explain` question, as given.
+struct Asked {
+    path: Option<String>,
+    to: Option<String>,
+    cwd: Option<String>,
+    record: Option<PathBuf>,
+}
+
+/// What `explain` says of the path it was asked about: the path checked
+/// (the kernel's view: absolute, no `..`, recorded links followed) and a
+/// note per recorded link on the way.
+#[derive(Default)]
+struct Checked {
+    asked: String,
+    path: String,
+    notes: Vec<String>,
+}
+
+impl Checked {
+    /// Add the lines and fields that say how the path was read.
+    fn annotate(&self, text: &mut String, json: &mut serde_json::Value) {
+        if self.path != self.asked {
+            text.push_str(&format!("  checked as {}\n", quote(&self.path)));
+            json["checked"] = serde_json::Value::String(self.path.clone());
+        }
+        for n in &self.notes {
+            text.push_str(&format!("  note: {n}\n"));
+        }
+        if !self.notes.is_empty() {
+            json["notes"] = serde_json::json!(self.notes);
+        }
+    }
+}
+
+/// The links the record knows (`--record`, or `seal.json` beside the
+/// profile) and, for a `seal.bwrap.json`, those it lists itself.
+fn known_links(
+    profile: &Path,
+    record: Option<&Path>,
+    text: &str,
+    notes: &mut Vec<String>,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut links = std::collections::BTreeMap::new();
+    let beside = profile
+        .parent()
+        .map(|d| d.join(crate::record::FILE))
+        .filter(|p| p.is_file());
+    if let Some(at) = record.map(Path::to_path_buf).or(beside) {
+        let shown = quote(&at.display().to_string());
+        let read = std::fs::read(&at)
+            .map_err(|e| e.to_string())
+            .and_then(|b| crate::verify::read_record(&b));
+        match read {
+            Ok(r) => links.extend(crate::query::known_links(&r.facts)),
+            Err(e) if record.is_some() => {
+                return Err(format!("cannot read the record {shown}: {e}"))
+            }
+            Err(_) => notes.push(format!(
+                "{shown} beside the profile does not read, so no recorded symlink is known"
+            )),
+        }
+    }
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        if let Some(map) = v.get("links").and_then(|l| l.as_object()) {
+            for (k, v) in map {
+                if let Some(v) = v.as_str() {
+                    links.insert(k.clone(), v.to_string());
+                }
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// Resolve a path of the question: relative only with `--cwd`; `..`
+/// taken away; recorded links on the way followed and named.
+fn checked_path(
+    p: &str,
+    cwd: Option<&str>,
+    links: &std::collections::BTreeMap<String, String>,
+    notes: &mut Vec<String>,
+) -> Result<String, String> {
+    let absolute = if p.starts_with('/') {
+        p.to_string()
+    } else {
+        match cwd {
+            Some(c) if c.starts_with('/') => format!("{c}/{p}"),
+            Some(c) => return Err(format!("`--cwd {c}` is not an absolute path")),
+            None => {
+                return Err(format!(
+                    "{} is relative: the kernel takes it from the command's working directory; give an absolute path, or that directory with `--cwd`",
+                    quote(p)
+                ))
+            }
+        }
+    };
+    let Some(r) = crate::query::resolve(&absolute, links) else {
+        return Err(format!("{} is not absolute", quote(&absolute)));
+    };
+    for (link, to) in &r.followed {
+        notes.push(format!(
+            "{} is a recorded symlink to {}: the kernel goes on from there",
+            quote(link),
+            quote(to)
+        ));
+    }
+    if let Some((link, to)) = &r.last {
+        notes.push(format!(
+            "{} is itself a recorded symlink to {}: reading or writing through it reaches that; metadata, unlink and rename act on the link",
+            quote(link),
+            quote(to)
+        ));
+    }
+    Ok(r.path)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn explain(
     profile: &Path,
     op: &str,
-    path: Option<String>,
+    asked: Asked,
     remote: Option<String>,
-    to: Option<String>,
     params: &[String],
     format: Format,
     out: &mut dyn Write,
@@ -436,8 +594,38 @@ fn explain(
             return BAD_INPUT;
         }
     };
-    let target = match (path, remote) {
-        (Some(p), _) => Target::Path(p),
+    let mut checked = Checked::default();
+    let mut to = None;
+    if let Some(p) = &asked.path {
+        let links = match known_links(profile, asked.record.as_deref(), &text, &mut checked.notes) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return BAD_INPUT;
+            }
+        };
+        let cwd = asked.cwd.as_deref();
+        let resolved = checked_path(p, cwd, &links, &mut checked.notes).and_then(|path| {
+            let new = match &asked.to {
+                Some(t) => Some(checked_path(t, cwd, &links, &mut checked.notes)?),
+                None => None,
+            };
+            Ok((path, new))
+        });
+        match resolved {
+            Ok((path, new)) => {
+                checked.asked = p.clone();
+                checked.path = path;
+                to = new;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return BAD_INPUT;
+            }
+        }
+    }
+    let target = match (asked.path, remote) {
+        (Some(_), _) => Target::Path(checked.path.clone()),
         (None, Some(r)) => match r
             .rsplit_once(':')
             .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
@@ -454,7 +642,17 @@ fn explain(
         (None, None) => return BAD_INPUT,
     };
     if text.trim_start().starts_with('{') {
-        return explain_bwrap(profile, &text, op, &target, to.as_deref(), format, out, err);
+        return explain_bwrap(
+            profile,
+            &text,
+            op,
+            &target,
+            to.as_deref(),
+            &checked,
+            format,
+            out,
+            err,
+        );
     }
     if to.is_some() {
         let _ = writeln!(
@@ -526,6 +724,8 @@ fn explain(
             serde_json::json!({ "answer": "undetermined", "construct": construct, "line": line }),
         ),
     };
+    let (mut text_out, mut json_out) = (text_out, json_out);
+    checked.annotate(&mut text_out, &mut json_out);
     let _ = match format {
         Format::Text => write!(out, "{text_out}"),
         Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
@@ -542,6 +742,7 @@ fn explain_bwrap(
     op: &str,
     target: &crate::sbpl::eval::Target,
     to: Option<&str>,
+    checked: &Checked,
     format: Format,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -594,6 +795,8 @@ fn explain_bwrap(
             serde_json::json!({ "answer": "undetermined", "construct": op }),
         ),
     };
+    let (mut text_out, mut json_out) = (text_out, json_out);
+    checked.annotate(&mut text_out, &mut json_out);
     let _ = match format {
         Format::Text => write!(out, "{text_out}"),
         Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
@@ -919,6 +1122,14 @@ fn exec_run(
         );
         return OK;
     }
+    // Write roots absent when compiled: made now, where the seal mounts them.
+    let made = match crate::absent::make_write_roots(&compiled.ir) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            return crate::exec::CANNOT_START;
+        }
+    };
     let roots: Vec<String> = compiled
         .ir
         .roots
@@ -931,6 +1142,7 @@ fn exec_run(
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
+            crate::absent::unmake(&made);
             let _ = writeln!(err, "error: {e}, so nothing was started");
             let _ = writeln!(
                 err,

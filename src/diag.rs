@@ -118,6 +118,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[filesystem]\ndeny_read = [\"/r\"]\nwrite = [\"/r\"]",
     ),
     (
+        "sealc::root::absent",
+        "a root does not exist on the compiling host: a write root is made when the seal starts, any other is left as it is",
+        "# compiled where /r does not exist yet\n[filesystem]\nwrite = [\"/r/ws\"]",
+    ),
+    (
         "sealc::launcher::chain",
         "the launcher symlink chain cannot be walked to a regular file",
         "[launcher]\npath = \"/nonexistent/codex\"",
@@ -156,6 +161,51 @@ platform = \"linux\"
 [filesystem]
 write = [\"${ws}\"]
 deny_read = [\"${ws}/link\"]",
+    ),
+    (
+        "sealc::platform::stand-in",
+        "a platform difference: on Linux a hidden root, and each directory on the way to a deeper root, is an empty stand-in whose name stays",
+        "# sealc lint --platform both\n[filesystem]\ndeny_read = [\"/secret\"]",
+    ),
+    (
+        "sealc::platform::metadata-inside",
+        "a platform difference: on Linux nothing inside a metadata-only root can be stat'ed or walked through",
+        "# sealc lint --platform both\n[filesystem]\nmetadata_only = [\"/dispatch\"]",
+    ),
+    (
+        "sealc::platform::denied-symlink",
+        "a platform difference: on Linux a deny_read root that is a symlink leaves the link itself visible",
+        "# sealc lint --platform both\n[filesystem]\ndeny_read = [\"/home/me/.claude/skills\"]",
+    ),
+    (
+        "sealc::platform::test-existence",
+        "a platform difference: macOS decides file-test-existence by the base, not by the roots",
+        "# sealc lint --platform both\n[filesystem]\ndeny_read = [\"/secret\"]",
+    ),
+    (
+        "sealc::platform::cross-mount",
+        "a platform difference: on Linux renames and hard links never cross a root's mount",
+        "# sealc lint --platform both\n[filesystem]\nwrite = [\"/ws\"]",
+    ),
+    (
+        "sealc::platform::rename-ancestor",
+        "a platform difference: on Linux the writable ancestors of a denied root inside a write root can be renamed within a run",
+        "# sealc lint --platform both\n[filesystem]\nwrite = [\"/ws\"]\ndeny_read = [\"/ws/.harness/secrets\"]",
+    ),
+    (
+        "sealc::platform::proxy-address",
+        "a platform difference: on macOS every loopback address reaches the proxy's port",
+        "# sealc lint --platform both\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:8080\"",
+    ),
+    (
+        "sealc::platform::system-base",
+        "a platform difference: the deny-default system base is each platform's own",
+        "# sealc lint --platform both\n[target]\nbase = \"deny-default\"",
+    ),
+    (
+        "sealc::platform::hidden-at-start",
+        "a platform difference: on Linux roots are hidden when the sandbox starts, on macOS by path for the whole run",
+        "# sealc lint --platform both\n[filesystem]\ndeny_read = [\"/secret\"]",
     ),
     (
         "sealc::network::open",

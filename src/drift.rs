@@ -125,6 +125,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         if was == now {
             continue;
         }
+        // A write root absent when compiled, made since where the record
+        // says (by `sealc exec` or by hand): what the seal mounts.
+        if was.is_none() && now.is_some() && now == recorded.absent_writes.get(p) {
+            continue;
+        }
         if was.is_some() && movable(p) {
             drift.push(Drift::new(
                 DriftKind::Moved,
@@ -150,7 +155,10 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
             continue;
         }
         let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
-        if was != now {
+        let made = was.is_none()
+            && now == Some(&PathKind::Dir)
+            && recorded.absent_writes.values().any(|a| a == real);
+        if was != now && !made {
             let show = |k: Option<&PathKind>| {
                 k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
             };
@@ -161,6 +169,27 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
                     quote(real),
                     show(was),
                     show(now)
+                ),
+            ));
+        }
+    }
+
+    // Write roots absent when compiled: still to be made at the same place,
+    // or made there.
+    for (p, at) in &recorded.absent_writes {
+        let still = here.absent_writes.get(p) == Some(at);
+        let made = here.realpaths.get(p) == Some(at);
+        if !still && !made && !here.realpaths.contains_key(p) {
+            let now = here.absent_writes.get(p).map_or(
+                "nowhere (nothing can be made under its nearest existing ancestor)".to_string(),
+                |a| quote(a),
+            );
+            drift.push(Drift::new(
+                DriftKind::Host,
+                format!(
+                    "{}: the write root was absent when compiled and would be made at {}, now at {now}",
+                    quote(p),
+                    quote(at)
                 ),
             ));
         }
@@ -303,6 +332,31 @@ mod tests {
         assert!(d.iter().any(|d| d.kind == DriftKind::Moved), "{d:?}");
         assert!(
             d.iter().any(|d| d.message.contains("`/w/decoy/secret`")),
+            "{d:?}"
+        );
+    }
+
+    /// Issue 11, item 7: a write root absent when compiled may appear
+    /// where the record says it is made (that is what the seal mounts);
+    /// anywhere else, or as anything but a directory, it is drift.
+    #[test]
+    fn an_absent_write_root_made_where_recorded_is_no_drift() {
+        let spec = SPEC.replace("write = [\"/w\"]", "write = [\"/w\", \"/r/new/ws\"]");
+        let h = host().dir("/r");
+        let r = crate::compile("m.toml", &spec, &Vec::new(), &h)
+            .unwrap()
+            .record;
+        assert_eq!(r.facts.absent_writes["/r/new/ws"], "/r/new/ws");
+        assert!(host_drift(&r, &h).is_empty());
+        assert!(host_drift(&r, &h.clone().dir("/r/new/ws")).is_empty());
+        let d = host_drift(&r, &h.clone().file("/r/new/ws", b"x"));
+        assert!(d.iter().any(|d| d.message.contains("now a file")), "{d:?}");
+        let d = host_drift(
+            &r,
+            &h.clone().dir("/elsewhere").link("/r/new", "/elsewhere"),
+        );
+        assert!(
+            d.iter().any(|d| d.message.contains("`/elsewhere/ws`")),
             "{d:?}"
         );
     }

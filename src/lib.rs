@@ -18,6 +18,7 @@
 // per-call stack guard, a fifth of the time of reading a profile back).
 extern crate alloc;
 
+pub mod absent;
 pub mod backend;
 pub mod cli;
 pub mod diag;
@@ -28,6 +29,8 @@ pub mod facts;
 pub mod ir;
 pub mod lint;
 pub mod mounts;
+pub mod platform;
+pub mod query;
 pub mod record;
 pub mod sbpl;
 pub mod spec;

@@ -21,6 +21,12 @@ pub const SPEC_SCHEMA: &str = include_str!("../schemas/seal-spec.schema.json");
 
 /// Lint spec text. Every finding, sorted by position.
 pub fn lint(src: &str) -> Diagnostics {
+    lint_for(src, None)
+}
+
+/// [`lint`], and, with `platform`, advice on each platform difference that
+/// applies to the spec (`sealc lint --platform linux|macos|both`).
+pub fn lint_for(src: &str, platform: Option<crate::platform::Select>) -> Diagnostics {
     let mut out = Diagnostics::default();
     let schema = schema_findings(src);
     let spec = match crate::spec::parse(src) {
@@ -31,7 +37,11 @@ pub fn lint(src: &str) -> Diagnostics {
         }
     };
     if let Some(spec) = &spec {
-        compiler_findings(spec, src, &mut out);
+        if let (Some(ir), Some(select)) = (compiler_findings(spec, src, &mut out), platform) {
+            for d in crate::platform::findings(spec, &ir, select) {
+                out.push(d);
+            }
+        }
     }
     // The schema says much of what the compiler says; keep a schema finding
     // only where no other finding already points.
@@ -49,7 +59,9 @@ pub fn lint(src: &str) -> Diagnostics {
     out.sorted()
 }
 
-fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) {
+/// The compiler's findings and advice on smells; the symbolic IR, when the
+/// spec lowers.
+fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir> {
     // Host-free var values: defaults where they need no env, `/${name}`
     // otherwise. Nothing is read from this machine.
     let mut host_free = spec.clone();
@@ -68,15 +80,19 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) {
                     .filter(|x| x.code != "sealc::env::absent")
                     .collect(),
             ));
-            return;
+            return None;
         }
     };
     match crate::ir::lower_symbolic(spec, src, &facts) {
         Ok((ir, warnings)) => {
             out.extend(warnings);
             smells(spec, src, &ir, out);
+            Some(ir)
         }
-        Err(d) => out.extend(d),
+        Err(d) => {
+            out.extend(d);
+            None
+        }
     }
 }
 

@@ -31,12 +31,17 @@
 //! system root, is modelled as present. Host mounts below a bound root are
 //! not in the artifact, so the model takes each bind to be one mount.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Deserialize;
 
+use crate::facts::normalize;
 use crate::ir::is_within;
 
 #[derive(Deserialize)]
 struct File {
+    #[serde(default)]
+    links: BTreeMap<String, String>,
     network: Network,
     steps: Vec<Step>,
 }
@@ -61,9 +66,10 @@ enum Mount {
     Tmpfs,
     /// `/dev/null` over a hidden file.
     EmptyFile,
-    /// A symlink re-created by literal path: an entry in the mount below it,
-    /// not a mount of its own.
-    Literal,
+    /// A symlink made by bubblewrap (a launcher chain entry, a root written
+    /// through a link the sandbox would not show), with its text: an entry
+    /// in the mount below it, not a mount of its own.
+    Literal { target: String },
     /// A device node bound from the host.
     Device,
     /// `--proc`, `--dev`.
@@ -143,6 +149,9 @@ fn parent(path: &str) -> Option<&str> {
 #[derive(Debug)]
 pub struct Model {
     mounts: Vec<(String, Mount, String)>,
+    /// Roots written through a symlink on the host: the path as written,
+    /// and the realpath it leads to.
+    links: BTreeMap<String, String>,
     /// `--remount-ro` destinations, with the step's text.
     read_only: Vec<(String, String)>,
     net_unshared: bool,
@@ -165,9 +174,10 @@ impl Model {
                     .ok_or_else(|| format!("step `{text}` lacks an argument"))
             };
             match s.args.first().map(String::as_str) {
+                // `/dev/null` bound anywhere (even over itself: a denied
+                // device) is a stand-in: nothing of the host's to read.
                 Some("--ro-bind" | "--ro-bind-try")
-                    if s.args.get(1).map(String::as_str) == Some("/dev/null")
-                        && arg(2)? != "/dev/null" =>
+                    if s.args.get(1).map(String::as_str) == Some("/dev/null") =>
                 {
                     mounts.push((arg(2)?, Mount::EmptyFile, text))
                 }
@@ -178,7 +188,9 @@ impl Model {
                     mounts.push((arg(2)?, Mount::Bind { writable: true }, text))
                 }
                 Some("--tmpfs") => mounts.push((arg(1)?, Mount::Tmpfs, text)),
-                Some("--symlink") => mounts.push((arg(2)?, Mount::Literal, text)),
+                Some("--symlink") => {
+                    mounts.push((arg(2)?, Mount::Literal { target: arg(1)? }, text))
+                }
                 Some("--dev-bind-try" | "--dev-bind") => {
                     mounts.push((arg(2)?, Mount::Device, text))
                 }
@@ -210,14 +222,27 @@ impl Model {
         }
         Ok(Model {
             mounts,
+            links: file.links,
             read_only,
             net_unshared,
             proxy: file.network.proxy,
         })
     }
 
+    /// Also follow these symlinks of the host (a link's path, and where it
+    /// leads), where the sandbox shows them: the host's tree binds them
+    /// from above. `seal.bwrap.json` itself lists only the roots written
+    /// through a link.
+    pub fn know_links(&mut self, links: impl IntoIterator<Item = (String, String)>) {
+        self.links.extend(links);
+    }
+
     /// May `access` happen on `path`?
     pub fn path(&self, access: Access, path: &str) -> Answer {
+        // Data and writes follow a final symlink (`open`); metadata is the
+        // name's own (`lstat`).
+        let resolved = self.resolve(path, access != Access::ReadMetadata);
+        let path = resolved.as_str();
         let Some((dest, mount, text)) = self
             .mounts
             .iter()
@@ -255,8 +280,8 @@ impl Model {
             (Mount::Tmpfs, Access::ReadData | Access::Write) => false,
             (Mount::EmptyFile, Access::ReadMetadata) => exact,
             (Mount::EmptyFile, _) => false,
-            (Mount::Literal, Access::Write) => false,
-            (Mount::Literal, _) => exact,
+            (Mount::Literal { .. }, Access::Write) => false,
+            (Mount::Literal { .. }, _) => exact,
             (Mount::Device, _) => exact,
             // `--dev`'s device nodes stay writable (a device ignores a
             // read-only mount); nothing else in /dev can be written.
@@ -270,6 +295,8 @@ impl Model {
 
     /// May `op` happen to the name `path`?
     pub fn name(&self, op: Op, path: &str) -> Answer {
+        let resolved = self.resolve(path, false);
+        let path = resolved.as_str();
         let Some(dir) = parent(path) else {
             return deny(format!(
                 "`{path}` has no directory to change: the sandbox's root is a mount point (EBUSY)"
@@ -326,6 +353,8 @@ impl Model {
 
     /// May `op` go from `from` to the new name `to`?
     pub fn moved(&self, op: Move, from: &str, to: &str) -> Answer {
+        let (from, to) = (self.resolve(from, false), self.resolve(to, false));
+        let (from, to) = (from.as_str(), to.as_str());
         let (Some(from_dir), Some(to_dir)) = (parent(from), parent(to)) else {
             return deny(
                 "the sandbox's root is a mount point: it is neither moved nor made (EBUSY)".into(),
@@ -438,6 +467,53 @@ impl Model {
         }
     }
 
+    /// The path the kernel reaches in the sandbox: every symlink the
+    /// sandbox shows on the way is followed (one bubblewrap made, or a
+    /// root's recorded link where the host's tree shows it), the final
+    /// component only with `last`. Other components are taken as given.
+    pub fn resolve(&self, path: &str, last: bool) -> String {
+        let mut cur = path.to_string();
+        // As the kernel, give up after 40 links (the path is then as far as
+        // it got: the answer is about a path that does not resolve).
+        for _ in 0..40 {
+            let comps: Vec<&str> = cur.split('/').filter(|c| !c.is_empty()).collect();
+            let mut prefix = String::new();
+            let mut next = None;
+            for (i, c) in comps.iter().enumerate() {
+                if i + 1 == comps.len() && !last {
+                    break;
+                }
+                prefix.push('/');
+                prefix.push_str(c);
+                if let Some(target) = self.link_at(&prefix) {
+                    let base = if target.starts_with('/') {
+                        target
+                    } else {
+                        format!("{}/{target}", parent(&prefix).unwrap_or("/"))
+                    };
+                    next = Some(normalize(&format!("{base}/{}", comps[i + 1..].join("/"))));
+                    break;
+                }
+            }
+            match next {
+                Some(n) => cur = n,
+                None => break,
+            }
+        }
+        cur
+    }
+
+    /// The text of the symlink the sandbox shows at `p`, if it shows one
+    /// there that the model knows.
+    fn link_at(&self, p: &str) -> Option<String> {
+        let (dest, mount, _) = self.mounts.iter().rev().find(|(d, _, _)| is_within(p, d))?;
+        match mount {
+            Mount::Literal { target } if dest == p => Some(target.clone()),
+            Mount::Bind { .. } if dest != p => self.links.get(p).cloned(),
+            _ => None,
+        }
+    }
+
     fn is_read_only(&self, dest: &str) -> bool {
         self.read_only.iter().any(|(r, _)| r == dest)
     }
@@ -448,7 +524,7 @@ impl Model {
     fn holder(&self, path: &str) -> Option<usize> {
         self.mounts
             .iter()
-            .rposition(|(d, m, _)| *m != Mount::Literal && is_within(path, d))
+            .rposition(|(d, m, _)| !matches!(m, Mount::Literal { .. }) && is_within(path, d))
     }
 
     fn step_of(&self, holder: Option<usize>) -> String {
@@ -488,7 +564,7 @@ impl Model {
                 "`{text}`: nothing can be made, removed or renamed in it"
             ))),
             // Only reached for the file itself, as a directory.
-            (Mount::EmptyFile | Mount::Device | Mount::Literal, _) => {
+            (Mount::EmptyFile | Mount::Device | Mount::Literal { .. }, _) => {
                 Some(deny(format!("`{text}` is not a directory (ENOTDIR)")))
             }
         }
@@ -534,6 +610,28 @@ impl Model {
         Some(deny(format!(
             "`{text}`: `{path}` is already there (EEXIST)"
         )))
+    }
+
+    /// The names a listing of the directory `dir` shows where bubblewrap
+    /// made it (a hidden directory's stand-in, a directory on the way to a
+    /// mount): the next name towards each deeper mount or symlink. Where
+    /// the host's tree shows (`file-read-data` on `dir` is allowed), a
+    /// listing shows the host's entries instead.
+    pub fn shown(&self, dir: &str) -> BTreeSet<String> {
+        let dir = self.resolve(dir, true);
+        let dir = dir.as_str();
+        self.mounts
+            .iter()
+            .filter(|(d, _, _)| d != dir && is_within(d, dir))
+            .filter_map(|(d, _, _)| {
+                let rest = if dir == "/" {
+                    &d[1..]
+                } else {
+                    &d[dir.len() + 1..]
+                };
+                rest.split('/').next().map(str::to_string)
+            })
+            .collect()
     }
 
     /// A mount (or `--symlink`) strictly inside `path`.
@@ -740,6 +838,141 @@ mod tests {
         check(d.name(Op::Create, "/home/x"), false, "ENOENT");
         check(d.moved(Move::Rename, "/t/w/f", "/t/f"), false, "EXDEV");
         check(d.name(Op::Create, "/t/w/x"), true, "--bind /t/w /t/w");
+    }
+
+    /// Issue 11, item 2, on Linux: a denied `/dev/null` is a stand-in too.
+    #[test]
+    fn a_denied_device_is_a_stand_in() {
+        let host = lab().file("/dev/null", b"");
+        let m = model("deny_read = [\"/dev/null\"]", "deny-default", &host);
+        check(
+            m.path(Access::ReadData, "/dev/null"),
+            false,
+            "--ro-bind /dev/null /dev/null",
+        );
+        check(
+            m.path(Access::ReadMetadata, "/dev/null"),
+            true,
+            "--ro-bind /dev/null /dev/null",
+        );
+    }
+
+    /// Issue 11, item 5: a denied root inside a hidden one, with nothing
+    /// re-allowed between, gets no mount point of its own, so a listing of
+    /// the stand-in does not show its name; names on the way to a
+    /// re-allowed root still show (bubblewrap makes them).
+    #[test]
+    fn only_what_changes_the_view_is_mounted() {
+        let host = lab().dir("/t/h/op/.ssh").dir("/t/h/pub/x");
+        let m = model(
+            "deny_read = [\"/t/h\", \"/t/h/op\", \"/t/h/op/.ssh\", \"/t/h/pub/x\"]\nallow_read = [\"/t/h/pub\"]",
+            "allow-default",
+            &host,
+        );
+        assert_eq!(m.shown("/t/h"), BTreeSet::from(["pub".to_string()]));
+        check(
+            m.path(Access::ReadMetadata, "/t/h/op"),
+            false,
+            "--tmpfs /t/h",
+        );
+        check(m.path(Access::ReadMetadata, "/t/h"), true, "--tmpfs /t/h");
+        // Re-denied below a re-allowed root: mounted again.
+        check(
+            m.path(Access::ReadData, "/t/h/pub/x/f"),
+            false,
+            "--tmpfs /t/h/pub/x",
+        );
+        assert!(m.shown("/t/h/pub").contains("x"));
+        // A metadata-only root inside a denied one changes the view: stat.
+        let m = model(
+            "deny_read = [\"/t/h\"]\nmetadata_only = [\"/t/h/op\"]",
+            "allow-default",
+            &host,
+        );
+        check(
+            m.path(Access::ReadMetadata, "/t/h/op"),
+            true,
+            "--tmpfs /t/h/op",
+        );
+        assert_eq!(m.shown("/t/h"), BTreeSet::from(["op".to_string()]));
+    }
+
+    /// Issue 11, item 3: a root written through a symlink is reached by
+    /// both spellings, also when the link lies in a hidden directory (it is
+    /// made again there) or outside the deny-default base.
+    #[test]
+    fn a_root_written_through_a_link_is_reached_by_both_spellings() {
+        let host = lab()
+            .dir("/t/top/real")
+            .dir("/t/top/other")
+            .link("/t/top/ws", "real");
+        let both = ["/t/top/ws/f", "/t/top/real/f"];
+        for (fs, base) in [
+            (
+                "deny_read = [\"/t/top\"]\nwrite = [\"/t/top/ws\"]",
+                "allow-default",
+            ),
+            ("write = [\"/t/top/ws\"]", "allow-default"),
+            ("write = [\"/t/top/ws\"]", "deny-default"),
+        ] {
+            let m = model(fs, base, &host);
+            for p in both {
+                check(
+                    m.path(Access::Write, p),
+                    true,
+                    "--bind /t/top/real /t/top/real",
+                );
+                check(
+                    m.path(Access::ReadData, p),
+                    true,
+                    "--bind /t/top/real /t/top/real",
+                );
+                check(
+                    m.name(Op::Create, p),
+                    true,
+                    "--bind /t/top/real /t/top/real",
+                );
+                check(
+                    m.name(Op::Unlink, p),
+                    true,
+                    "--bind /t/top/real /t/top/real",
+                );
+            }
+            check(
+                m.moved(Move::Rename, "/t/top/ws/f", "/t/top/real/g"),
+                true,
+                "one writable mount",
+            );
+            assert_eq!(
+                m.resolve("/t/top/ws/a/b", true),
+                "/t/top/real/a/b",
+                "{fs} {base}"
+            );
+            // The link itself is a name in a read-only place, as on the host.
+            check(m.name(Op::Unlink, "/t/top/ws"), false, "EROFS");
+        }
+        // Made again only where the host's entry would not show.
+        let hidden = model(
+            "deny_read = [\"/t/top\"]\nwrite = [\"/t/top/ws\"]",
+            "allow-default",
+            &host,
+        );
+        check(
+            hidden.path(Access::ReadMetadata, "/t/top/ws"),
+            true,
+            "--symlink /t/top/real /t/top/ws",
+        );
+        check(
+            hidden.path(Access::ReadMetadata, "/t/top/other"),
+            false,
+            "--tmpfs /t/top",
+        );
+        let shown = model("write = [\"/t/top/ws\"]", "allow-default", &host);
+        check(
+            shown.path(Access::ReadMetadata, "/t/top/ws"),
+            true,
+            "--ro-bind / /",
+        );
     }
 
     #[test]

@@ -532,9 +532,35 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
             None => rep.push(subject, Status::Absent, "does not exist here"),
         }
     }
+    for (path, at) in &recorded.absent_writes {
+        let subject = format!("live absent write root {path}");
+        match host.canonicalize(path) {
+            Some(r) if &r == at => rep.push(subject, Status::Ok, "made where the record says"),
+            Some(r) => rep.push(
+                subject,
+                Status::Drift,
+                format!("record made at {}, here {}", quote(at), quote(&r)),
+            ),
+            None if crate::facts::would_be(path, host).as_ref() == Some(at) => {
+                rep.push(subject, Status::Absent, "absent here, as when compiled")
+            }
+            None => rep.push(
+                subject,
+                Status::Drift,
+                format!(
+                    "record made at {}, here it would be made elsewhere",
+                    quote(at)
+                ),
+            ),
+        }
+    }
     let reals: std::collections::BTreeSet<&String> =
         recorded.kinds.keys().chain(here.kinds.keys()).collect();
     for real in reals {
+        if !recorded.kinds.contains_key(real) && recorded.absent_writes.values().any(|a| a == real)
+        {
+            continue; // a made write root: reported above
+        }
         let subject = format!("live kind {real}");
         match (recorded.kinds.get(real), here.kinds.get(real)) {
             (Some(kind), Some(k)) if k == kind => rep.push(subject, Status::Ok, "checked"),

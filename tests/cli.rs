@@ -240,7 +240,8 @@ fn explain_reads_a_linux_seal_back() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
-        "deny\n  decided by `--tmpfs /Users/agent/src/skills`\n"
+        // The checkout lies in the denied home: hidden by its stand-in.
+        "deny\n  decided by `--tmpfs /Users/agent`\n"
     );
     let out = run(&[
         "--op",
@@ -291,7 +292,7 @@ fn explain_reads_a_linux_seal_back() {
         "deny\n  decided by `--tmpfs /Users/agent`: read-only since `--remount-ro /Users/agent` (EROFS)\n"
     );
     let out = run(&["--op", "unlink", "/Users/agent/.local/bin/codex"]);
-    assert!(out.stdout.ends_with("(EROFS)\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("(EROFS)\n"), "{}", out.stdout);
     let out = run(&["--op", "rename", &format!("{ws}/a")]);
     assert_eq!(out.code, 3, "{}", out.stdout);
     assert!(out.stdout.contains("`--to PATH`"), "{}", out.stdout);
@@ -304,6 +305,76 @@ fn explain_reads_a_linux_seal_back() {
         .args(["--op", "rename", "/a", "--to", "/b"])
         .run();
     assert_eq!(out.code, 2, "{}", out.stdout);
+}
+
+/// Issue 11, item 8: explain answers for the path the kernel sees: `..`
+/// taken away (from where a recorded link leads), a relative path refused
+/// unless `--cwd` says where it starts, each recorded link on the way named.
+#[test]
+fn explain_answers_for_the_path_the_kernel_sees() {
+    let sb = root().join("tests/golden/probe-rep/seal.sb");
+    let bw = root().join("tests/golden-linux/probe-rep/seal.bwrap.json");
+    let run = |seal: &std::path::Path, args: &[&str]| {
+        Sealc::new()
+            .args(["explain", seal.to_str().unwrap(), "--op", "file-read-data"])
+            .args(args.iter().copied())
+            .run()
+    };
+    let secret = "/Users/agent/src/skills/premortem/SKILL.md";
+    let escape = "/Users/agent/runs/r1/ws/../../../src/skills/premortem/SKILL.md";
+    for seal in [&sb, &bw] {
+        let out = run(seal, &[escape]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains(&format!("checked as `{secret}`")),
+            "{}",
+            out.stdout
+        );
+        // Relative: refused, or taken from `--cwd`.
+        let out = run(seal, &["ws/notes.md"]);
+        assert_eq!(out.code, 2, "{}", out.stdout);
+        assert!(out.stderr.contains("is relative"), "{}", out.stderr);
+        let out = run(seal, &["--cwd", "/Users/agent/runs/r1", "ws/notes.md"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.starts_with("allow\n"), "{}", out.stdout);
+        let out = run(
+            seal,
+            &["--cwd", "/Users/agent/runs/r1/ws", "../../../src/skills/x"],
+        );
+        assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
+    }
+    // A recorded link on the way is named, and `..` goes up from where it
+    // leads (the record beside seal.sb knows `/tmp` -> `/private/tmp`).
+    let out = run(&sb, &["/tmp/x/../../etc/hosts", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["checked"], "/private/etc/hosts", "{v}");
+    assert_eq!(v["answer"], "allow", "{v}");
+    assert!(
+        v["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("`/tmp` is a recorded symlink to `/private/tmp`"),
+        "{v}"
+    );
+    let out = run(&sb, &["/Users/agent/.claude/skills"]);
+    assert!(
+        out.stdout.contains("is itself a recorded symlink"),
+        "{}",
+        out.stdout
+    );
+    // Without a record, lexically.
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("seal.sb");
+    std::fs::copy(&sb, &alone).unwrap();
+    let out = run(&alone, &["/tmp/x/../../etc/hosts"]);
+    assert!(
+        out.stdout.contains("checked as `/etc/hosts`"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("note:"), "{}", out.stdout);
 }
 
 #[test]

@@ -778,6 +778,75 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
     );
 }
 
+/// Issue 11, item 7: a write root absent when compiled (also one inside a
+/// hidden directory) is made when the seal starts: the command writes in
+/// it, the host keeps what it wrote, and the next run starts as well.
+#[test]
+fn an_absent_write_root_is_made_when_the_seal_starts() {
+    if !bwrap_works() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(t.join("hidden")).unwrap();
+    std::fs::write(t.join("hidden/secret"), SECRET).unwrap();
+    let spec = format!(
+        "version = 1\nname = \"absent\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [\"{t}/hidden\"]\nwrite = [\"{t}/new/ws\", \"{t}/hidden/run/ws\"]\n[network]\nmode = \"none\"\n",
+        t = t.display()
+    );
+    std::fs::write(t.join("spec.toml"), spec).unwrap();
+    let sealc = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(&t).env_clear().env("PATH", "/usr/bin:/bin");
+        c
+    };
+    let out = sealc()
+        .args(["compile", "spec.toml", "--out", "seal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    for w in ["new/ws", "hidden/run/ws"] {
+        assert!(
+            said.contains(&format!(
+                "write root `{}/{w}` does not exist here",
+                t.display()
+            )),
+            "{said}"
+        );
+    }
+    assert!(!t.join("new").exists(), "compile made something");
+    let script = format!(
+        "echo one > {t}/new/ws/f && echo two > {t}/hidden/run/ws/g && mkdir {t}/new/ws/d && cat {t}/new/ws/f {t}/hidden/run/ws/g; cat {t}/hidden/secret",
+        t = t.display()
+    );
+    for run in 0..2 {
+        let out = sealc()
+            .arg("exec")
+            .arg(t.join("seal/seal.json"))
+            .args(["--", "/bin/sh", "-c", &script])
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert!(!all.contains(SECRET), "run {run}: leaked\n{all}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "one\ntwo\n",
+            "run {run}: {all}"
+        );
+        std::fs::remove_dir(t.join("new/ws/d")).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.join("new/ws/f")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("hidden/run/ws/g")).unwrap(),
+        "two\n"
+    );
+}
+
 /// The mount model that proves `[[assert]]`s on Linux agrees with what
 /// bubblewrap really builds: random specs over a real tree, every path probed
 /// inside the sandbox and compared with the model's answer. The probes read
@@ -795,9 +864,14 @@ mod model_matches_bubblewrap {
     const DIRS: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e"];
     /// Files that may be roots of their own.
     const FILES: &[&str] = &["a/g", "d/e/g"];
+    /// A directory reached through a symlink (`d/s -> ../a/b`): a root
+    /// written that way is reached by both spellings (issue 11, item 3).
+    const LINKED: (&str, &str) = ("d/s", "../a/b");
     /// What a random spec gives a role: the directories, the two files, an
-    /// empty directory.
-    const ROLED: &[&str] = &["a", "a/b", "a/b/c", "d", "d/e", "a/g", "d/e/g", "d/n"];
+    /// empty directory, the link.
+    const ROLED: &[&str] = &[
+        "a", "a/b", "a/b/c", "d", "d/e", "a/g", "d/e/g", "d/n", "d/s",
+    ];
     /// The spec's lists, by role (role 0: no root).
     const LISTS: [&str; 4] = ["deny_read", "allow_read", "metadata_only", "write"];
 
@@ -812,10 +886,12 @@ at = lambda r: base + "/" + r if r else base
 name = lambda e: errno.errorcode.get(e.errno, str(e.errno))
 print("SANDBOX-UP")
 for i, (op, a, b) in enumerate(probes):
-    p, q, undo = at(a), at(b) if b is not None else None, None
+    p, q, undo, shown = at(a), at(b) if b is not None else None, None, ""
     try:
         if op == "stat":
-            os.stat(p)
+            os.lstat(p)
+        elif op == "list":
+            shown = " " + json.dumps(sorted(os.listdir(p)), separators=(",", ":"))
         elif op == "read":
             with open(p, "rb") as f:
                 if b"MARK" not in f.read():
@@ -854,7 +930,7 @@ for i, (op, a, b) in enumerate(probes):
             undo = lambda: os.unlink(q)
         else:
             raise SystemExit("unknown probe " + op)
-        print(i, "ok")
+        print(i, "ok" + shown)
     except OSError as e:
         print(i, name(e))
     if undo is not None:
@@ -889,6 +965,24 @@ for i, (op, a, b) in enumerate(probes):
     fn probes() -> Vec<Probe> {
         let mut v = Vec::new();
         let mut push = |op, path: String, to: Option<String>| v.push(Probe { op, path, to });
+        // Listings: the tree, every directory, every empty one.
+        for d in std::iter::once("").chain(DIRS.iter().copied()) {
+            push("list", d.to_string(), None);
+        }
+        for d in DIRS {
+            push("list", join(d, "n"), None);
+        }
+        // Through the link: the spelling as written.
+        let s = LINKED.0;
+        push("list", s.to_string(), None);
+        push("stat", s.to_string(), None);
+        for x in ["f", "n"] {
+            push("stat", join(s, x), None);
+        }
+        push("read", join(s, "f"), None);
+        push("append", join(s, "f"), None);
+        push("create", join(s, "newl"), None);
+        push("mkdir", join(s, "ml"), None);
         for d in DIRS {
             push("stat", d.to_string(), None);
             push("stat", join(d, "n"), None);
@@ -925,6 +1019,9 @@ for i, (op, a, b) in enumerate(probes):
             names.push((join(d, "n"), false));
         }
         names.extend(FILES.iter().map(|g| (g.to_string(), true)));
+        names.push((LINKED.0.to_string(), true));
+        names.push((join(LINKED.0, "f"), true));
+        names.push((join(LINKED.0, "n"), false));
         for (k, (x, file)) in names.iter().enumerate() {
             let here = dir_of(x);
             if *file {
@@ -965,6 +1062,10 @@ for i, (op, a, b) in enumerate(probes):
         let names: &[&'static str] = match (p.op, same_dir) {
             ("stat", _) => &["file-read-metadata"],
             ("read", _) => &["file-read-data"],
+            // A listing works wherever the directory is there; it shows
+            // the host's entries only where its data can be read (the
+            // names are checked below).
+            ("list", _) => &[],
             ("append", _) => &["file-write-data"],
             ("create", _) => &["file-write-create"],
             ("mkdir", _) => &["mkdir", "file-write-create"],
@@ -985,6 +1086,13 @@ for i, (op, a, b) in enumerate(probes):
                 (name, m.ask(name, &path, if takes_to { to } else { None }))
             })
             .collect();
+        if p.op == "list" {
+            // Listing follows a final symlink.
+            v.push((
+                "file-read-metadata of what it leads to",
+                Some(m.path(Access::ReadMetadata, &m.resolve(&path, true))),
+            ));
+        }
         if p.op == "create" {
             // Creating a file in a directory is writing the directory.
             v.push((
@@ -1038,6 +1146,7 @@ for i, (op, a, b) in enumerate(probes):
             std::fs::write(d.join("f"), format!("MARK {}\n", d.display())).unwrap();
             std::os::unix::fs::symlink("f", d.join("l")).unwrap();
         }
+        std::os::unix::fs::symlink(LINKED.1, t.join(LINKED.0)).unwrap();
         for g in FILES {
             std::fs::write(t.join(g), format!("MARK {g}\n")).unwrap();
         }
@@ -1054,6 +1163,16 @@ for i, (op, a, b) in enumerate(probes):
         ) {
             if !bwrap_works() {
                 return Ok(());
+            }
+            // The link and what it leads to are one root: the link keeps a
+            // role only when its target has none, and a denied link stays
+            // out of write roots (Linux refuses it there).
+            let mut roles = roles;
+            let at = |r: &str| ROLED.iter().position(|x| *x == r).unwrap();
+            let link = at(LINKED.0);
+            let in_write = tree == 4 || roles[at("d")] == 4;
+            if roles[at("a/b")] > 0 || (matches!(roles[link], 1 | 3) && in_write) {
+                roles[link] = 0;
             }
             let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let t = tmp.path().canonicalize().unwrap();
@@ -1074,8 +1193,15 @@ for i, (op, a, b) in enumerate(probes):
             }
             src.push_str("[network]\nmode = \"none\"\n");
             let shown = src.replace(&ts, "$T");
-            let c = sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost)
-                .map_err(|d| TestCaseError::fail(format!("{shown}\n{d:?}")))?;
+            let c = match sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost) {
+                Ok(c) => c,
+                // The link and what it leads to in contradicting lists, or
+                // a denied link inside a write root: refused, rightly.
+                Err(d) if d.0.iter().filter(|d| d.is_error()).all(|d| {
+                    matches!(d.code, "sealc::root::conflict" | "sealc::linux::denied-link-in-write-root")
+                }) => return Ok(()),
+                Err(d) => return Err(TestCaseError::fail(format!("{shown}\n{d:?}"))),
+            };
             for (name, bytes) in &c.files {
                 let p = t.join("seal").join(name);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -1087,6 +1213,18 @@ for i, (op, a, b) in enumerate(probes):
             )
             .unwrap();
             let before = snapshot(&t);
+            let host_listing = |rel: &str| -> String {
+                let mut names: Vec<String> = std::fs::read_dir(t.join(rel))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                serde_json::to_string(&names).unwrap()
+            };
+            let listings: Vec<Option<String>> = probes
+                .iter()
+                .map(|p| (p.op == "list").then(|| host_listing(&p.path)))
+                .collect();
             let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
                 .current_dir("/")
                 .env_clear()
@@ -1107,11 +1245,50 @@ for i, (op, a, b) in enumerate(probes):
             );
             prop_assert_eq!(seen.len(), probes.len(), "{}\n{}", shown, text(&out));
             prop_assert_eq!(&snapshot(&t), &before, "the probes changed the tree\n{}", shown);
+            // Issue 11, item 3: a root written through the link is reached
+            // through it, wherever the link lies (a hidden `d` included).
+            let role_of = |r: &str| roles[ROLED.iter().position(|x| *x == r).unwrap()];
+            let answer_of = |op: &str, path: &str| {
+                let i = probes.iter().position(|p| p.op == op && p.path == path).unwrap();
+                seen[i].split(' ').nth(1).unwrap_or("").to_string()
+            };
+            let through = join(LINKED.0, "f");
+            if matches!(role_of(LINKED.0), 2 | 4) {
+                prop_assert_eq!(answer_of("read", &through), "ok", "read $T/{} in\n{}", through, shown);
+            }
+            if role_of(LINKED.0) == 4 {
+                prop_assert_eq!(answer_of("append", &through), "ok", "append $T/{} in\n{}", through, shown);
+            }
             let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();
+            // The model knows a host symlink only as a root's spelling:
+            // through the link, compare only when it is a root.
+            let link_is_root = roles[ROLED.iter().position(|r| *r == LINKED.0).unwrap()] > 0;
+            let through_link = |p: &Probe| {
+                let under = |x: &str| x.starts_with(&format!("{}/", LINKED.0));
+                under(&p.path)
+                    || p.to.as_deref().is_some_and(under)
+                    || (p.op == "list" && p.path == LINKED.0)
+            };
             for (i, (p, line)) in probes.iter().zip(&seen).enumerate() {
-                let real = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
+                let answered = line.strip_prefix(&format!("{i} ")).ok_or_else(|| {
                     TestCaseError::fail(format!("probe {i} answered out of order: {line}"))
                 })?;
+                if !link_is_root && through_link(p) {
+                    continue;
+                }
+                let (real, names) = answered.split_once(' ').unwrap_or((answered, ""));
+                if let (Some(host), "ok") = (&listings[i], real) {
+                    // The host's entries where its data reads; else the
+                    // names bubblewrap made (issue 11, item 5: nothing but
+                    // the way to a deeper mount).
+                    let at = if p.path.is_empty() { ts.clone() } else { format!("{ts}/{}", p.path) };
+                    let want = if model.path(Access::ReadData, &at).allowed {
+                        host.clone()
+                    } else {
+                        serde_json::to_string(&model.shown(&at)).unwrap()
+                    };
+                    prop_assert_eq!(names, want.as_str(), "listing of $T/{}\n{}", p.path, shown);
+                }
                 for (name, answer) in expected(&model, &ts, p) {
                     let answer = answer.ok_or_else(|| {
                         TestCaseError::fail(format!("the model does not answer `{name}`"))

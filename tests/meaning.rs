@@ -87,16 +87,24 @@ fn probe_rep_denies_every_spelling_of_every_denied_root() {
     }
     // Laundering: link and clone denied on every denied and stat-only root, in every spelling.
     for root in c.ir.roots.iter().filter(|r| r.kind.is_denied()) {
-        let filters: Vec<String> = root
-            .spellings
-            .iter()
-            .map(|s| format!("(subpath \"{s}\")"))
-            .collect();
-        index_of(
-            &sb,
-            &format!("(deny file-link file-clone {})", filters.join(" ")),
-        );
+        for s in &root.spellings {
+            index_of(
+                &sb,
+                &format!("(deny file-link file-clone (subpath \"{s}\"))"),
+            );
+        }
     }
+    // Issue 11, item 6: a workspace under a denied root links and clones its
+    // own files (after the deny of the root that holds it).
+    let tmp = index_of(
+        &sb,
+        "(deny file-link file-clone (subpath \"/Users/agent\"))",
+    );
+    let ws = index_of(
+        &sb,
+        "(allow file-link file-clone (subpath \"/Users/agent/runs/r1/ws\"))",
+    );
+    assert!(tmp < ws);
     // Stat-only: data denied, metadata allowed, after it.
     let d = index_of(
         &sb,
@@ -199,4 +207,89 @@ fn deny_default_starts_from_the_documented_base() {
         &sb,
         "(deny network* (remote ip \"*:*\") (local ip \"*:*\") (subpath \"/\"))",
     );
+}
+
+/// Compile spec text for macOS on the demo host and read its profile back.
+fn evaluator(src: &str) -> sealc::sbpl::eval::Model {
+    let c = sealc::compile("s.toml", src, &Vec::new(), &demo_host()).unwrap();
+    let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
+    let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+    sealc::sbpl::eval::Model::new(&profile, &Default::default())
+}
+
+fn says(m: &sealc::sbpl::eval::Model, op: &str, path: &str) -> Option<sealc::sbpl::eval::Action> {
+    m.query(op, &sealc::sbpl::eval::Target::Path(path.into()))
+        .action()
+}
+
+/// Issue 11, item 1: `mode = "open"` means open under `deny-default` too
+/// (the Linux seal has no network namespace then), IP and unix sockets.
+#[test]
+fn open_network_is_open_under_deny_default() {
+    use sealc::sbpl::eval::{Action, Target};
+    let m = evaluator("version = 1\nname = \"o\"\n[target]\nbase = \"deny-default\"\n[network]\nmode = \"open\"\n");
+    for (host, port) in [("93.184.216.34", 443), ("127.0.0.1", 22), ("::1", 8080)] {
+        let t = Target::Remote {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(
+            m.query("network-outbound", &t).action(),
+            Some(Action::Allow),
+            "{host}"
+        );
+    }
+    assert_eq!(
+        says(&m, "network-outbound", "/private/var/run/mDNSResponder"),
+        Some(Action::Allow)
+    );
+}
+
+/// Issue 11, item 2: the deny-default base never overrides what the user
+/// denied at the same depth (a literal of the base against a `deny_read`).
+#[test]
+fn the_deny_default_base_gives_way_to_the_user() {
+    use sealc::sbpl::eval::Action::{Allow, Deny};
+    let spec = |deny: &str| {
+        format!("version = 1\nname = \"d\"\n[target]\nbase = \"deny-default\"\n[filesystem]\ndeny_read = [{deny}]\nwrite = [\"/Users/agent/runs/r1/ws\"]\n[network]\nmode = \"none\"\n")
+    };
+    let m = evaluator(&spec("\"/\""));
+    assert_eq!(says(&m, "file-read-data", "/"), Some(Deny));
+    // The write root's ancestors stay stat-able, `/` included.
+    assert_eq!(says(&m, "file-read-metadata", "/"), Some(Allow));
+    assert_eq!(
+        says(&m, "file-read-data", "/Users/agent/runs/r1/ws/f"),
+        Some(Allow)
+    );
+    let m = evaluator(&spec("\"/dev/null\""));
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Deny));
+    assert_eq!(says(&m, "file-read-data", "/dev/zero"), Some(Allow));
+    let m = evaluator(&spec("\"/tmp\", \"/private/tmp\", \"/dev\""));
+    for p in ["/tmp", "/private/tmp", "/dev"] {
+        assert_eq!(says(&m, "file-read-metadata", p), Some(Deny), "{p}");
+    }
+    // A deeper entry of the base still decides below it.
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Allow));
+    // Without the user's deny the base reads them.
+    let m = evaluator(&spec(""));
+    assert_eq!(says(&m, "file-read-data", "/"), Some(Allow));
+    assert_eq!(says(&m, "file-read-data", "/dev/null"), Some(Allow));
+    assert_eq!(says(&m, "file-read-metadata", "/tmp"), Some(Allow));
+}
+
+/// Issue 11, item 4: a write root that is a file is a fixed name on both
+/// platforms (on Linux a mount point): an `[[assert]]` that it can be
+/// unlinked fails to compile for either, the opposite one compiles.
+#[test]
+fn a_write_root_file_cannot_be_unlinked_on_either_platform() {
+    let host = demo_host().file("/Users/agent/runs/r1/ws/state.json", b"{}");
+    for platform in [sealc::spec::Platform::Macos, sealc::spec::Platform::Linux] {
+        for (verdict, compiles) in [("allow", false), ("deny", true)] {
+            let src = format!(
+                "version = 1\nname = \"f\"\n[filesystem]\nwrite = [\"/Users/agent/runs/r1/ws\", \"/Users/agent/runs/r1/ws/state.json\"]\n[[assert]]\n{verdict} = \"file-write-unlink\"\npaths = [\"/Users/agent/runs/r1/ws/state.json\"]\n[[assert]]\nallow = \"file-write-unlink\"\npaths = [\"/Users/agent/runs/r1/ws/other.json\"]\n"
+            );
+            let c = sealc::compile_for("f.toml", &src, &Vec::new(), Some(platform), &host);
+            assert_eq!(c.is_ok(), compiles, "{platform:?} {verdict}: {:?}", c.err());
+        }
+    }
 }

@@ -142,7 +142,9 @@ proptest! {
                 };
                 let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
                 let write = deepest(&map, &p, |r| r != Role::Allow) == Some(Role::Write);
-                let denied = deepest(&map, &p, |r| matches!(r, Role::Deny | Role::Meta)).is_some();
+                // Under a denied root with no write root between (issue 11, item 6:
+                // a write root inside a denied root links its own files).
+                let denied = matches!(deepest(&map, &p, |r| r != Role::Allow), Some(Role::Deny | Role::Meta));
                 for sp in spellings(&p) {
                     let t = Target::Path(sp.clone());
                     prop_assert_eq!(decided(&m, "file-read-data", &t)?, expect(read), "read {} in\n{}", sp, src);
@@ -153,6 +155,16 @@ proptest! {
                         prop_assert_eq!(decided(&m, "file-link", &t)?, Action::Deny, "link {} in\n{}", sp, src);
                         prop_assert_eq!(decided(&m, "file-clone", &t)?, Action::Deny, "clone {} in\n{}", sp, src);
                     }
+                    // Issue 11, item 6: files of a write root can be linked
+                    // and cloned within it, wherever it lies; the root itself
+                    // is a fixed name.
+                    if write {
+                        let own_root = map.get(p.as_str()) == Some(&Role::Write);
+                        prop_assert_eq!(decided(&m, "file-link", &t)?, expect(!own_root), "link {} in\n{}", sp, src);
+                        prop_assert_eq!(decided(&m, "file-clone", &t)?, Action::Allow, "clone {} in\n{}", sp, src);
+                        let holds_denied = map.iter().any(|(r, role)| matches!(role, Role::Deny | Role::Meta) && within(r, &p) && **r != p);
+                        prop_assert_eq!(decided(&m, "file-write-unlink", &t)?, expect(!own_root && !holds_denied), "unlink {} in\n{}", sp, src);
+                    }
                 }
             }
         }
@@ -162,7 +174,8 @@ proptest! {
         prop_assert_eq!(decided(&m, "file-write-data", &Target::Path("/dev/disk0".into()))?, Action::Deny);
         // Network per mode.
         let net = |host: &str, port| decided(&m, "network-outbound", &Target::Remote { host: host.into(), port });
-        let open = mode == "open" && !deny_default;
+        // Issue 11, item 1: `open` is open under either base.
+        let open = mode == "open";
         prop_assert_eq!(net("127.0.0.1", 3128)?, expect(open || mode == "proxy"));
         prop_assert_eq!(net("::1", 3128)?, expect(open || mode == "proxy"));
         prop_assert_eq!(net("127.0.0.1", 22)?, expect(open));
@@ -191,7 +204,16 @@ proptest! {
         };
         let m = Model::from_artifact(&c.files["seal.bwrap.json"]).map_err(TestCaseError::fail)?;
         let reallowed: Vec<&str> = map.iter().filter(|(_, r)| **r != Role::Deny).map(|(p, _)| *p).collect();
-        let mounted: Vec<&str> = map.keys().copied().collect();
+        // Issue 11, item 5: a denied root inside a hidden one, with nothing
+        // re-allowed between, is not mounted.
+        let mounted: Vec<&str> = map
+            .iter()
+            .filter(|(r, role)| {
+                let enclosing = map.iter().filter(|(o, _)| *o != *r && within(r, o)).max_by_key(|(o, _)| o.len());
+                !(**role == Role::Deny && enclosing.is_some_and(|(_, e)| matches!(e, Role::Deny | Role::Meta)))
+            })
+            .map(|(p, _)| *p)
+            .collect();
         for base in POOL {
             for p in [base.to_string(), format!("{base}/f")] {
                 let deepest_root = map.iter().filter(|(r, _)| within(&p, r)).max_by_key(|(r, _)| r.len());
@@ -200,7 +222,7 @@ proptest! {
                     Some(Role::Allow | Role::Write) => true,
                     None => !deny_default,
                 };
-                let exact = deepest_root.is_some_and(|(r, _)| **r == p);
+                let exact = deepest_root.is_some_and(|(r, _)| **r == p && mounted.contains(r));
                 let on_the_way = mounted.iter().any(|r| within(r, &p) && *r != p);
                 let is_ancestor = reallowed.iter().any(|r| within(r, &p) && *r != p);
                 let meta = match deepest_root.map(|(_, r)| *r) {

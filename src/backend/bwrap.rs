@@ -14,14 +14,19 @@
 //! | base `allow-default` | `--ro-bind / /` |
 //! | base `deny-default` | `--ro-bind-try` of each [`SYSTEM_ROOTS`], then `--remount-ro /` |
 //! | `deny_read`, `metadata_only` directory | `--tmpfs`, then `--remount-ro` |
+//! | `deny_read` inside a hidden root, nothing re-allowed between | nothing (already gone) |
 //! | `deny_read`, `metadata_only` file | `--ro-bind /dev/null` |
 //! | `allow_read` (not inside a write root) | `--ro-bind` |
 //! | `write` | `--bind` |
 //! | `write_devices` outside [`DEV_SET`] | `--dev-bind` |
 //! | launcher chain entry, hidden | `--symlink` / `--ro-bind` |
+//! | a re-allowed root written through a symlink the sandbox would not show | `--symlink` to its realpath |
 //! | a root absent when compiled | nothing (listed under `absent`) |
+//! | a `write` root absent when compiled | `--bind` where `sealc exec` makes it (listed under `create`) |
 //! | always | `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -188,8 +193,16 @@ struct BwrapFile<'a> {
     absent: Vec<String>,
     /// `bwrap`'s path.
     bwrap: &'a str,
+    /// Write roots absent when compiled: `sealc exec` makes each (a
+    /// directory, at the path given) before the sandbox starts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    create: Vec<String>,
     /// The second layer, applied by `sealc __confine` where the kernel has it.
     landlock: Landlock,
+    /// Roots written through a symlink: the path as written and the
+    /// realpath it leads to (the mounts are made at the realpath).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    links: BTreeMap<String, String>,
     network: Network,
     /// Calls refused inside the sandbox (see [`REFUSED`]).
     refused: Vec<&'static str>,
@@ -229,6 +242,37 @@ fn dest_of(r: &crate::ir::Root) -> &str {
 
 fn depth(p: &str) -> usize {
     p.bytes().filter(|&b| b == b'/').count()
+}
+
+/// Does the sandbox show the host's entry at `p`? Its deepest mount (the
+/// base or a path step) binds a host tree from above `p`; a stand-in, an
+/// empty file or no mount at all (the deny-default root) shows nothing.
+fn host_views(ir: &Ir, paths: &[((usize, u8, String), Step)]) -> impl Fn(&str) -> bool + use<> {
+    let mut covers: Vec<(String, bool)> = match ir.base {
+        Base::AllowDefault => vec![("/".to_string(), true)],
+        Base::DenyDefault => SYSTEM_ROOTS.iter().map(|r| (r.to_string(), true)).collect(),
+    };
+    for (_, s) in paths {
+        let a = &s.args;
+        let (Some(opt), Some(dest)) = (a.first(), a.last()) else {
+            continue;
+        };
+        let host = match opt.as_str() {
+            "--tmpfs" => false,
+            "--ro-bind" | "--bind" | "--dev-bind" => {
+                a.get(1).map(String::as_str) != Some(EMPTY_FILE)
+            }
+            _ => continue,
+        };
+        covers.push((dest.clone(), host));
+    }
+    move |p: &str| {
+        covers
+            .iter()
+            .filter(|(d, _)| is_within(p, d))
+            .max_by_key(|(d, _)| d.len())
+            .is_some_and(|(d, host)| *host && d != p)
+    }
 }
 
 /// Every step, in the order bubblewrap must apply them.
@@ -303,8 +347,21 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 } else {
                     "metadata_only"
                 };
+                // Mount only what changes the view: a denied root inside
+                // another hidden root, with nothing re-allowed between, is
+                // already gone; its own mount point would show its name in
+                // a listing of the stand-in (macOS shows nothing).
+                let enclosing = ir
+                    .roots
+                    .iter()
+                    .filter(|r| r.kind != RootKind::WriteDevice && r.real.is_some())
+                    .filter(|r| dest_of(r) != dest && is_within(&dest, dest_of(r)))
+                    .max_by_key(|r| dest_of(r).len());
+                let already_hidden = root.kind == RootKind::DenyRead
+                    && enclosing.is_some_and(|r| r.kind.is_denied());
                 match root.host_kind {
                     None => {} // absent when compiled: nothing to hide
+                    Some(_) if already_hidden => {}
                     Some(PathKind::Dir) => {
                         let why = if root.kind == RootKind::DenyRead {
                             format!("{what} {from}: an empty read-only stand-in directory")
@@ -391,6 +448,36 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         };
         paths.push(((depth(&entry.path), 4, entry.path.clone()), s));
     }
+    // A root written through a symlink that the sandbox would not show
+    // (it lies in a hidden directory, or outside the deny-default base):
+    // the link is made again, so the root is reached by both spellings, as
+    // on macOS. Denied roots need none: what they lead to is hidden anyway.
+    let shows_host = host_views(ir, &paths);
+    let mut links = Vec::new();
+    for root in &ir.roots {
+        let Some(real) = root.real.as_deref() else {
+            continue;
+        };
+        let reallows = matches!(
+            root.kind,
+            RootKind::AllowRead | RootKind::MetadataOnly | RootKind::Write
+        );
+        if !reallows || real == root.path || shows_host(&root.path) {
+            continue;
+        }
+        links.push((
+            (depth(&root.path), 5, root.path.clone()),
+            step(
+                ["--symlink", real, &root.path],
+                format!(
+                    "{} `{}` is written through a symlink the sandbox would not show: made again, to `{real}`",
+                    root.kind.key().trim_start_matches("filesystem."),
+                    root.origin
+                ),
+            ),
+        ));
+    }
+    paths.extend(links);
     paths.sort_by(|a, b| a.0.cmp(&b.0));
     // Two roots with one realpath (a var and its literal) mount once.
     paths.dedup_by(|a, b| a.1.args == b.1.args);
@@ -488,10 +575,27 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         })
         .map(|r| format!("{} {}", r.kind.key(), r.path))
         .collect();
+    let links = ir
+        .roots
+        .iter()
+        .filter(|r| r.kind != RootKind::WriteDevice)
+        .filter_map(|r| {
+            let real = r.real.as_ref()?;
+            (*real != r.path).then(|| (r.path.clone(), real.clone()))
+        })
+        .collect();
+    let create = ir
+        .roots
+        .iter()
+        .filter(|r| r.made)
+        .filter_map(|r| r.real.clone())
+        .collect();
     let file = BwrapFile {
         absent,
         bwrap: &ir.exec.bwrap,
+        create,
         landlock: landlock(ir),
+        links,
         network: Network {
             mode: ir.network.mode.as_str(),
             proxy: ir

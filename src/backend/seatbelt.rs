@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::diag::visible;
-use crate::ir::{Ir, PathSet, Root, RootKind};
+use crate::ir::{is_within, macos_aliases, Ir, PathSet, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -133,7 +133,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         write_rules(ir),
     ));
     sections.push((
-        "laundering: no hard links or clones out of denied roots",
+        "links and clones: never of denied or stat-only files, always within write roots",
         launder_rules(ir),
     ));
     sections.push(("network", network_rules(ir)));
@@ -311,10 +311,12 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 ),
             );
         }
+        // Rank 0, like the base's roots: a user's rule on the same path
+        // comes after it and decides (`deny_read = ["/"]` denies `/`).
         for p in DENY_DEFAULT_READ_FILES {
             s.push(
                 p,
-                6,
+                0,
                 rule(
                     "deny-default base".into(),
                     Action::Allow,
@@ -412,12 +414,18 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let needs = |a: &str| ir.base == Base::DenyDefault || denied.covers(a);
     let mut done: BTreeSet<&str> = BTreeSet::new();
     if ir.base == Base::DenyDefault {
-        let filters: Vec<Filter> = DENY_DEFAULT_METADATA
+        // What the user denied stays denied: the base never overrides a
+        // `deny_read` root of the same or a shallower path.
+        let kept: Vec<&str> = DENY_DEFAULT_METADATA
             .iter()
-            .map(|p| Filter::Literal((*p).into()))
+            .copied()
+            .filter(|p| !user_denies(ir, p))
             .collect();
-        done.extend(DENY_DEFAULT_METADATA.iter().copied());
-        done.insert("/");
+        let filters: Vec<Filter> = kept.iter().map(|p| Filter::Literal((*p).into())).collect();
+        done.extend(kept);
+        if !user_denies(ir, "/") {
+            done.insert("/");
+        }
         rules.push(Rule {
             comment: "deny-default base: symlinks and directories walked to reach system files"
                 .into(),
@@ -475,6 +483,43 @@ fn ancestors(p: &str) -> impl Iterator<Item = &str> {
         .filter(|&i| i > 0)
         .map(move |i| &p[..i]);
     root.into_iter().chain(inner)
+}
+
+/// The spellings of a root that name the object itself: its realpath and
+/// the realpath's `/private` twin (a name the kernel checks after resolving
+/// every link on the way). A spelling whose last component is a symlink
+/// names the link, which can be renamed where its directory is writable,
+/// as on Linux. Without a recorded realpath, every spelling.
+fn object_spellings(root: &Root) -> impl Iterator<Item = &str> {
+    root.spellings
+        .iter()
+        .filter(move |s| match &root.real {
+            None => true,
+            Some(r) => {
+                *s == r
+                    || macos_aliases(s).as_deref() == Some(r.as_str())
+                    || macos_aliases(r).as_deref() == Some(s.as_str())
+            }
+        })
+        .map(String::as_str)
+}
+
+/// Does the user's deepest root that holds `p` (by any spelling; devices
+/// aside) deny reading it? The deny-default base gives way to it.
+fn user_denies(ir: &Ir, p: &str) -> bool {
+    ir.roots
+        .iter()
+        .filter(|r| r.kind != RootKind::WriteDevice)
+        .filter_map(|r| {
+            r.spellings
+                .iter()
+                .filter(|s| is_within(p, s))
+                .map(|s| s.len())
+                .max()
+                .map(|len| (len, r.kind))
+        })
+        .max_by_key(|(len, kind)| (*len, *kind == RootKind::DenyRead))
+        .is_some_and(|(_, kind)| kind == RootKind::DenyRead)
 }
 
 fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
@@ -561,6 +606,22 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             });
         }
     }
+    // A write root is a fixed name, as on Linux (where it is a mount
+    // point): it cannot be removed or renamed away, only written inside.
+    for root in ir.roots_of(RootKind::Write) {
+        rules.push(Rule {
+            comment: Comment::Root {
+                root,
+                note: "the directory or file itself",
+                suffix: ": the root cannot be removed or renamed",
+            },
+            action: Action::Deny,
+            ops: vec!["file-write-unlink"],
+            filters: object_spellings(root)
+                .map(|s| Filter::Literal(s.into()))
+                .collect(),
+        });
+    }
     rules.push(rule(
         "no set-user-id or set-group-id bits anywhere (file-write-setugid falls back to the default, not to file-write*)".into(),
         Action::Deny,
@@ -570,21 +631,63 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
     rules
 }
 
+/// Hard links and clones: never *of* a denied or stat-only file (laundering),
+/// always of a file in a write root (package managers link inside the
+/// workspace), even when the write root lies in a denied root or the base is
+/// deny-default. Per spelling, deepest last, so the deepest root decides; a
+/// write root itself is never linked (on Linux it is a mount point).
 fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
-    ir.roots
-        .iter()
-        .filter(|r| r.kind.is_denied())
-        .map(|root| Rule {
-            comment: format!("{} \"{}\": derived, always", root.kind.key(), root.origin).into(),
-            action: Action::Deny,
-            ops: vec!["file-link", "file-clone"],
-            filters: root
-                .spellings
-                .iter()
-                .map(|s| Filter::Subpath(s.as_str().into()))
-                .collect(),
-        })
-        .collect()
+    let denied = PathSet::new(
+        ir.roots
+            .iter()
+            .filter(|r| r.kind.is_denied())
+            .flat_map(|r| r.spellings.iter()),
+    );
+    let mut s = Sorted::new();
+    for root in ir.roots_of(RootKind::Write) {
+        for sp in &root.spellings {
+            if ir.base == Base::DenyDefault || denied.covers(sp) {
+                s.push(
+                    sp,
+                    0,
+                    Rule {
+                        comment: origin(root, sp)
+                            .with_suffix(": links and clones of its own files"),
+                        action: Action::Allow,
+                        ops: vec!["file-link", "file-clone"],
+                        filters: vec![Filter::Subpath(sp.as_str().into())],
+                    },
+                );
+            }
+        }
+        for sp in object_spellings(root) {
+            s.push(
+                sp,
+                2,
+                rule(
+                    origin(root, sp).with_suffix(": the root itself is never hard-linked"),
+                    Action::Deny,
+                    "file-link",
+                    Filter::Literal(sp.into()),
+                ),
+            );
+        }
+    }
+    for root in ir.roots.iter().filter(|r| r.kind.is_denied()) {
+        for sp in &root.spellings {
+            s.push(
+                sp,
+                1,
+                Rule {
+                    comment: origin(root, sp).with_suffix(": derived, always"),
+                    action: Action::Deny,
+                    ops: vec!["file-link", "file-clone"],
+                    filters: vec![Filter::Subpath(sp.as_str().into())],
+                },
+            );
+        }
+    }
+    s.finish()
 }
 
 fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
@@ -603,6 +706,18 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         ],
     };
     match ir.network.mode {
+        // Under `(deny default)` no rule would leave it closed: open it
+        // explicitly, as the Linux seal is (no network namespace).
+        NetMode::Open if ir.base == Base::DenyDefault => vec![Rule {
+            comment: "network.mode = \"open\" under the deny-default base: IP traffic in and out and unix sockets, which `(deny default)` would refuse".into(),
+            action: Action::Allow,
+            ops: vec!["network*"],
+            filters: vec![
+                Filter::Raw("(remote ip \"*:*\")".into()),
+                Filter::Raw("(local ip \"*:*\")".into()),
+                Filter::Subpath("/".into()),
+            ],
+        }],
         NetMode::Open => Vec::new(),
         NetMode::None => vec![deny_all()],
         NetMode::Proxy => {

@@ -22,6 +22,9 @@ use crate::spec::{interpolate, references, Platform, Spanned, Spec};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Facts {
+    /// Each `write` root (after `${var}` substitution) that did not exist on the compiling host, with the path `sealc exec` makes it at before the sandbox starts: the realpath of its nearest existing ancestor, then the rest of it. The seal mounts and allows it there, as if it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub absent_writes: BTreeMap<String, String>,
     /// The programs that start the sandbox, by path: `exec.bwrap` (Linux target) or `exec.sandbox_exec` (macOS target), and `/usr/bin/env`. Each is its symlink chain as `launcher` records it, the last entry a regular file with its digest; an empty chain means the path did not exist on the compiling host. `sealc exec` refuses to start when one changed, went missing or appeared.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub builders: BTreeMap<String, Vec<ChainLink>>,
@@ -217,6 +220,19 @@ pub fn gather_all(
             realpaths.insert(path, real);
         }
     }
+    // Write roots that do not exist yet: where `sealc exec` will make them.
+    let mut absent_writes = BTreeMap::new();
+    for w in &spec.filesystem.write {
+        let Some(path) = root_path(w, src, &vars) else {
+            continue;
+        };
+        if realpaths.contains_key(&path) {
+            continue;
+        }
+        if let Some(at) = would_be(&path, host) {
+            absent_writes.insert(path, at);
+        }
+    }
     let identities = if linux {
         denied_in_write_roots(spec, src, &vars, &realpaths, host, &mut diags)
     } else {
@@ -277,6 +293,7 @@ pub fn gather_all(
 
     (
         Facts {
+            absent_writes,
             vars,
             realpaths,
             kinds,
@@ -295,6 +312,36 @@ pub fn gather_all(
 fn root_path(root: &Spanned<String>, src: &str, vars: &BTreeMap<String, String>) -> Option<String> {
     let path = interpolate(root, src, vars).ok()?;
     (path.starts_with('/') && !path.contains('\0')).then_some(path)
+}
+
+/// Where an absent path would be made: the realpath of its nearest
+/// existing ancestor, then the rest of the path as written. `None` when
+/// that ancestor is not a directory (nothing can be made under it).
+pub fn would_be(path: &str, host: &dyn Host) -> Option<String> {
+    let path = normalize(path);
+    let mut cut = path.len();
+    loop {
+        let above = match path[..cut].rfind('/') {
+            Some(0) | None => "/",
+            Some(i) => &path[..i],
+        };
+        let rest = &path[above.len().max(1)..];
+        if let Some(real) = host.canonicalize(above) {
+            if host.lstat(&real) != Some(Kind::Dir) {
+                return None;
+            }
+            let joined = if real == "/" {
+                rest.to_string()
+            } else {
+                format!("{real}{rest}")
+            };
+            return Some(normalize(&joined));
+        }
+        if above == "/" {
+            return None;
+        }
+        cut = above.len();
+    }
 }
 
 /// Where a path really is: its directory's realpath and its own name (a

@@ -54,6 +54,9 @@ pub struct Root {
     pub real: Option<String>,
     /// What the realpath is (recorded for a Linux target only).
     pub host_kind: Option<PathKind>,
+    /// A write root absent when compiled: `real` is where `sealc exec`
+    /// makes it (a directory) before the sandbox starts.
+    pub made: bool,
     /// The spec text of the entry, for comments in the artifacts.
     pub origin: String,
     pub span: Span,
@@ -244,6 +247,9 @@ fn lower_mode(
     };
     let ir = l.run(spec);
     if l.diags.has_errors() {
+        // Which roots are absent matters for a seal that compiles; next to
+        // errors it is noise.
+        l.diags.0.retain(|d| d.code != "sealc::root::absent");
         return Err(l.diags.sorted());
     }
     Ok((ir, l.diags.sorted()))
@@ -379,9 +385,20 @@ impl Lower<'_> {
                     continue;
                 }
                 let mut spellings = BTreeSet::from([path.clone()]);
-                let real = self.facts.realpaths.get(&path).cloned();
-                let host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
-                if let Some(real) = self.facts.realpaths.get(&path) {
+                let mut real = self.facts.realpaths.get(&path).cloned();
+                let mut host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
+                // A write root that does not exist yet is made when the seal
+                // starts: mounted and allowed where it will be.
+                let made = kind == RootKind::Write
+                    && real.is_none()
+                    && self.facts.absent_writes.contains_key(&path);
+                if made {
+                    real = self.facts.absent_writes.get(&path).cloned();
+                    if self.platform(spec) == Platform::Linux {
+                        host_kind = Some(PathKind::Dir);
+                    }
+                }
+                if let Some(real) = &real {
                     if let Err(problem) = check_path(real) {
                         self.diags.push(
                             Diagnostic::error(
@@ -413,6 +430,7 @@ impl Lower<'_> {
                     spellings,
                     real,
                     host_kind,
+                    made,
                     origin: entry.value.clone(),
                     span: entry.span.clone(),
                 };
@@ -432,6 +450,9 @@ impl Lower<'_> {
         }
         let roots: Vec<Root> = out.into_values().collect();
         self.conflicts(&roots);
+        if !self.symbolic {
+            self.absent(&roots, self.platform(spec));
+        }
         if self.platform(spec) == Platform::Linux && !self.symbolic {
             // Bubblewrap mounts by kind: a recorded realpath without one
             // cannot be hidden (only an edited record lacks it).
@@ -470,6 +491,48 @@ impl Lower<'_> {
             }
         }
         roots
+    }
+
+    /// Say which roots did not exist when compiled, and what that means.
+    fn absent(&mut self, roots: &[Root], platform: Platform) {
+        for r in roots {
+            let provided = r.kind == RootKind::WriteDevice
+                && platform == Platform::Linux
+                && crate::backend::bwrap::DEV_SET.contains(&r.path.as_str());
+            let (message, label, help) = if r.made {
+                (
+                    format!(
+                        "write root {} does not exist here: `sealc exec` makes it at {} before the sandbox starts",
+                        quote(&r.path),
+                        quote(r.real.as_deref().unwrap_or(&r.path))
+                    ),
+                    "absent when compiled; made as a directory when the seal starts".to_string(),
+                    "nothing to do if that is meant; otherwise correct the path",
+                )
+            } else if r.real.is_none() && !provided {
+                let label = match platform {
+                    Platform::Linux => "absent when compiled: nothing is mounted for it, and `sealc exec` refuses to start once it exists",
+                    Platform::Macos => "absent when compiled: its rules apply by path if it appears",
+                };
+                (
+                    format!(
+                        "`{}` root {} does not exist here",
+                        r.kind.key(),
+                        quote(&r.path)
+                    ),
+                    label.to_string(),
+                    "correct the path, or make it before compiling if it should exist",
+                )
+            } else {
+                continue;
+            };
+            self.diags.push(
+                Diagnostic::warning("sealc::root::absent", message)
+                    .at(r.span.clone())
+                    .label(label)
+                    .help(help),
+            );
+        }
     }
 
     fn add_aliases(
@@ -761,7 +824,7 @@ impl Lower<'_> {
                     "`network.mode = \"open\"` leaves the network unrestricted",
                 )
                 .at(m.span.clone())
-                .label("no network rule is emitted")
+                .label("every connection is allowed, on macOS and on Linux")
                 .help("use `mode = \"proxy\"` with a loopback proxy and a host allowlist"),
             );
         }

@@ -231,7 +231,7 @@ pub struct Launcher {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// `none` denies all network; `proxy` allows only outbound TCP to the loopback proxy; `open` adds no rule.
+    /// `none` denies all network; `proxy` allows only outbound TCP to the loopback proxy; `open` leaves it open (under either base).
     #[serde(default)]
     #[schemars(extend("default" = "none"))]
     pub mode: Option<Spanned<NetMode>>,
