@@ -288,6 +288,11 @@ deny_read = [\"${ws}/link\"]",
         "[codex.provider]\nbase_url = \"ftp://127.0.0.1/v1\"",
     ),
     (
+        "sealc::codex::profile",
+        "`codex.sandbox = \"profile\"` for a seal with a meaning no Codex permission profile can express (a `metadata_only` root), or a profile that fails the strict check of `[permissions]`",
+        "[filesystem]\nmetadata_only = [\"/r/secrets\"]\n[codex]\nsandbox = \"profile\"",
+    ),
+    (
         "sealc::codex::home",
         "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
         "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",

@@ -279,6 +279,31 @@ fn judge_mounts(
     })
 }
 
+/// A Codex permission profile sealc wrote passes the strict schema of the
+/// `[permissions]` section (Codex itself lets typos through).
+pub fn check_codex_profile(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diagnostics> {
+    if !ir.codex.profile {
+        return Ok(());
+    }
+    let text = files
+        .get(backend::CODEX)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    backend::codex_profile::check_config(&text, &ir.codex.versions).map_err(|bad| {
+        Diagnostics::from(
+            diag::Diagnostic::error(
+                "sealc::codex::profile",
+                format!(
+                    "the Codex permission profile fails the strict check for Codex {}: {}",
+                    ir.codex.versions.join(", "),
+                    bad.join("; ")
+                ),
+            )
+            .help("change the roots the profile is made from, or use `sandbox = \"outer\"`"),
+        )
+    })
+}
+
 fn compile_parsed(
     spec_file: &str,
     src: &str,
@@ -288,6 +313,7 @@ fn compile_parsed(
     let (ir, warnings) = ir::lower(spec, src, &facts)?;
     let mut files = backend::render_all(&ir);
     prove_assertions(&ir, &files)?;
+    check_codex_profile(&ir, &files)?;
     let argv = backend::env::argv_prefix(&ir);
     let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());

@@ -88,7 +88,16 @@ fn generated_configs_validate_against_each_release_schema() {
             );
             // The sealed settings hold.
             assert_eq!(value["approval_policy"], "never");
-            assert_eq!(value["sandbox_mode"], "danger-full-access");
+            if value.get("default_permissions").is_some() {
+                // Profile mode: Codex's own sandbox, with sealc's profile.
+                assert_eq!(value["default_permissions"], "sealc");
+                assert!(value.get("sandbox_mode").is_none());
+                assert!(value["permissions"]["sealc"]["filesystem"].is_object());
+                assert!(value["permissions"]["sealc"]["network"].is_object());
+            } else {
+                assert_eq!(value["sandbox_mode"], "danger-full-access");
+                assert!(value.get("permissions").is_none());
+            }
             assert_eq!(value["web_search"], "disabled");
             assert_eq!(value["allow_login_shell"], false);
             assert_eq!(value["skills"]["bundled"]["enabled"], false);
@@ -140,4 +149,41 @@ fn the_schema_rejects_what_the_seal_forbids() {
             serde_json::json!({ "projects": { "/w": { "trust_level": "maybe" } } });
         assert!(!validator.is_valid(&bad_trust), "{version}");
     }
+}
+
+/// The strict schema of `[permissions]` (Codex lets typos through): every
+/// profile sealc writes passes it, for each tested release, and a profile
+/// spec is among them, so the check is not vacuous.
+#[test]
+fn every_generated_profile_passes_the_strict_permissions_check() {
+    let mut profiles = 0;
+    for version in sealc::backend::codex::TESTED {
+        for spec in spec_files() {
+            let src = std::fs::read_to_string(&spec).unwrap();
+            let mut c = sealc::compile("s.toml", &src, &flags_for(&src), &demo_host()).unwrap();
+            c.ir.codex.versions = vec![version.to_string()];
+            let text = String::from_utf8(sealc::backend::codex::render(&c.ir)).unwrap();
+            let checked = sealc::backend::codex_profile::check_config(&text, &c.ir.codex.versions);
+            assert_eq!(checked, Ok(()), "{} for Codex {version}", spec.display());
+            if text.contains("[permissions.sealc") {
+                profiles += 1;
+                // A typo planted in the profile is caught.
+                let typo =
+                    text.replace("[permissions.sealc.network]", "[permissions.sealc.netwrok]");
+                assert!(
+                    sealc::backend::codex_profile::check_config(&typo, &c.ir.codex.versions)
+                        .is_err()
+                );
+                let home = text.replace("\":root\" = ", "\":home\" = ");
+                assert!(
+                    sealc::backend::codex_profile::check_config(&home, &c.ir.codex.versions)
+                        .is_err()
+                );
+            }
+        }
+    }
+    assert!(
+        profiles >= sealc::backend::codex::TESTED.len(),
+        "{profiles}"
+    );
 }

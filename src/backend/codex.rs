@@ -142,7 +142,12 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     let c = &ir.codex;
     let mut t = Table::new();
     t.insert("approval_policy".into(), s("never"));
-    t.insert("sandbox_mode".into(), s("danger-full-access"));
+    if c.profile {
+        // Codex's own sandbox, with the seal's meaning as its profile.
+        super::codex_profile::insert(ir, &mut t);
+    } else {
+        t.insert("sandbox_mode".into(), s("danger-full-access"));
+    }
     t.insert("web_search".into(), s("disabled"));
     t.insert("check_for_update_on_startup".into(), Value::Boolean(false));
     // Codex's shell tool otherwise runs `bash -lc`: /etc/profile and

@@ -5,6 +5,7 @@
 
 pub mod bwrap;
 pub mod codex;
+pub mod codex_profile;
 pub mod env;
 pub mod seatbelt;
 

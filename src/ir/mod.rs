@@ -151,6 +151,9 @@ pub struct CodexIr {
     pub workspaces: Vec<String>,
     /// `allow_project_config`: the workspace is recorded as trusted.
     pub trust_workspace: bool,
+    /// `sandbox = "profile"`: the config also carries the seal's meaning as
+    /// a Codex permission profile (`backend::codex_profile`).
+    pub profile: bool,
     /// The seal's `CODEX_HOME` (`env` `CODEX_HOME`, else `HOME` + `/.codex`),
     /// for a Codex seal; always inside a write root.
     pub home: Option<String>,
@@ -1166,6 +1169,7 @@ impl Lower<'_> {
             }
         }
         let versions = self.codex_versions(spec);
+        let profile = self.codex_sandbox(spec, roots, &versions);
         let workspaces = self.codex_workspace(spec, roots);
         let provider = self.codex_provider(spec, env);
         let home = if spec.is_codex_seal() {
@@ -1181,8 +1185,54 @@ impl Lower<'_> {
             provider,
             workspaces,
             trust_workspace: c.allow_project_config.as_ref().is_some_and(|b| b.value),
+            profile,
             home,
         }
+    }
+
+    /// `[codex] sandbox`: `profile` only when every meaning of the seal has
+    /// a Codex permission-profile spelling on every targeted release.
+    fn codex_sandbox(&mut self, spec: &Spec, roots: &[Root], versions: &[String]) -> bool {
+        const SANDBOXES: [&str; 2] = ["outer", "profile"];
+        let Some(v) = &spec.codex.sandbox else {
+            return false;
+        };
+        if !SANDBOXES.contains(&v.value.as_str()) {
+            let mut d = Diagnostic::error(
+                "sealc::spec::value",
+                format!("`codex.sandbox` cannot be {}", quote(&v.value)),
+            )
+            .at(v.span.clone())
+            .label("one of: outer, profile");
+            d = match crate::diag::did_you_mean(&v.value, SANDBOXES) {
+                Some(m) => d.help(format!("did you mean `{m}`?")),
+                None => d.help("use `outer` or `profile`"),
+            };
+            self.diags.push(d);
+            return false;
+        }
+        if v.value != "profile" {
+            return false;
+        }
+        for r in roots {
+            if let Some(why) = crate::backend::codex_profile::inexpressible(r.kind) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::codex::profile",
+                        format!(
+                            "Codex {} cannot express the {} root {} in a permission profile",
+                            versions.join(", "),
+                            r.kind.key(),
+                            quote(&r.path)
+                        ),
+                    )
+                    .at(r.span.clone())
+                    .label(why)
+                    .help("move the root to `deny_read` (or `allow_read`), or use `sandbox = \"outer\"`"),
+                );
+            }
+        }
+        true
     }
 
     /// `[codex] version`: the tested releases it selects (default the newest).

@@ -385,6 +385,10 @@ pub struct Codex {
     #[serde(default)]
     #[schemars(pattern(PATH_PATTERN), extend("examples" = ["${run}/ws"]))]
     pub workspace: Option<Spanned<String>>,
+    /// Which sandbox holds Codex: `outer` (the seal around `codex exec`, Codex's own sandbox off) or `profile` (the same meaning also written as a Codex permission profile, `default_permissions`, enforced by Codex's own sandbox inside the seal). Default `outer`.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["outer", "profile"], "default" = "outer"))]
+    pub sandbox: Option<Spanned<String>>,
     /// The model provider Codex talks to (written as `model_provider = "sealc"`); without it, Codex's built-in OpenAI provider.
     #[serde(default)]
     pub provider: Option<CodexProvider>,

@@ -600,6 +600,7 @@ impl Cx {
                 "model",
                 "reasoning_effort",
                 "workspace",
+                "sandbox",
                 "provider",
                 "allow_system_config",
                 "allow_project_config",
@@ -626,6 +627,7 @@ impl Cx {
             model: self.opt_string(&t, "model"),
             reasoning_effort: self.opt_string(&t, "reasoning_effort"),
             workspace: self.opt_string(&t, "workspace"),
+            sandbox: self.opt_string(&t, "sandbox"),
             provider,
             allow_system_config: t
                 .get("allow_system_config")

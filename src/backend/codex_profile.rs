@@ -1,0 +1,346 @@
+//! Stage 4d, **render** the seal as a Codex permission profile
+//! (`[codex] sandbox = "profile"`): the `default_permissions` key and the
+//! `[permissions.sealc]` table of `codex/config.toml`, generated with the
+//! `toml` crate from the IR alone, and the strict check of that section.
+//!
+//! | IR | profile |
+//! | --- | --- |
+//! | base `allow-default` | `":root" = "read"` |
+//! | base `deny-default` | each Linux system root (`bwrap::SYSTEM_ROOTS`) `= "read"` |
+//! | `deny_read` root | every spelling `= "deny"` |
+//! | `allow_read` root, re-allowed launcher entry | every spelling `= "read"` |
+//! | `write` root, `write_devices` entry | every spelling `= "write"` |
+//! | `metadata_only` root | none: a compile error (`sealc::codex::profile`) |
+//! | network `none` | `network.enabled = false` |
+//! | network `proxy` | `network.enabled = true`, `proxy_url`, `domains` = the allowlist |
+//! | network `open` | `network.enabled = true`, `mode = "full"` |
+//!
+//! Codex fails open on typos in `[permissions.*]` (an unknown key passes
+//! `--strict-config`, an unknown special path is dropped with a warning), so
+//! [`check_config`] checks what sealc wrote against a strict schema of the
+//! section; `compile` (and so `verify`) runs it on every profile.
+
+use std::collections::BTreeMap;
+
+use toml::{Table, Value};
+
+use crate::ir::{Ir, RootKind};
+use crate::spec::{Base, NetMode};
+
+/// The name of the permission profile sealc writes.
+pub const PROFILE_ID: &str = "sealc";
+
+/// The special paths of a profile's `filesystem` table, each with the first
+/// tested release that reads it (`None`: all of them).
+pub const SPECIAL_PATHS: &[(&str, Option<&str>)] = &[
+    (":minimal", None),
+    (":project_roots", Some("0.169.0")),
+    (":root", None),
+    (":slash_tmp", None),
+    (":tmpdir", None),
+    (":workspace_roots", None),
+];
+
+/// The keys of a profile table.
+const PROFILE_KEYS: &[&str] = &["description", "extends", "filesystem", "network"];
+/// Boolean keys of a profile's `network` table.
+const NETWORK_BOOLS: &[&str] = &[
+    "allow_local_binding",
+    "allow_upstream_proxy",
+    "dangerously_allow_all_unix_sockets",
+    "dangerously_allow_non_loopback_proxy",
+    "enable_socks5",
+    "enable_socks5_udp",
+    "enabled",
+];
+/// String keys of a profile's `network` table.
+const NETWORK_STRINGS: &[&str] = &["proxy_url", "socks_url"];
+
+/// Why a root of this kind has no profile spelling, if it has none.
+pub fn inexpressible(kind: RootKind) -> Option<&'static str> {
+    match kind {
+        RootKind::MetadataOnly => Some(
+            "a profile entry is `read`, `write` or `deny`: there is no \"metadata but not data\"",
+        ),
+        _ => None,
+    }
+}
+
+fn s(v: &str) -> Value {
+    Value::String(v.to_string())
+}
+
+/// The `filesystem` table: path (or special path) to access mode. A path
+/// named twice keeps the mode of the later IR entry (roots are sorted by
+/// kind: deny, allow, write), the same as the more specific seal rule.
+pub fn filesystem(ir: &Ir) -> BTreeMap<String, &'static str> {
+    let mut fs = BTreeMap::new();
+    match ir.base {
+        Base::AllowDefault => {
+            fs.insert(":root".to_string(), "read");
+        }
+        Base::DenyDefault => {
+            for r in crate::backend::bwrap::SYSTEM_ROOTS {
+                fs.insert(r.to_string(), "read");
+            }
+        }
+    }
+    for l in ir.launcher.iter().filter(|l| l.reallow) {
+        for p in &l.spellings {
+            fs.insert(p.clone(), "read");
+        }
+    }
+    for r in &ir.roots {
+        let mode = match r.kind {
+            RootKind::DenyRead => "deny",
+            RootKind::AllowRead => "read",
+            RootKind::Write | RootKind::WriteDevice => "write",
+            RootKind::MetadataOnly => continue, // refused when lowering
+        };
+        for p in &r.spellings {
+            fs.insert(p.clone(), mode);
+        }
+    }
+    fs
+}
+
+/// The `network` table.
+pub fn network(ir: &Ir) -> Table {
+    let mut t = Table::new();
+    match ir.network.mode {
+        NetMode::None => {
+            t.insert("enabled".into(), Value::Boolean(false));
+        }
+        NetMode::Proxy => {
+            t.insert("enabled".into(), Value::Boolean(true));
+            if let Some(p) = &ir.network.proxy {
+                let host = if p.host.contains(':') {
+                    format!("[{}]", p.host)
+                } else {
+                    p.host.clone()
+                };
+                t.insert("proxy_url".into(), s(&format!("http://{host}:{}", p.port)));
+            }
+            if !ir.network.hosts.is_empty() {
+                t.insert(
+                    "domains".into(),
+                    Value::Table(
+                        ir.network
+                            .hosts
+                            .iter()
+                            .map(|h| (h.clone(), s("allow")))
+                            .collect(),
+                    ),
+                );
+            }
+        }
+        NetMode::Open => {
+            t.insert("enabled".into(), Value::Boolean(true));
+            t.insert("mode".into(), s("full"));
+        }
+    }
+    t
+}
+
+/// Add `default_permissions` and `[permissions.sealc]` to a config table.
+pub fn insert(ir: &Ir, t: &mut Table) {
+    let fs: Table = filesystem(ir).into_iter().map(|(k, v)| (k, s(v))).collect();
+    let mut profile = Table::new();
+    profile.insert(
+        "description".into(),
+        s(&format!(
+            "seal `{}`, generated by sealc",
+            crate::diag::visible(&ir.name)
+        )),
+    );
+    profile.insert("filesystem".into(), Value::Table(fs));
+    profile.insert("network".into(), Value::Table(network(ir)));
+    t.insert("default_permissions".into(), s(PROFILE_ID));
+    t.insert(
+        "permissions".into(),
+        Value::Table(Table::from_iter([(
+            PROFILE_ID.to_string(),
+            Value::Table(profile),
+        )])),
+    );
+}
+
+fn older(v: &str, since: &str) -> bool {
+    match (semver::Version::parse(v), semver::Version::parse(since)) {
+        (Ok(v), Ok(s)) => v < s,
+        _ => true,
+    }
+}
+
+fn mode_ok(v: &Value) -> bool {
+    matches!(v.as_str(), Some("read" | "write" | "deny"))
+}
+
+/// Check a config's `default_permissions` and `[permissions]` strictly, for
+/// the releases it targets: every profile key known, every filesystem key an
+/// absolute path or a special path all of them read, every value of the
+/// right kind. Each problem is one line naming its TOML path.
+pub fn check_config(config: &str, versions: &[String]) -> Result<(), Vec<String>> {
+    let t: Table = toml::from_str(config).map_err(|e| vec![format!("not TOML: {e}")])?;
+    check_table(&t, versions)
+}
+
+/// [`check_config`] on a parsed config.
+pub fn check_table(t: &Table, versions: &[String]) -> Result<(), Vec<String>> {
+    let mut bad = Vec::new();
+    let perms = match t.get("permissions") {
+        None => None,
+        Some(Value::Table(p)) => Some(p),
+        Some(_) => {
+            bad.push("permissions: not a table".to_string());
+            None
+        }
+    };
+    match t.get("default_permissions") {
+        None => {}
+        Some(Value::String(name)) if name.starts_with(':') => {}
+        Some(Value::String(name)) => {
+            if !perms.is_some_and(|p| p.contains_key(name)) {
+                bad.push(format!(
+                    "default_permissions: no profile `{name}` in [permissions]"
+                ));
+            }
+        }
+        Some(_) => bad.push("default_permissions: not a string".into()),
+    }
+    for (name, profile) in perms.into_iter().flatten() {
+        let at = format!("permissions.{name}");
+        let Some(profile) = profile.as_table() else {
+            bad.push(format!("{at}: not a table"));
+            continue;
+        };
+        for (k, v) in profile {
+            match (k.as_str(), v) {
+                ("description" | "extends", Value::String(_)) => {}
+                ("filesystem", Value::Table(fs)) => check_filesystem(&at, fs, versions, &mut bad),
+                ("network", Value::Table(n)) => check_network(&at, n, &mut bad),
+                (k, _) if PROFILE_KEYS.contains(&k) => bad.push(format!("{at}.{k}: wrong type")),
+                (k, _) => bad.push(format!("{at}.{k}: unknown key")),
+            }
+        }
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad)
+    }
+}
+
+fn check_filesystem(at: &str, fs: &Table, versions: &[String], bad: &mut Vec<String>) {
+    for (k, v) in fs {
+        let at = format!("{at}.filesystem.\"{k}\"");
+        if k == "glob_scan_max_depth" {
+            if !v.as_integer().is_some_and(|n| n >= 1) {
+                bad.push(format!("{at}: not a positive integer"));
+            }
+            continue;
+        }
+        if k.starts_with(':') {
+            match SPECIAL_PATHS.iter().find(|(p, _)| p == k) {
+                None => bad.push(format!("{at}: unknown special path")),
+                Some((_, Some(since))) => {
+                    let old: Vec<&str> = versions
+                        .iter()
+                        .filter(|v| older(v, since))
+                        .map(String::as_str)
+                        .collect();
+                    if !old.is_empty() {
+                        bad.push(format!(
+                            "{at}: Codex {} ignores it (read from {since} on)",
+                            old.join(", ")
+                        ));
+                    }
+                }
+                Some((_, None)) => {}
+            }
+        } else if !k.starts_with('/') {
+            bad.push(format!("{at}: not an absolute path or a special path"));
+        } else if k.contains('*') || k.contains('?') || k.contains('[') {
+            bad.push(format!("{at}: a glob (only warned about by some releases)"));
+        }
+        if !mode_ok(v) {
+            bad.push(format!("{at}: not \"read\", \"write\" or \"deny\""));
+        }
+    }
+}
+
+fn check_network(at: &str, n: &Table, bad: &mut Vec<String>) {
+    for (k, v) in n {
+        let at = format!("{at}.network.{k}");
+        let ok = match k.as_str() {
+            k if NETWORK_BOOLS.contains(&k) => v.is_bool(),
+            k if NETWORK_STRINGS.contains(&k) => v.is_str(),
+            "mode" => matches!(v.as_str(), Some("limited" | "full")),
+            "domains" | "unix_sockets" => v.as_table().is_some_and(|d| {
+                d.values()
+                    .all(|x| matches!(x.as_str(), Some("allow" | "deny")))
+            }),
+            _ => {
+                bad.push(format!("{at}: unknown key"));
+                continue;
+            }
+        };
+        if !ok {
+            bad.push(format!("{at}: wrong type or value"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_strict_check_refuses_what_codex_lets_through() {
+        let ok = "default_permissions = \"p\"\n[permissions.p.filesystem]\n\":root\" = \"read\"\n\"/w\" = \"write\"\n[permissions.p.network]\nenabled = false\n";
+        assert_eq!(check_config(ok, &v(&["0.137.0"])), Ok(()));
+        for (bad, what) in [
+            ("[permissions.p]\nfilesytem = {}\n", "unknown key"),
+            (
+                "[permissions.p.filesystem]\n\":home\" = \"deny\"\n",
+                "unknown special path",
+            ),
+            (
+                "[permissions.p.filesystem]\n\"/x\" = \"none\"\n",
+                "not \"read\"",
+            ),
+            (
+                "[permissions.p.filesystem]\n\"x\" = \"read\"\n",
+                "not an absolute path",
+            ),
+            (
+                "[permissions.p.filesystem]\n\"/x/**\" = \"deny\"\n",
+                "a glob",
+            ),
+            ("[permissions.p.network]\nenable = false\n", "unknown key"),
+            ("[permissions.p.network]\nmode = \"open\"\n", "wrong type"),
+            (
+                "default_permissions = \"q\"\n[permissions.p]\n",
+                "no profile `q`",
+            ),
+            (
+                "[permissions.p.filesystem]\n\":project_roots\" = \"read\"\n",
+                "ignores it",
+            ),
+        ] {
+            let e = check_config(bad, &v(&["0.137.0"])).unwrap_err();
+            assert!(e.iter().any(|l| l.contains(what)), "{bad}: {e:?}");
+        }
+        assert_eq!(
+            check_config(
+                "[permissions.p.filesystem]\n\":project_roots\" = \"read\"\n",
+                &v(&["0.171.0"])
+            ),
+            Ok(())
+        );
+    }
+}
