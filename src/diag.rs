@@ -293,6 +293,16 @@ deny_read = [\"${ws}/link\"]",
         "[filesystem]\nmetadata_only = [\"/r/secrets\"]\n[codex]\nsandbox = \"profile\"",
     ),
     (
+        "sealc::codex::reallow",
+        "`codex.sandbox = \"profile\"` with an `allow_read` root inside a denied one: Codex's sandbox refuses those reads (stricter than the seal)",
+        "[filesystem]\ndeny_read = [\"/r/secrets\"]\nallow_read = [\"/r/secrets/public\"]\n[codex]\nsandbox = \"profile\"",
+    ),
+    (
+        "sealc::codex::sandbox-path",
+        "`codex.sandbox = \"profile\"` for a Codex release (before 0.169.0) whose own sandbox does not start when the env allowlist sets `PATH`",
+        "[env]\nset = { PATH = \"/usr/bin:/bin\" }\n[codex]\nversion = \"0.160.1\"\nsandbox = \"profile\"",
+    ),
+    (
         "sealc::codex::home",
         "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
         "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",

@@ -49,7 +49,10 @@ fn config_for(spec: &Path, version: &str) -> Vec<u8> {
 fn codex(bin: &Path, config: &[u8], standin: u16, args: &[&str]) -> (i32, String) {
     let t = tempfile::tempdir().unwrap();
     let (home, codex_home, ws) = (t.path().join("h"), t.path().join("c"), t.path().join("w"));
-    for d in [&home, &codex_home, &ws] {
+    // Codex makes its sandbox helper's link (`codex-linux-sandbox`) in
+    // CODEX_HOME only outside TMPDIR; a profile config needs it to start.
+    let tmp = t.path().join("t");
+    for d in [&home, &codex_home, &ws, &tmp] {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
@@ -63,6 +66,7 @@ fn codex(bin: &Path, config: &[u8], standin: u16, args: &[&str]) -> (i32, String
         .env_clear()
         .env("HOME", &home)
         .env("CODEX_HOME", &codex_home)
+        .env("TMPDIR", &tmp)
         .env("PATH", "/usr/bin:/bin")
         .env("CONFORMANCE_KEY", "sk-conformance")
         .stdin(Stdio::null())

@@ -9,7 +9,9 @@
 //! | base `deny-default` | each Linux system root (`bwrap::SYSTEM_ROOTS`) `= "read"` |
 //! | `deny_read` root | every spelling `= "deny"` |
 //! | `allow_read` root, re-allowed launcher entry | every spelling `= "read"` |
-//! | `write` root, `write_devices` entry | every spelling `= "write"` |
+//! | `write` root (a directory) | every spelling `= "write"` |
+//! | `write_devices` entry in Codex's minimal `/dev` | none: writable there already |
+//! | `write_devices` entry elsewhere, `write` root that is a file | none: a compile error |
 //! | `metadata_only` root | none: a compile error (`sealc::codex::profile`) |
 //! | network `none` | `network.enabled = false` |
 //! | network `proxy` | `network.enabled = true`, `proxy_url`, `domains` = the allowlist |
@@ -24,11 +26,17 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
-use crate::ir::{Ir, RootKind};
+use crate::backend::bwrap::DEV_SET;
+use crate::facts::PathKind;
+use crate::ir::{Ir, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 /// The name of the permission profile sealc writes.
 pub const PROFILE_ID: &str = "sealc";
+
+/// The first release whose sandbox starts when the profile's env policy
+/// sets `PATH` (older ones start their helper by that PATH and fail).
+pub const PATH_SINCE: &str = "0.169.0";
 
 /// The special paths of a profile's `filesystem` table, each with the first
 /// tested release that reads it (`None`: all of them).
@@ -56,11 +64,17 @@ const NETWORK_BOOLS: &[&str] = &[
 /// String keys of a profile's `network` table.
 const NETWORK_STRINGS: &[&str] = &["proxy_url", "socks_url"];
 
-/// Why a root of this kind has no profile spelling, if it has none.
-pub fn inexpressible(kind: RootKind) -> Option<&'static str> {
-    match kind {
+/// Why a root has no profile spelling, if it has none.
+pub fn inexpressible(r: &Root) -> Option<&'static str> {
+    match r.kind {
         RootKind::MetadataOnly => Some(
             "a profile entry is `read`, `write` or `deny`: there is no \"metadata but not data\"",
+        ),
+        RootKind::WriteDevice if !DEV_SET.contains(&r.path.as_str()) => Some(
+            "Codex's sandbox shows only its minimal /dev (null, zero, full, random, urandom, tty), and a writable file entry makes it fail to start",
+        ),
+        RootKind::Write if r.host_kind == Some(PathKind::File) => Some(
+            "a writable file entry makes Codex's sandbox fail to start (it mounts stand-ins for `.git`, `.codex` and the like below every write root)",
         ),
         _ => None,
     }
@@ -91,10 +105,16 @@ pub fn filesystem(ir: &Ir) -> BTreeMap<String, &'static str> {
         }
     }
     for r in &ir.roots {
+        if codex_guards(ir, r) {
+            continue;
+        }
         let mode = match r.kind {
             RootKind::DenyRead => "deny",
             RootKind::AllowRead => "read",
-            RootKind::Write | RootKind::WriteDevice => "write",
+            RootKind::Write => "write",
+            // Codex's own minimal /dev has them writable already; an entry
+            // for a file would stop its sandbox from starting.
+            RootKind::WriteDevice => continue,
             RootKind::MetadataOnly => continue, // refused when lowering
         };
         for p in &r.spellings {
@@ -102,6 +122,23 @@ pub fn filesystem(ir: &Ir) -> BTreeMap<String, &'static str> {
         }
     }
     fs
+}
+
+/// An absent denied `.codex` right below a write root: Codex's sandbox
+/// guards that name itself (a stand-in is mounted there, so nothing can be
+/// read or made), and a `deny` entry on top stops its sandbox from starting
+/// ("Can't create file at <root>/.codex: Is a directory", every tested
+/// release). The outer seal refuses to start once it appears.
+fn codex_guards(ir: &Ir, r: &Root) -> bool {
+    r.kind == RootKind::DenyRead
+        && r.real.is_none()
+        && r.path.rsplit_once('/').is_some_and(|(parent, name)| {
+            name == ".codex"
+                && ir
+                    .roots
+                    .iter()
+                    .any(|w| w.kind == RootKind::Write && w.path == parent)
+        })
 }
 
 /// The `network` table.
@@ -199,13 +236,12 @@ pub fn check_table(t: &Table, versions: &[String]) -> Result<(), Vec<String>> {
     match t.get("default_permissions") {
         None => {}
         Some(Value::String(name)) if name.starts_with(':') => {}
-        Some(Value::String(name)) => {
-            if !perms.is_some_and(|p| p.contains_key(name)) {
-                bad.push(format!(
-                    "default_permissions: no profile `{name}` in [permissions]"
-                ));
-            }
+        Some(Value::String(name)) if !perms.is_some_and(|p| p.contains_key(name)) => {
+            bad.push(format!(
+                "default_permissions: no profile `{name}` in [permissions]"
+            ));
         }
+        Some(Value::String(_)) => {}
         Some(_) => bad.push("default_permissions: not a string".into()),
     }
     for (name, profile) in perms.into_iter().flatten() {
@@ -235,7 +271,7 @@ fn check_filesystem(at: &str, fs: &Table, versions: &[String], bad: &mut Vec<Str
     for (k, v) in fs {
         let at = format!("{at}.filesystem.\"{k}\"");
         if k == "glob_scan_max_depth" {
-            if !v.as_integer().is_some_and(|n| n >= 1) {
+            if v.as_integer().is_none_or(|n| n < 1) {
                 bad.push(format!("{at}: not a positive integer"));
             }
             continue;

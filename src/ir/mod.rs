@@ -1169,7 +1169,7 @@ impl Lower<'_> {
             }
         }
         let versions = self.codex_versions(spec);
-        let profile = self.codex_sandbox(spec, roots, &versions);
+        let profile = self.codex_sandbox(spec, roots, env, &versions);
         let workspaces = self.codex_workspace(spec, roots);
         let provider = self.codex_provider(spec, env);
         let home = if spec.is_codex_seal() {
@@ -1192,7 +1192,13 @@ impl Lower<'_> {
 
     /// `[codex] sandbox`: `profile` only when every meaning of the seal has
     /// a Codex permission-profile spelling on every targeted release.
-    fn codex_sandbox(&mut self, spec: &Spec, roots: &[Root], versions: &[String]) -> bool {
+    fn codex_sandbox(
+        &mut self,
+        spec: &Spec,
+        roots: &[Root],
+        env: &EnvIr,
+        versions: &[String],
+    ) -> bool {
         const SANDBOXES: [&str; 2] = ["outer", "profile"];
         let Some(v) = &spec.codex.sandbox else {
             return false;
@@ -1215,7 +1221,7 @@ impl Lower<'_> {
             return false;
         }
         for r in roots {
-            if let Some(why) = crate::backend::codex_profile::inexpressible(r.kind) {
+            if let Some(why) = crate::backend::codex_profile::inexpressible(r) {
                 self.diags.push(
                     Diagnostic::error(
                         "sealc::codex::profile",
@@ -1231,6 +1237,55 @@ impl Lower<'_> {
                     .help("move the root to `deny_read` (or `allow_read`), or use `sandbox = \"outer\"`"),
                 );
             }
+        }
+        // Codex's sandbox takes the search right below a denied directory.
+        for r in roots.iter().filter(|r| r.kind == RootKind::AllowRead) {
+            if roots.iter().any(|d| {
+                d.kind == RootKind::DenyRead && is_within(&r.path, &d.path) && d.path != r.path
+            }) {
+                self.diags.push(
+                    Diagnostic::warning(
+                        "sealc::codex::reallow",
+                        format!(
+                            "Codex {} refuses reads of {} inside its denied directory: stricter than the seal",
+                            versions.join(", "),
+                            quote(&r.path)
+                        ),
+                    )
+                    .at(r.span.clone())
+                    .label("a `deny` entry takes the search right of everything below it, whatever a more specific `read` says")
+                    .help("the outer seal still means it; deny the denied directory's other entries instead to let Codex read it too"),
+                );
+            }
+        }
+        let old: Vec<&str> = versions
+            .iter()
+            .filter(|v| {
+                semver::Version::parse(v).is_ok_and(|v| {
+                    semver::Version::parse(crate::backend::codex_profile::PATH_SINCE)
+                        .is_ok_and(|s| v < s)
+                })
+            })
+            .map(String::as_str)
+            .collect();
+        if env.vars.contains_key("PATH") && !old.is_empty() {
+            let mut d = Diagnostic::warning(
+                "sealc::codex::sandbox-path",
+                format!(
+                    "Codex {} cannot start its own sandbox with the allowlist's PATH",
+                    old.join(", ")
+                ),
+            )
+            .label("it starts its helper (`codex-linux-sandbox`) by the PATH of `shell_environment_policy`, which lacks Codex's helper directory")
+            .help(format!(
+                "target Codex {} or newer (`version = \">={}\"`), or leave PATH out of the allowlist",
+                crate::backend::codex_profile::PATH_SINCE,
+                crate::backend::codex_profile::PATH_SINCE
+            ));
+            if let Some(sp) = spec.codex.version.as_ref().map(|v| v.span.clone()) {
+                d = d.at(sp);
+            }
+            self.diags.push(d);
         }
         true
     }
