@@ -1234,7 +1234,7 @@ impl Lower<'_> {
                     )
                     .at(r.span.clone())
                     .label(why)
-                    .help("move the root to `deny_read` (or `allow_read`), or use `sandbox = \"outer\"`"),
+                    .help("change or drop this root (a `metadata_only` one can be `deny_read`), or use `sandbox = \"outer\"`"),
                 );
             }
         }
