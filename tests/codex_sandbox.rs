@@ -1,7 +1,8 @@
 //! Proof by enforcement: the permission profile sealc writes
 //! (`[codex] sandbox = "profile"`) is run by the real Codex sandbox
 //! (`codex sandbox -P sealc -- PROBE` on Linux; `--permissions-profile` on
-//! 0.137) on read, write, create and list probes over a small tree, and each
+//! 0.137) on read, write, create and list probes over a small tree and a TCP
+//! connect to a listener of the host's, and each
 //! outcome is compared with the seal's meaning (the mount model of the same
 //! IR's `seal.bwrap.json`, `sealc::mounts::Model`). Every difference must be
 //! one listed per release in [`KNOWN`] (and in docs/codex.md); a listed one
@@ -184,6 +185,40 @@ fn codex_sandbox_enforces_the_profile_as_the_seal_means_it() {
                 let _ = std::fs::remove_file(&path);
             }
         }
+        // The network: a TCP connect to a listener of the host's, which
+        // the same probe reaches outside the sandbox (so a refusal inside is
+        // the sandbox's).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+        let control = Command::new("/bin/bash")
+            .args(["-c", &connect])
+            .status()
+            .unwrap();
+        assert!(
+            control.success(),
+            "the connect probe fails outside the sandbox"
+        );
+        let out = Command::new(bin)
+            .args(["sandbox", flag, "sealc", "--", "/bin/bash", "-c", &connect])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", t.join("home"))
+            .env("CODEX_HOME", t.join("home/.codex"))
+            .env("TMPDIR", t.join("tmpd"))
+            .output()
+            .unwrap();
+        let want = model.connect("127.0.0.1", port).allowed;
+        compared += 1;
+        if out.status.success() != want {
+            diffs.push((
+                "connect",
+                "127.0.0.1",
+                out.status.success(),
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        drop(listener);
         let mut seen: Vec<(&str, &str, bool)> =
             diffs.iter().map(|(o, r, got, _)| (*o, *r, *got)).collect();
         let mut known: Vec<(&str, &str, bool)> = KNOWN
@@ -200,5 +235,5 @@ fn codex_sandbox_enforces_the_profile_as_the_seal_means_it() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(compared, releases.len() * probes().len());
+    assert_eq!(compared, releases.len() * (probes().len() + 1));
 }

@@ -187,3 +187,22 @@ fn every_generated_profile_passes_the_strict_permissions_check() {
         "{profiles}"
     );
 }
+
+/// The strict check runs in `compile` (and so in `verify`): a root whose
+/// path Codex would read as a glob (the seal means the literal name) makes
+/// a profile that fails it, and nothing compiles.
+#[test]
+fn a_profile_that_fails_the_strict_check_does_not_compile() {
+    let src = "version = 1\nname = \"g\"\n[filesystem]\ndeny_read = [\"/r/x*\"]\nwrite = [\"/r/ws\"]\n[env]\nset = { HOME = \"/r/ws\" }\n[codex]\nsandbox = \"profile\"\n";
+    let err = match sealc::compile("g.toml", src, &Vec::new(), &demo_host()) {
+        Ok(_) => panic!("a glob in a profile compiled"),
+        Err(e) => e,
+    };
+    assert!(
+        err.0.iter().any(|d| d.code == "sealc::codex::profile"),
+        "{err:?}"
+    );
+    // The same spec in outer mode compiles.
+    let outer = src.replace("sandbox = \"profile\"", "sandbox = \"outer\"");
+    assert!(sealc::compile("g.toml", &outer, &Vec::new(), &demo_host()).is_ok());
+}
