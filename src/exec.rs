@@ -855,16 +855,18 @@ mod tests {
         );
         let tail = &a[sep + 9..];
         assert_eq!(
-            &tail[..5],
+            &tail[..7],
             [
                 "--",
                 bwrap::INIT_PATH,
                 "__confine",
+                "--env-fd",
+                "<fd:env>",
                 "--offline",
                 "--tcp-port"
             ]
         );
-        assert_eq!(tail[5], "3128");
+        assert_eq!(tail[7], "3128");
         assert!(tail.windows(2).any(|x| x == ["--write", "/w"]));
         assert_eq!(tail[tail.len() - 2..], ["--", "cmd"]);
         // Each descriptor slot names its placeholder.
