@@ -28,6 +28,7 @@ pub mod facts;
 pub mod ir;
 pub mod lint;
 pub mod mounts;
+pub mod proxy;
 pub mod record;
 pub mod sbpl;
 pub mod spec;

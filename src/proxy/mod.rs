@@ -1,0 +1,3 @@
+//! sealc's own proxy, for `network.mode = "allowlist"`.
+
+pub mod policy;
