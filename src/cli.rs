@@ -93,6 +93,12 @@ enum Command {
         /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
         #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
         expect: Option<String>,
+        /// Write a run report (JSON, `sealc.run/v1`: the binding, and each connection through sealc's proxy) to FILE, also when the run fails.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
+        #[arg(long, value_name = "NAME=ADDR", hide = true)]
+        resolve: Vec<String>,
         /// The command and its arguments, after `--`.
         #[arg(
             trailing_var_arg = true,
@@ -281,6 +287,8 @@ pub fn run(
             dry_run,
             user,
             expect,
+            report,
+            resolve,
             command,
         } => exec(
             &record,
@@ -289,6 +297,8 @@ pub fn run(
                 dry_run,
                 user: user.as_deref(),
                 expect: expect.as_deref(),
+                report: report.as_deref(),
+                resolve: &resolve,
             },
             &command,
             out,
@@ -606,6 +616,8 @@ struct ExecOpts<'a> {
     dry_run: bool,
     user: Option<&'a str>,
     expect: Option<&'a str>,
+    report: Option<&'a Path>,
+    resolve: &'a [String],
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).
@@ -627,7 +639,8 @@ fn exec_user(
     }
 }
 
-/// `sealc exec`: verify exactly as `sealc verify` does, then run.
+/// `sealc exec`: verify exactly as `sealc verify` does, then run; with
+/// `--report`, write the run report whatever the outcome.
 fn exec(
     record: &Path,
     opts: &ExecOpts<'_>,
@@ -635,7 +648,57 @@ fn exec(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    let mut report = crate::report::Report::default();
+    let Some(path) = opts.report else {
+        return exec_run(record, opts, command, out, err, &mut report);
+    };
+    if let Err(e) = crate::report::check_path(path) {
+        let _ = writeln!(
+            err,
+            "error: cannot write the run report {}: {e}, so nothing was started",
+            quote(&path.display().to_string())
+        );
+        return BAD_INPUT;
+    }
+    let code = exec_run(record, opts, command, out, err, &mut report);
+    match report.write(path) {
+        Ok(()) => code,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: cannot write the run report {}: {e}",
+                quote(&path.display().to_string())
+            );
+            if code == OK {
+                BAD_INPUT
+            } else {
+                code
+            }
+        }
+    }
+}
+
+fn exec_run(
+    record: &Path,
+    opts: &ExecOpts<'_>,
+    command: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    report: &mut crate::report::Report,
+) -> i32 {
     let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
+    let mut overrides = std::collections::BTreeMap::new();
+    for r in opts.resolve {
+        match crate::proxy::parse_resolve(r) {
+            Ok((name, ip)) => {
+                overrides.insert(name, ip);
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: `--resolve`: {e}");
+                return BAD_INPUT;
+            }
+        }
+    }
     let display = record.display().to_string();
     let bytes = match std::fs::read(record) {
         Ok(b) => b,
@@ -679,6 +742,7 @@ fn exec(
         );
         return verdict.exit_code().max(DIFFERS);
     };
+    report.binding = Some(rec.binding.clone());
     let drift = crate::exec::host_drift(rec, &RealHost);
     if !drift.is_empty() {
         for d in &drift {
@@ -743,8 +807,8 @@ fn exec(
         );
         return BAD_INPUT;
     }
-    let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
-        && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
+    let needs_bridge =
+        compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();
     let profile = recompiled
         .get(crate::backend::SEATBELT)
         .map(Vec::as_slice)
@@ -808,7 +872,7 @@ fn exec(
         }
     }
     let bridge_dir;
-    let plan = if needs_bridge {
+    let mut plan = if needs_bridge {
         bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
             Ok(d) => d,
             Err(e) => {
@@ -824,8 +888,16 @@ fn exec(
     } else {
         plan
     };
+    // sealc's own proxy tells each refusal on stderr, in one write.
+    let log: crate::proxy::Log = Box::new(|line: &str| {
+        let _ = std::io::stderr().write_all(format!("sealc: {line}\n").as_bytes());
+    });
+    let audit = crate::proxy::Audit::new(Some(log), overrides);
+    if let Some(p) = plan.proxy.as_mut() {
+        p.audit = audit.clone();
+    }
     let _ = out.flush();
-    match crate::exec::run(&plan, ways) {
+    let code = match crate::exec::run(&plan, ways) {
         Ok(code) => code,
         Err(e) => {
             if let Some(b) = &plan.bridge {
@@ -835,7 +907,9 @@ fn exec(
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
             crate::exec::CANNOT_START
         }
-    }
+    };
+    audit.fill(report);
+    code
 }
 
 /// What `--dry-run` says of the sandbox's layers.

@@ -30,6 +30,7 @@ pub mod lint;
 pub mod mounts;
 pub mod proxy;
 pub mod record;
+pub mod report;
 pub mod sbpl;
 pub mod spec;
 pub mod verify;

@@ -72,7 +72,12 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         argv_prefix: argv_prefix(ir),
         env: &ir.env.vars,
         proxy: ir.network.proxy.as_ref().map(|p| ProxyAllowlist {
-            allow_ranges: ir.network.allow_ranges.iter().map(|r| r.to_string()).collect(),
+            allow_ranges: ir
+                .network
+                .allow_ranges
+                .iter()
+                .map(|r| r.to_string())
+                .collect(),
             enforced_by: (ir.network.mode == crate::spec::NetMode::Allowlist)
                 .then_some("sealc exec"),
             hosts: &ir.network.hosts,

@@ -622,7 +622,10 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     comment: comment.into(),
                     action: Action::Allow,
                     ops: vec!["network-outbound"],
-                    filters: vec![Filter::Raw(Cow::Owned(format!("(remote tcp \"localhost:{}\")", p.port)))],
+                    filters: vec![Filter::Raw(Cow::Owned(format!(
+                        "(remote tcp \"localhost:{}\")",
+                        p.port
+                    )))],
                 });
             }
             rules

@@ -58,7 +58,8 @@ pub fn parse_host(raw: &str) -> Result<Host, &'static str> {
         return Ok(Host::Ip(IpAddr::V4(a)));
     }
     let name = raw.strip_suffix('.').unwrap_or(raw);
-    let ascii = to_ascii(name).ok_or("a name has letters, digits and `-` only (after IDNA), in labels of 1 to 63")?;
+    let ascii = to_ascii(name)
+        .ok_or("a name has letters, digits and `-` only (after IDNA), in labels of 1 to 63")?;
     if let Ok(a) = ascii.parse::<Ipv4Addr>() {
         return Ok(Host::Ip(IpAddr::V4(a)));
     }
@@ -106,9 +107,7 @@ pub fn canonical_entry(raw: &str) -> Result<String, String> {
     let host = parse_host(body).map_err(str::to_string)?;
     match (&host, below) {
         (Host::Ip(_), true) => Err("an IP literal has no subdomains".into()),
-        (Host::Name(n), _) if !ldh(n) => {
-            Err("a label starts or ends with `-`, or is empty".into())
-        }
+        (Host::Name(n), _) if !ldh(n) => Err("a label starts or ends with `-`, or is empty".into()),
         (Host::Name(n), true) => Ok(format!(".{n}")),
         _ => Ok(host.to_string()),
     }
@@ -169,7 +168,9 @@ impl Cidr {
     fn network(&self) -> IpAddr {
         match self.addr {
             IpAddr::V4(a) => {
-                let m = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let m = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 IpAddr::V4(Ipv4Addr::from(u32::from(a) & m))
             }
             IpAddr::V6(a) => {
@@ -318,14 +319,14 @@ impl Policy {
         };
         if !listed {
             return Err(Refusal(match host {
-                Host::Ip(_) => format!("{host} is an IP literal that `network.hosts` does not list"),
+                Host::Ip(_) => {
+                    format!("{host} is an IP literal that `network.hosts` does not list")
+                }
                 Host::Name(_) => format!("{host} is not in `network.hosts`"),
             }));
         }
         if !self.ports.contains(&port) {
-            return Err(Refusal(format!(
-                "port {port} is not in `network.ports`"
-            )));
+            return Err(Refusal(format!("port {port} is not in `network.ports`")));
         }
         Ok(())
     }
@@ -354,8 +355,14 @@ mod tests {
 
     #[test]
     fn hosts_are_normalized_after_idna() {
-        assert_eq!(parse_host("API.OpenAI.com"), Ok(Host::Name("api.openai.com".into())));
-        assert_eq!(parse_host("example.com."), Ok(Host::Name("example.com".into())));
+        assert_eq!(
+            parse_host("API.OpenAI.com"),
+            Ok(Host::Name("api.openai.com".into()))
+        );
+        assert_eq!(
+            parse_host("example.com."),
+            Ok(Host::Name("example.com".into()))
+        );
         assert_eq!(
             parse_host("Bücher.example"),
             Ok(Host::Name("xn--bcher-kva.example".into()))
@@ -398,16 +405,29 @@ mod tests {
         assert_eq!(canonical_entry("münchen.de").unwrap(), "xn--mnchen-3ya.de");
         assert_eq!(canonical_entry("[2001:DB8::7]").unwrap(), "[2001:db8::7]");
         assert_eq!(canonical_entry("192.0.2.7").unwrap(), "192.0.2.7");
-        for bad in ["*.10.0.0.1", "-a.com", "a-.com", "*.", "**.a.com", "a.*.com", "1.2.3"] {
+        for bad in [
+            "*.10.0.0.1",
+            "-a.com",
+            "a-.com",
+            "*.",
+            "**.a.com",
+            "a.*.com",
+            "1.2.3",
+        ] {
             assert!(canonical_entry(bad).is_err(), "{bad:?} accepted");
         }
     }
 
     fn policy() -> Policy {
-        let hosts: Vec<String> = ["api.example.com", ".cdn.example.com", "192.0.2.7", "[2001:db8::7]"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let hosts: Vec<String> = [
+            "api.example.com",
+            ".cdn.example.com",
+            "192.0.2.7",
+            "[2001:db8::7]",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         Policy::new(&hosts, [443], [Cidr::parse("127.0.0.0/8").unwrap()])
     }
 
@@ -420,15 +440,24 @@ mod tests {
         assert!(!ok("api.example.com", 80), "another port");
         assert!(!ok("example.com", 443));
         assert!(!ok("xapi.example.com", 443));
-        assert!(!ok("a.api.example.com", 443), "an exact entry has no subdomains");
+        assert!(
+            !ok("a.api.example.com", 443),
+            "an exact entry has no subdomains"
+        );
         assert!(ok("a.cdn.example.com", 443));
         assert!(ok("a.b.cdn.example.com", 443));
-        assert!(!ok("cdn.example.com", 443), "a suffix entry is not its apex");
+        assert!(
+            !ok("cdn.example.com", 443),
+            "a suffix entry is not its apex"
+        );
         assert!(!ok("xcdn.example.com", 443));
         assert!(ok("192.0.2.7", 443), "a listed literal");
         assert!(ok("[2001:db8::7]", 443));
         assert!(!ok("192.0.2.8", 443), "an unlisted literal");
-        assert!(!ok("[::ffff:192.0.2.7]", 443), "another spelling is another literal");
+        assert!(
+            !ok("[::ffff:192.0.2.7]", 443),
+            "another spelling is another literal"
+        );
         let e = p
             .check_target(&parse_host("evil.test").unwrap(), 443)
             .unwrap_err();
@@ -484,19 +513,34 @@ mod tests {
         let p = policy();
         let h = Host::Name("api.example.com".into());
         assert!(p.check_answer(&h, ip("127.0.0.1")).is_ok(), "allowed range");
-        assert!(p.check_answer(&h, ip("::ffff:127.0.0.9")).is_ok(), "mapped, allowed");
+        assert!(
+            p.check_answer(&h, ip("::ffff:127.0.0.9")).is_ok(),
+            "mapped, allowed"
+        );
         assert!(p.check_answer(&h, ip("8.8.8.8")).is_ok());
         let e = p.check_answer(&h, ip("10.0.0.1")).unwrap_err();
         assert!(e.0.contains("10.0.0.1, a private address"), "{e}");
-        assert!(p.check_answer(&h, ip("::1")).is_err(), "v6 loopback is not 127/8");
+        assert!(
+            p.check_answer(&h, ip("::1")).is_err(),
+            "v6 loopback is not 127/8"
+        );
     }
 
     #[test]
     fn ranges_parse_strictly() {
         assert_eq!(Cidr::parse("10.0.0.0/8").unwrap().to_string(), "10.0.0.0/8");
         assert_eq!(Cidr::parse("fd00::/8").unwrap().to_string(), "fd00::/8");
-        assert!(Cidr::parse("10.0.0.1/8").unwrap_err().contains("`10.0.0.0/8`"));
-        for bad in ["10.0.0.0", "10.0.0.0/33", "::/129", "x/8", "10.0.0.0/+8", "10.0.0.0/"] {
+        assert!(Cidr::parse("10.0.0.1/8")
+            .unwrap_err()
+            .contains("`10.0.0.0/8`"));
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "::/129",
+            "x/8",
+            "10.0.0.0/+8",
+            "10.0.0.0/",
+        ] {
             assert!(Cidr::parse(bad).is_err(), "{bad}");
         }
         let all = Cidr::parse("0.0.0.0/0").unwrap();
