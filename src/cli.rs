@@ -888,11 +888,21 @@ fn exec_run(
     } else {
         plan
     };
-    // sealc's own proxy tells each refusal on stderr, in one write.
-    let log: crate::proxy::Log = Box::new(|line: &str| {
-        let _ = std::io::stderr().write_all(format!("sealc: {line}\n").as_bytes());
-    });
-    let audit = crate::proxy::Audit::new(Some(log), overrides);
+    // sealc's own proxy tells each refusal on stderr, in one write, through
+    // its own copy of the descriptor: this thread holds the lock on
+    // `Stderr` meanwhile.
+    use std::os::fd::AsFd;
+    let log: Option<crate::proxy::Log> = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+        .map(|f| -> crate::proxy::Log {
+            Box::new(move |line: &str| {
+                let _ = (&f).write_all(format!("sealc: {line}\n").as_bytes());
+            })
+        });
+    let audit = crate::proxy::Audit::new(log, overrides);
     if let Some(p) = plan.proxy.as_mut() {
         p.audit = audit.clone();
     }

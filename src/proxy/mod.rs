@@ -675,7 +675,12 @@ async fn resolve(
 
 /// Record a refusal or failure, tell sealc's stderr, and answer the client
 /// with the status and the one-line reason.
-async fn answer<S: AsyncWrite + Unpin>(client: &mut S, shared: &Shared, conn: &Conn, r: Refused) {
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut S,
+    shared: &Shared,
+    conn: &Conn,
+    r: Refused,
+) {
     let reason = http::one_line(&r.reason);
     let mut said = String::new();
     conn.set(|s| {
@@ -691,13 +696,29 @@ async fn answer<S: AsyncWrite + Unpin>(client: &mut S, shared: &Shared, conn: &C
         };
     });
     shared.audit.say(&said);
-    // Best effort, and bounded: a client that does not read is not waited for.
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+    // Best effort, and bounded: a client that does not read is not waited
+    // for. What it still sends is read and dropped for a moment (a lingering
+    // close): closing with unread bytes would reset the connection, and the
+    // client could lose the answer.
+    let _ = tokio::time::timeout(LINGER, async {
         let _ = client.write_all(&http::answer(r.status, &reason)).await;
         let _ = client.shutdown().await;
+        let mut sink = [0u8; 4096];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match client.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
     })
     .await;
 }
+
+/// How long a refused client is given to read its answer.
+const LINGER: Duration = Duration::from_secs(1);
+/// Most bytes read and dropped from a refused client meanwhile.
+const LINGER_BYTES: usize = 1 << 20;
 
 /// Copy both ways until both directions end, counting bytes.
 async fn relay<A, B>(client: A, upstream: B, conn: &Conn)
