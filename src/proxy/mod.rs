@@ -50,7 +50,9 @@ pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most connections served at once (tunnels and requests being read).
 pub const MAX_CONNECTIONS: usize = 1024;
-/// The relay's buffer, per direction.
+/// The soft descriptor limit sealc asks for when its proxy starts.
+const NOFILE: u64 = 16384;
+/// The relay's pipe (or buffer), per direction.
 const BUF: usize = 256 * 1024;
 
 /// The proxy of one run: the allowlist from the verified seal, the address
@@ -417,12 +419,14 @@ impl Own {
     }
 }
 
-/// Connections cost two descriptors each on this side: let the soft limit
-/// rise toward the hard one (at most 8192), so [`MAX_CONNECTIONS`] fit.
+/// A tunnel costs six descriptors on this side (two sockets, two pipes):
+/// let the soft limit rise toward the hard one (at most 16384), so
+/// [`MAX_CONNECTIONS`] fit. Past it, a tunnel falls back to a buffer (no
+/// pipes), and an accept that fails waits.
 fn raise_nofile() {
     use rustix::process::{getrlimit, setrlimit, Resource};
     let mut l = getrlimit(Resource::Nofile);
-    let want = l.maximum.map_or(8192, |m| m.min(8192));
+    let want = l.maximum.map_or(NOFILE, |m| m.min(NOFILE));
     if l.current.is_some_and(|c| c < want) {
         l.current = Some(want);
         let _ = setrlimit(Resource::Nofile, l);
@@ -722,35 +726,33 @@ const LINGER_BYTES: usize = 1 << 20;
 
 /// Relay both ways until both directions end, counting bytes. When one
 /// side is done sending, the other is told (a half close), and the other
-/// direction goes on.
-#[cfg(target_os = "linux")]
-async fn relay<A: Socket, B: Socket>(client: A, upstream: B, conn: &Conn) {
-    both(
-        async {
-            let _ = splice::copy(&client, &upstream, &conn.up).await;
-            let _ = rustix::net::shutdown(&upstream, rustix::net::Shutdown::Write);
-        },
-        async {
-            let _ = splice::copy(&upstream, &client, &conn.down).await;
-            let _ = rustix::net::shutdown(&client, rustix::net::Shutdown::Write);
-        },
-    )
-    .await;
-}
-
-/// Relay both ways (see the Linux one), through a buffer.
-#[cfg(not(target_os = "linux"))]
+/// direction goes on. On Linux through pipes with `splice`, or, when no
+/// pipe can be had (out of descriptors), through a buffer.
 async fn relay<A, B>(client: A, upstream: B, conn: &Conn)
 where
     A: Socket + AsyncRead + AsyncWrite + Unpin,
     B: Socket + AsyncRead + AsyncWrite + Unpin,
 {
+    #[cfg(target_os = "linux")]
+    if let (Ok(up), Ok(down)) = (splice::Pipe::new(), splice::Pipe::new()) {
+        both(
+            async {
+                let _ = up.copy(&client, &upstream, &conn.up).await;
+                let _ = rustix::net::shutdown(&upstream, rustix::net::Shutdown::Write);
+            },
+            async {
+                let _ = down.copy(&upstream, &client, &conn.down).await;
+                let _ = rustix::net::shutdown(&client, rustix::net::Shutdown::Write);
+            },
+        )
+        .await;
+        return;
+    }
     let (cr, cw) = tokio::io::split(client);
     let (ur, uw) = tokio::io::split(upstream);
     both(copy(cr, uw, &conn.up), copy(ur, cw, &conn.down)).await;
 }
 
-#[cfg(not(target_os = "linux"))]
 async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut r: R, mut w: W, n: &AtomicU64) {
     let mut buf = vec![0u8; BUF];
     loop {
@@ -824,39 +826,55 @@ mod splice {
 
     use super::{Socket, BUF};
 
-    /// Until `src` ends, or either side fails.
-    pub(super) async fn copy(
-        src: &impl Socket,
-        dst: &impl Socket,
-        n: &AtomicU64,
-    ) -> io::Result<()> {
-        let (r, w) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
-        let cap = rustix::pipe::fcntl_setpipe_size(&w, BUF).unwrap_or(64 * 1024);
-        let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
-        loop {
-            // The pipe is empty here, so "would block" is the socket's.
-            src.readable().await?;
-            let got = match src.try_io(Interest::READABLE, || {
-                Ok(rustix::pipe::splice(src, None, &w, None, cap, flags)?)
-            }) {
-                Ok(0) => return Ok(()),
-                Ok(k) => k,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            };
-            // Here the pipe holds `left` bytes: "would block" is the socket's.
-            let mut left = got;
-            while left > 0 {
-                dst.writable().await?;
-                match dst.try_io(Interest::WRITABLE, || {
-                    Ok(rustix::pipe::splice(&r, None, dst, None, left, flags)?)
+    /// A pipe the bytes of one direction go through.
+    pub(super) struct Pipe {
+        r: std::os::fd::OwnedFd,
+        w: std::os::fd::OwnedFd,
+        cap: usize,
+    }
+
+    impl Pipe {
+        pub(super) fn new() -> io::Result<Pipe> {
+            let (r, w) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+            let cap = rustix::pipe::fcntl_setpipe_size(&w, BUF).unwrap_or(64 * 1024);
+            Ok(Pipe { r, w, cap })
+        }
+
+        /// Until `src` ends, or either side fails.
+        pub(super) async fn copy(
+            &self,
+            src: &impl Socket,
+            dst: &impl Socket,
+            n: &AtomicU64,
+        ) -> io::Result<()> {
+            let Pipe { r, w, cap } = self;
+            let cap = *cap;
+            let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+            loop {
+                // The pipe is empty here, so "would block" is the socket's.
+                src.readable().await?;
+                let got = match src.try_io(Interest::READABLE, || {
+                    Ok(rustix::pipe::splice(src, None, w, None, cap, flags)?)
                 }) {
-                    Ok(k) => {
-                        left -= k;
-                        n.fetch_add(k as u64, Ordering::Relaxed);
-                    }
+                    Ok(0) => return Ok(()),
+                    Ok(k) => k,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     Err(e) => return Err(e),
+                };
+                // Here the pipe holds `left` bytes: "would block" is the socket's.
+                let mut left = got;
+                while left > 0 {
+                    dst.writable().await?;
+                    match dst.try_io(Interest::WRITABLE, || {
+                        Ok(rustix::pipe::splice(r, None, dst, None, left, flags)?)
+                    }) {
+                        Ok(k) => {
+                            left -= k;
+                            n.fetch_add(k as u64, Ordering::Relaxed);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        Err(e) => return Err(e),
+                    }
                 }
             }
         }
