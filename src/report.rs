@@ -72,8 +72,8 @@ pub enum Decision {
 pub struct Connection {
     /// When the agent connected (RFC 3339, UTC).
     pub time: String,
-    /// `connect`, `http` (plain HTTP forwarded), or `unknown` when no
-    /// request could be read.
+    /// `connect`, `http` (plain HTTP forwarded), `socks5`, or `unknown`
+    /// when no request could be read.
     pub protocol: &'static str,
     /// The host asked for, normalized (ASCII after IDNA, lowercase); `null`
     /// when the request did not name one that parses.

@@ -1,6 +1,7 @@
 //! `network.mode = "allowlist"` under the real Linux seal: `sealc exec`
 //! runs its own proxy on the host side of the bridge, and clients inside
-//! (curl, Python's `urllib` and `http.client`) reach only what the spec
+//! (curl over HTTP, `CONNECT` and SOCKS5, Python's `urllib` and
+//! `http.client`) reach only what the spec
 //! lists; `--report` records each connection with its decision; hostile,
 //! slow and many clients neither crash the proxy nor outlive the command.
 //!
@@ -309,6 +310,9 @@ echo "apex $({curl} -w 'status=%{{http_code}}' http://suffix.test:{web}/ | tr '\
 echo "port $({curl} -w 'status=%{{http_code}}' http://allowed.test:{other}/ | tr '\n' ' ')"
 echo "literal $({curl} -w 'status=%{{http_code}}' http://127.0.0.1:{web}/ | tr '\n' ' ')"
 echo "private $({curl} -w 'status=%{{http_code}}' http://private.test:{web}/ | tr '\n' ' ')"
+P=${{HTTPS_PROXY#http://}}
+echo "socks $({curl} --socks5-hostname $P http://allowed.test:{web}/socks)"
+{curl} --socks5-hostname $P http://evil.test:{web}/ 2>/dev/null; echo "socks-evil exit=$?"
 /usr/bin/python3 -c '{CLIENTS_PY}' {web}
 exit 7
 "#
@@ -362,6 +366,11 @@ exit 7
         "sealc: private.test resolves to 10.0.0.1, a private address that `network.allow_ranges` does not cover status=403"
     );
     assert_eq!(
+        one("socks"),
+        format!("HELLO GET /socks HTTP/1.1 host=allowed.test:{web}")
+    );
+    assert_ne!(one("socks-evil"), "exit=0", "SOCKS5 to an unlisted host");
+    assert_eq!(
         one("py-plain"),
         format!("HELLO GET /py HTTP/1.1 host=allowed.test:{web}")
     );
@@ -386,6 +395,7 @@ exit 7
         format!("sealc: proxy refused http allowed.test:{other}: port {other} is not in `network.ports`"),
         format!("sealc: proxy refused http 127.0.0.1:{web}: 127.0.0.1 is an IP literal that `network.hosts` does not list"),
         format!("sealc: proxy refused connect private.test:{web}: private.test resolves to 10.0.0.1, a private address that `network.allow_ranges` does not cover"),
+        format!("sealc: proxy refused socks5 evil.test:{web}: evil.test is not in `network.hosts`"),
     ] {
         assert!(stderr.lines().any(|l| l == line), "no `{line}` in:\n{all}");
     }
@@ -428,6 +438,8 @@ exit 7
         ("http", "allowed.test", &o, "refused"),
         ("http", "127.0.0.1", &w, "refused"),
         ("http", "private.test", &w, "refused"),
+        ("socks5", "allowed.test", &w, "allowed"),
+        ("socks5", "evil.test", &w, "refused"),
         ("http", "allowed.test", &w, "allowed"),
         ("http", "evil.test", &w, "refused"),
         ("connect", "allowed.test", &w, "allowed"),

@@ -26,6 +26,7 @@
 
 pub mod http;
 pub mod policy;
+pub mod socks;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -470,6 +471,8 @@ struct Refused {
     /// `Refused` (the allowlist, a limit, a bad request) or `Failed` (an
     /// allowed host that cannot be resolved or reached).
     decision: Decision,
+    /// What to answer instead of the protocol's usual refusal.
+    reply: Option<Vec<u8>>,
 }
 
 fn refused(status: u16, reason: impl Into<String>) -> Refused {
@@ -477,14 +480,14 @@ fn refused(status: u16, reason: impl Into<String>) -> Refused {
         status,
         reason: reason.into(),
         decision: Decision::Refused,
+        reply: None,
     }
 }
 
 fn failed(status: u16, reason: impl Into<String>) -> Refused {
     Refused {
-        status,
-        reason: reason.into(),
         decision: Decision::Failed,
+        ..refused(status, reason)
     }
 }
 
@@ -503,54 +506,104 @@ where
         return answer(&mut client, &shared, &conn, r).await;
     };
     let mut buf = Vec::with_capacity(1024);
-    match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client, &mut buf)).await {
-        Ok(Ok(head)) => match open(&head, &buf, &shared, &conn).await {
-            Ok((upstream, first)) => {
-                let answered = if head.method == "CONNECT" {
-                    client
-                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                        .await
-                        .is_ok()
-                } else {
-                    true
-                };
-                let mut upstream = upstream;
-                if answered && upstream.write_all(&first).await.is_ok() {
-                    conn.up.fetch_add(first.len() as u64, Ordering::Relaxed);
-                    relay(client, upstream, &conn).await;
-                }
+    // The whole request (an HTTP head, or a SOCKS5 greeting and request)
+    // within one deadline.
+    let deadline = tokio::time::Instant::now() + HEAD_TIMEOUT;
+    let late = || {
+        refused(
+            408,
+            format!(
+                "no complete request head within {}s",
+                HEAD_TIMEOUT.as_secs()
+            ),
+        )
+    };
+    let opened = match tokio::time::timeout_at(deadline, first_bytes(&mut client, &mut buf)).await {
+        Err(_) => Err(late()),
+        Ok(Err(r)) => Err(r),
+        Ok(Ok(())) if buf[0] == socks::VERSION => {
+            conn.set(|s| s.protocol = "socks5");
+            match tokio::time::timeout_at(deadline, socks::handshake(&mut client, &mut buf)).await {
+                Err(_) => Err(late()),
+                Ok(Err(r)) => Err(r),
+                Ok(Ok((host, port))) => open(&host, port, &shared, &conn)
+                    .await
+                    .map(|(up, _)| (up, socks::reply(0), buf.clone())),
             }
-            Err(r) => answer(&mut client, &shared, &conn, r).await,
-        },
-        Ok(Err(r)) => answer(&mut client, &shared, &conn, r).await,
-        Err(_) => {
-            let r = refused(
-                408,
-                format!(
-                    "no complete request head within {}s",
-                    HEAD_TIMEOUT.as_secs()
-                ),
-            );
-            answer(&mut client, &shared, &conn, r).await
         }
+        Ok(Ok(())) => {
+            match tokio::time::timeout_at(deadline, read_head(&mut client, &mut buf)).await {
+                Err(_) => Err(late()),
+                Ok(Err(r)) => Err(r),
+                Ok(Ok(head)) => open_http(&head, &buf, &shared, &conn).await,
+            }
+        }
+    };
+    match opened {
+        Ok((mut upstream, to_client, to_upstream)) => {
+            if client.write_all(&to_client).await.is_ok()
+                && upstream.write_all(&to_upstream).await.is_ok()
+            {
+                conn.up
+                    .fetch_add(to_upstream.len() as u64, Ordering::Relaxed);
+                relay(client, upstream, &conn).await;
+            }
+        }
+        Err(r) => answer(&mut client, &shared, &conn, r).await,
     }
 }
 
-/// Check a request and connect to its host: the upstream connection and
-/// the first bytes to send on (what followed a `CONNECT`'s head, or the
-/// plain-HTTP head rewritten and what followed it).
-async fn open(
+/// Read the first bytes of a request.
+async fn first_bytes<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> Result<(), Refused> {
+    let mut chunk = [0u8; 4096];
+    match s.read(&mut chunk).await {
+        Ok(0) => Err(refused(400, "the connection closed before a request")),
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(())
+        }
+        Err(e) => Err(refused(400, format!("cannot read the request: {e}"))),
+    }
+}
+
+/// An HTTP request: its host connected to, what to answer the client
+/// (`200` for `CONNECT`, nothing for plain HTTP) and the first bytes to
+/// send on (what followed a `CONNECT`'s head, or the plain-HTTP head
+/// rewritten and what followed it).
+async fn open_http(
     head: &http::Head,
     buf: &[u8],
     shared: &Shared,
     conn: &Conn,
-) -> Result<(tokio::net::TcpStream, Vec<u8>), Refused> {
+) -> Result<(tokio::net::TcpStream, Vec<u8>, Vec<u8>), Refused> {
     let connect = head.method == "CONNECT";
     conn.set(|s| s.protocol = if connect { "connect" } else { "http" });
     let target = http::target(head).map_err(|b| refused(b.status, b.reason))?;
-    let host = policy::parse_host(target.host)
+    let (upstream, host) = open(target.host, target.port, shared, conn).await?;
+    let rest = &buf[head.len..];
+    if connect {
+        let ok = b"HTTP/1.1 200 Connection established\r\n\r\n".to_vec();
+        return Ok((upstream, ok, rest.to_vec()));
+    }
+    let authority = match target.port {
+        80 => host.to_string(),
+        p => format!("{host}:{p}"),
+    };
+    let mut out = http::forward_head(head, &authority, target.path.as_deref().unwrap_or("/"));
+    out.extend_from_slice(rest);
+    Ok((upstream, Vec::new(), out))
+}
+
+/// Check a target and connect to it: the upstream connection and the host,
+/// normalized.
+async fn open(
+    raw_host: &str,
+    port: u16,
+    shared: &Shared,
+    conn: &Conn,
+) -> Result<(tokio::net::TcpStream, Host), Refused> {
+    let host = policy::parse_host(raw_host)
         .map_err(|why| refused(400, format!("the request's host: {why}")))?;
-    let port = target.port;
     conn.set(|s| {
         s.host = Some(host.to_string());
         s.port = Some(port);
@@ -570,20 +623,7 @@ async fn open(
                     s.decision = Decision::Allowed;
                     s.reason = None;
                 });
-                let rest = &buf[head.len..];
-                let first = if connect {
-                    rest.to_vec()
-                } else {
-                    let authority = match port {
-                        80 => host.to_string(),
-                        _ => format!("{host}:{port}"),
-                    };
-                    let mut out =
-                        http::forward_head(head, &authority, target.path.as_deref().unwrap_or("/"));
-                    out.extend_from_slice(rest);
-                    out
-                };
-                return Ok((upstream, first));
+                return Ok((upstream, host));
             }
             Ok(Err(e)) => last_err = e.to_string(),
             Err(_) => last_err = "timed out".into(),
@@ -601,19 +641,9 @@ async fn read_head<S: AsyncRead + Unpin>(
     buf: &mut Vec<u8>,
 ) -> Result<http::Head, Refused> {
     let mut chunk = [0u8; 4096];
+    // `buf` may hold the first bytes already.
+    let mut from = 0;
     loop {
-        let from = buf.len();
-        let n = s
-            .read(&mut chunk)
-            .await
-            .map_err(|e| refused(400, format!("cannot read the request: {e}")))?;
-        if n == 0 {
-            return Err(refused(
-                400,
-                "the connection closed before a whole request head",
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = http::head_end(buf, from) {
             if end > http::MAX_HEAD {
                 return Err(refused(
@@ -629,6 +659,18 @@ async fn read_head<S: AsyncRead + Unpin>(
                 format!("the request head is over {} bytes", http::MAX_HEAD),
             ));
         }
+        from = buf.len();
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|e| refused(400, format!("cannot read the request: {e}")))?;
+        if n == 0 {
+            return Err(refused(
+                400,
+                "the connection closed before a whole request head",
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -687,7 +729,9 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let reason = http::one_line(&r.reason);
     let mut said = String::new();
+    let mut socks = false;
     conn.set(|s| {
+        socks = s.protocol == "socks5";
         s.decision = r.decision;
         s.reason = Some(reason.clone());
         let what = match r.decision {
@@ -705,7 +749,12 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     // close): closing with unread bytes would reset the connection, and the
     // client could lose the answer.
     let _ = tokio::time::timeout(LINGER, async {
-        let _ = client.write_all(&http::answer(r.status, &reason)).await;
+        let bytes = match (r.reply, socks) {
+            (Some(b), _) => b,
+            (None, true) => socks::reply(socks::code(r.status)),
+            (None, false) => http::answer(r.status, &reason),
+        };
+        let _ = client.write_all(&bytes).await;
         let _ = client.shutdown().await;
         let mut sink = [0u8; 4096];
         let mut left = LINGER_BYTES;
@@ -974,6 +1023,83 @@ mod tests {
             }
         }
         (c, String::from_utf8_lossy(&got).into_owned())
+    }
+
+    /// A SOCKS5 exchange: greeting (methods), then CONNECT to `target`
+    /// (address type and bytes); the two replies.
+    fn socks(
+        at: u16,
+        methods: &[u8],
+        atyp: u8,
+        addr: &[u8],
+        port: u16,
+    ) -> (TcpStream, Vec<u8>, Vec<u8>) {
+        let mut c = TcpStream::connect(("127.0.0.1", at)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut hello = vec![5, methods.len() as u8];
+        hello.extend_from_slice(methods);
+        c.write_all(&hello).unwrap();
+        let mut greeting = vec![0u8; 2];
+        c.read_exact(&mut greeting).unwrap();
+        if greeting[1] != 0 {
+            return (c, greeting, Vec::new());
+        }
+        let mut req = vec![5, 1, 0, atyp];
+        req.extend_from_slice(addr);
+        req.extend_from_slice(&port.to_be_bytes());
+        c.write_all(&req).unwrap();
+        let mut rep = vec![0u8; 10];
+        let _ = c.read_exact(&mut rep);
+        (c, greeting, rep)
+    }
+
+    #[test]
+    fn socks5_clients_get_the_same_checks() {
+        let (port, open) = upstream();
+        let (running, at, audit) = proxy(port);
+        let name = |n: &str| [&[n.len() as u8][..], n.as_bytes()].concat();
+        let (mut c, greeting, rep) = socks(at, &[0], 3, &name("allowed.test"), port);
+        assert_eq!((greeting, rep), (vec![5, 0], socks::reply(0)));
+        c.write_all(b"ping").unwrap();
+        let mut echo = [0u8; 4];
+        c.read_exact(&mut echo).unwrap();
+        assert_eq!(&echo, b"ping");
+        drop(c);
+        // Refused: another name (ruleset), an unlisted literal, another port.
+        assert_eq!(socks(at, &[0], 3, &name("evil.test"), port).2[1], 2);
+        assert_eq!(socks(at, &[0], 1, &[127, 0, 0, 1], port).2[1], 2);
+        assert_eq!(
+            socks(
+                at,
+                &[0],
+                3,
+                &name("allowed.test"),
+                port.wrapping_add(1).max(1)
+            )
+            .2[1],
+            2
+        );
+        // Only "no authentication" is spoken; only CONNECT.
+        assert_eq!(
+            socks(at, &[2], 3, &name("allowed.test"), port).1,
+            vec![5, 0xff]
+        );
+        let conns = audit.connections();
+        assert_eq!(conns.len(), 5);
+        assert!(conns.iter().all(|c| c.protocol == "socks5"));
+        assert_eq!(conns[0].decision, Decision::Allowed);
+        assert_eq!((conns[0].bytes_up, conns[0].bytes_down), (4, 4));
+        assert_eq!(
+            conns[1].reason.as_deref(),
+            Some("evil.test is not in `network.hosts`")
+        );
+        assert!(conns[1..].iter().all(|c| c.decision == Decision::Refused));
+        running.stop();
+        let t0 = Instant::now();
+        while open.load(Ordering::SeqCst) > 0 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(open.load(Ordering::SeqCst), 0);
     }
 
     #[test]
