@@ -9,7 +9,8 @@
 //! Per connection: read one request head (at most [`http::MAX_HEAD`] bytes
 //! and [`http::MAX_HEADERS`] fields, within [`HEAD_TIMEOUT`] in all, so a
 //! slow client cannot hold a slot), parse it with `httparse`, and take its
-//! target: `CONNECT host:port`, or an absolute `http://` URL. The host is
+//! target: `CONNECT host:port`, or an absolute `http://` URL (or, when the
+//! first byte is 5, a SOCKS5 `CONNECT`: [`socks`]). The host is
 //! normalized and checked against the [`policy::Policy`] with the port; a
 //! name is resolved here, on the host, every answer checked (no rebinding
 //! into the host's network), and the proxy connects to an address it
@@ -19,7 +20,8 @@
 //! back to the client, which would have to ask again, through the same
 //! checks: the proxy itself never follows anything.
 //!
-//! A refusal is answered with an HTTP error status and a one-line reason,
+//! A refusal is answered with an HTTP error status and a one-line reason
+//! (SOCKS5: a reply code),
 //! told to sealc's stderr (through the [`Audit`]'s log), and recorded. At
 //! most [`MAX_CONNECTIONS`] connections are served at once; more are
 //! answered `503` at once.
