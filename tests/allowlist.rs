@@ -560,7 +560,7 @@ def dribble():
         time.sleep(1)
 threading.Thread(target=dribble, daemon=True).start()
 s, head = tunnel(timeout=5)
-print("during-slowloris", head, ping(s), round(time.time() - t0) < 3)
+print("during-slowloris", head, ping(s), time.time() - t0 < 5)
 s.close()
 answers = set()
 for c in slow:
@@ -576,7 +576,7 @@ for c in slow:
         out += b"<" + str(e).encode() + b">"
     answers.add(first_line(out))
 stop = True
-print("slowloris", sorted(answers), 8 <= time.time() - t0 <= 16)
+print("slowloris", sorted(answers), 8 <= time.time() - t0 <= 20)
 
 # 1,000 tunnels at once, each used, all left open when the command ends.
 tunnels, ok = [], 0
