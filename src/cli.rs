@@ -99,6 +99,9 @@ enum Command {
         /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
         #[arg(long)]
         force: bool,
+        /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
+        #[arg(long, value_name = "NAME=ADDR", hide = true)]
+        resolve: Vec<String>,
         /// The command and its arguments, after `--` (the launcher's file name, e.g. `codex`, runs the recorded launcher).
         #[arg(
             trailing_var_arg = true,
@@ -327,6 +330,7 @@ pub fn run(
             expect,
             report,
             force,
+            resolve,
             command,
         } => exec(
             &record,
@@ -337,6 +341,7 @@ pub fn run(
                 expect: expect.as_deref(),
                 report: report.as_deref(),
                 force,
+                resolve: &resolve,
             },
             &command,
             out,
@@ -840,10 +845,13 @@ struct ExecOpts<'a> {
     expect: Option<&'a str>,
     report: Option<&'a Path>,
     force: bool,
+    resolve: &'a [String],
 }
 
 /// What `exec` learns on its way, for the run report.
 struct ExecCtx {
+    /// The network part: each connection through sealc's own proxy.
+    network: crate::report::Report,
     phase: crate::exec::report::Phase,
     codex_config: Option<&'static str>,
     binding: Option<String>,
@@ -881,6 +889,7 @@ fn exec(
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
     let mut ctx = ExecCtx {
+        network: crate::report::Report::default(),
         phase: report::Phase::Verify,
         codex_config: None,
         binding: None,
@@ -888,6 +897,16 @@ fn exec(
         limits: Default::default(),
         result: None,
     };
+    if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
+        if let Err(e) = crate::report::check_path(path) {
+            let _ = writeln!(
+                err,
+                "error: cannot write the run report {}: {e}, so nothing was started",
+                quote(&path.display().to_string())
+            );
+            return BAD_INPUT;
+        }
+    }
     let mut tee = Tee {
         inner: err,
         text: Vec::new(),
@@ -920,8 +939,11 @@ fn exec(
         layers: ctx.layers,
         limits: ctx.limits,
         limits_reached: r.limits_reached,
+        network: ctx.network.network,
+        network_omitted: ctx.network.network_omitted,
         outcome: Some(outcome),
         peak_memory_kib: r.peak_memory_kib,
+        resolve_overrides: ctx.network.resolve_overrides,
         schema: report::SCHEMA,
         started_at: report::rfc3339(started),
         stderr: r.stderr,
@@ -967,6 +989,18 @@ fn exec_run(
     ctx: &mut ExecCtx,
 ) -> i32 {
     let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
+    let mut overrides = std::collections::BTreeMap::new();
+    for r in opts.resolve {
+        match crate::proxy::parse_resolve(r) {
+            Ok((name, ip)) => {
+                overrides.insert(name, ip);
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: `--resolve`: {e}");
+                return BAD_INPUT;
+            }
+        }
+    }
     let display = record.display().to_string();
     let bytes = match std::fs::read(record) {
         Ok(b) => b,
@@ -1078,8 +1112,8 @@ fn exec_run(
         );
         return BAD_INPUT;
     }
-    let needs_bridge = compiled.ir.platform == crate::spec::Platform::Linux
-        && compiled.ir.network.mode == crate::spec::NetMode::Proxy;
+    let needs_bridge =
+        compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();
     let profile = recompiled
         .get(crate::backend::SEATBELT)
         .map(Vec::as_slice)
@@ -1187,7 +1221,7 @@ fn exec_run(
         }
     }
     let bridge_dir;
-    let plan = if needs_bridge {
+    let mut plan = if needs_bridge {
         bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
             Ok(d) => d,
             Err(e) => {
@@ -1203,8 +1237,26 @@ fn exec_run(
     } else {
         plan
     };
+    // sealc's own proxy tells each refusal on stderr, in one write, through
+    // its own copy of the descriptor: this thread holds the lock on
+    // `Stderr` meanwhile.
+    use std::os::fd::AsFd;
+    let log: Option<crate::proxy::Log> = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+        .map(|f| -> crate::proxy::Log {
+            Box::new(move |line: &str| {
+                let _ = (&f).write_all(format!("sealc: {line}\n").as_bytes());
+            })
+        });
+    let audit = crate::proxy::Audit::new(log, overrides);
+    if let Some(p) = plan.proxy.as_mut() {
+        p.audit = audit.clone();
+    }
     let _ = out.flush();
-    match crate::exec::run(&plan, ways) {
+    let code = match crate::exec::run(&plan, ways) {
         Ok(result) => {
             use crate::exec::report::Outcome;
             let said = match &result.outcome {
@@ -1249,7 +1301,9 @@ fn exec_run(
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
             crate::exec::CANNOT_START
         }
-    }
+    };
+    audit.fill(&mut ctx.network);
+    code
 }
 
 /// Where `sealc exec` installs the Codex config: a Codex seal's

@@ -139,8 +139,18 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ),
     (
         "sealc::network::host",
-        "a proxy allowlist host is not a valid host name",
+        "a proxy allowlist host is not a host name, a `*.` suffix entry or an IP literal",
         "[network]\nhosts = [\"evil host\"]",
+    ),
+    (
+        "sealc::network::allowlist",
+        "`allowlist` mode lets nothing through (no `hosts` or no `ports`), or `allow_ranges` is set in another mode",
+        "[network]\nmode = \"allowlist\"\nports = [443]",
+    ),
+    (
+        "sealc::network::range",
+        "an `allow_ranges` entry is not an address range in CIDR notation",
+        "[network]\nmode = \"allowlist\"\nhosts = [\"a.example\"]\nports = [443]\nallow_ranges = [\"10.0.0.1/8\"]",
     ),
     (
         "sealc::linux::kind",
@@ -331,6 +341,16 @@ deny_read = [\"${ws}/link\"]",
         "sealc::lint::deny_inside_write",
         "a denied root lies inside a write root, so move-blocking rules are added",
         "[filesystem]\nwrite = [\"/r/ws\"]\ndeny_read = [\"/r/ws/.harness\"]",
+    ),
+    (
+        "sealc::lint::unenforced_hosts",
+        "`proxy` mode lists `hosts`, which only the external proxy can enforce",
+        "[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:8080\"\nhosts = [\"api.openai.com\"]",
+    ),
+    (
+        "sealc::lint::loopback_range",
+        "`allow_ranges` covers loopback: an allowed name may reach this machine's own services",
+        "[network]\nmode = \"allowlist\"\nhosts = [\"a.example\"]\nports = [443]\nallow_ranges = [\"127.0.0.0/8\"]",
     ),
     (
         "sealc::lint::unused_var",

@@ -21,7 +21,10 @@
 //! private directory, bound read-only into the sandbox; inside, the init
 //! listens on the proxy's loopback address and forwards each connection to
 //! that socket; outside, each is forwarded to the host's proxy. Nothing else
-//! crosses.
+//! crosses. In `allowlist` mode the bridge is the same, and outside each
+//! connection goes to sealc's own proxy ([`crate::proxy`]) instead, which
+//! lets through only the listed hosts and ports (on macOS that proxy
+//! listens on the loopback proxy address itself).
 
 pub mod codex_home;
 pub mod inside;
@@ -81,8 +84,12 @@ pub struct Plan {
     /// Names in `env` whose values are secrets (never shown).
     pub secrets: Vec<String>,
     pub timeout: Option<Duration>,
-    /// `host:port` of the host's proxy, to bridge to (Linux, `proxy` mode).
+    /// `host:port` of the host's proxy, to bridge to (Linux, `proxy` and
+    /// `allowlist` mode).
     pub bridge: Option<BridgePlan>,
+    /// `allowlist` mode: sealc's own proxy, which serves the bridge (Linux)
+    /// or the loopback proxy address (macOS) while the command runs.
+    pub proxy: Option<crate::proxy::Own>,
     /// The program is bubblewrap: signals go to the processes inside it, and
     /// the environment goes to sealc's init, not to the program.
     pub bubblewrap: bool,
@@ -202,6 +209,7 @@ pub fn plan(
         secrets,
         timeout,
         bridge: None,
+        proxy: (ir.network.mode == NetMode::Allowlist).then(|| crate::proxy::Own::new(&ir.network)),
         bubblewrap: false,
         fds: Vec::new(),
         user: rt.user,
@@ -259,7 +267,7 @@ fn kind_at(ir: &Ir, dest: &str) -> PathKind {
 
 fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
     let bridge = match (&ir.network.mode, &ir.network.proxy) {
-        (NetMode::Proxy, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
+        (NetMode::Proxy | NetMode::Allowlist, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
         _ => None,
     };
     let mut args: Vec<OsString> = Vec::new();
@@ -468,14 +476,23 @@ pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
 }
 
 /// The outer half of the bridge: the unix socket in the private directory,
-/// each connection forwarded to the host's proxy. Runs until sealc exits.
-pub fn serve_outer(b: &BridgePlan, user: Option<Ids>) -> io::Result<()> {
+/// each connection forwarded to the host's proxy, or served by sealc's own
+/// (`own`, `allowlist` mode: it runs until the returned handle is stopped
+/// or dropped). Otherwise runs until sealc exits.
+pub fn serve_outer(
+    b: &BridgePlan,
+    user: Option<Ids>,
+    own: Option<&crate::proxy::Own>,
+) -> io::Result<Option<crate::proxy::Running>> {
     let socket = b.dir.join(BRIDGE_SOCKET);
     let listener = UnixListener::bind(&socket)?;
     if let Some(ids) = user {
         // The sandbox's user connects through the read-only bind.
         std::os::unix::fs::chown(&b.dir, Some(ids.uid), Some(ids.gid))?;
         std::os::unix::fs::chown(&socket, Some(ids.uid), Some(ids.gid))?;
+    }
+    if let Some(own) = own {
+        return own.serve_unix(listener).map(Some);
     }
     let upstream = b.upstream.clone();
     std::thread::spawn(move || {
@@ -488,7 +505,7 @@ pub fn serve_outer(b: &BridgePlan, user: Option<Ids>) -> io::Result<()> {
             });
         }
     });
-    Ok(())
+    Ok(None)
 }
 
 /// The exit status a shell would report: the code, or 128 + the signal.
@@ -673,8 +690,12 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     use std::process::Stdio;
     use std::sync::{Arc, Mutex};
     cloexec_inherited()?;
+    // sealc's own proxy (mode `allowlist`) stops when this returns.
+    let mut own_proxy = None;
     if let Some(b) = &plan.bridge {
-        serve_outer(b, plan.user)?;
+        own_proxy = serve_outer(b, plan.user, plan.proxy.as_ref())?;
+    } else if let Some(own) = &plan.proxy {
+        own_proxy = Some(own.serve_tcp()?);
     }
     let mut args = plan.args.clone();
     let mut keep: Vec<OwnedFd> = Vec::new();
@@ -964,6 +985,9 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     deliver(rustix::process::Signal::KILL);
     let stdout = out_relay.and_then(|r| r.join().ok()).unwrap_or_default();
     let stderr = err_relay.and_then(|r| r.join().ok()).unwrap_or_default();
+    if let Some(p) = own_proxy.take() {
+        p.stop();
+    }
     if let Some(b) = &plan.bridge {
         let _ = std::fs::remove_file(b.dir.join(BRIDGE_SOCKET));
         let _ = std::fs::remove_dir(&b.dir);

@@ -200,6 +200,46 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         }
     }
 
+    // Hosts and ports that nothing of sealc's enforces.
+    if ir.network.mode == crate::spec::NetMode::Proxy {
+        if let Some(first) = spec.network.hosts.first() {
+            out.push(
+                Diagnostic::advice(
+                    "sealc::lint::unenforced_hosts",
+                    "in `proxy` mode `network.hosts` and `ports` are recorded for your proxy, not enforced by sealc",
+                )
+                .at(first.span.clone())
+                .label("only as good as the proxy that reads env.json")
+                .help("use `mode = \"allowlist\"`: `sealc exec` then runs its own proxy, which lets through only these hosts and ports and audits each connection"),
+            );
+        }
+    }
+    // Allowed ranges that reach this machine's own services.
+    for r in &spec.network.allow_ranges {
+        let Ok(c) = crate::proxy::policy::Cidr::parse(&r.value) else {
+            continue;
+        };
+        let loopback = [
+            crate::proxy::policy::Cidr::parse("127.0.0.0/8"),
+            crate::proxy::policy::Cidr::parse("::1/128"),
+        ];
+        if loopback
+            .iter()
+            .flatten()
+            .any(|l| l.contains(c.addr) || c.contains(l.addr))
+        {
+            out.push(
+                Diagnostic::warning(
+                    "sealc::lint::loopback_range",
+                    format!("`network.allow_ranges` entry {} covers loopback", quote(&r.value)),
+                )
+                .at(r.span.clone())
+                .label("an allowed name may then resolve to this machine")
+                .help("a listed host that resolves to loopback reaches the services of the machine sealc runs on; allow loopback only for tests"),
+            );
+        }
+    }
+
     // A `pass` that looks like a secret.
     for p in &spec.env.pass {
         let upper = p.value.to_ascii_uppercase();

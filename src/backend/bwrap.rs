@@ -172,7 +172,9 @@ pub fn landlock(ir: &Ir) -> Landlock {
     let tcp_connect = match ir.network.mode {
         NetMode::Open => None,
         NetMode::None => Some(Vec::new()),
-        NetMode::Proxy => Some(ir.network.proxy.iter().map(|p| p.port).collect()),
+        NetMode::Proxy | NetMode::Allowlist => {
+            Some(ir.network.proxy.iter().map(|p| p.port).collect())
+        }
     };
     Landlock {
         scopes: vec!["abstract-unix-socket", "signal"],
@@ -540,6 +542,10 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         NetMode::Proxy => out.push(step(
             ["--unshare-net"],
             "network proxy: own network namespace; `sealc exec` bridges only the proxy port".into(),
+        )),
+        NetMode::Allowlist => out.push(step(
+            ["--unshare-net"],
+            "network allowlist: own network namespace; `sealc exec` bridges only the proxy port, to its own proxy, which lets through only the listed hosts and ports".into(),
         )),
         NetMode::Open => {}
     }

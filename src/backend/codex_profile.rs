@@ -148,7 +148,8 @@ pub fn network(ir: &Ir) -> Table {
         NetMode::None => {
             t.insert("enabled".into(), Value::Boolean(false));
         }
-        NetMode::Proxy => {
+        // allowlist: the same proxy variables, pointing at sealc's own proxy.
+        NetMode::Proxy | NetMode::Allowlist => {
             t.insert("enabled".into(), Value::Boolean(true));
             if let Some(p) = &ir.network.proxy {
                 let host = if p.host.contains(':') {

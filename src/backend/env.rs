@@ -52,9 +52,15 @@ struct EnvFile<'a> {
     secrets: &'a BTreeSet<String>,
 }
 
-/// The host and port allowlist, for the proxy that listens on the loopback port.
+/// The host and port allowlist, for the proxy that listens on the loopback
+/// port: another program in mode `proxy`, sealc's own in mode `allowlist`
+/// (which also reads `allow_ranges`).
 #[derive(serde::Serialize)]
 struct ProxyAllowlist<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    allow_ranges: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforced_by: Option<&'static str>,
     hosts: &'a BTreeSet<String>,
     listen: String,
     ports: &'a BTreeSet<u16>,
@@ -66,6 +72,14 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         argv_prefix: argv_prefix(ir),
         env: &ir.env.vars,
         proxy: ir.network.proxy.as_ref().map(|p| ProxyAllowlist {
+            allow_ranges: ir
+                .network
+                .allow_ranges
+                .iter()
+                .map(|r| r.to_string())
+                .collect(),
+            enforced_by: (ir.network.mode == crate::spec::NetMode::Allowlist)
+                .then_some("sealc exec"),
             hosts: &ir.network.hosts,
             listen: format!("{}:{}", p.host, p.port),
             ports: &ir.network.ports,

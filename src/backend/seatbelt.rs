@@ -720,17 +720,27 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         }],
         NetMode::Open => Vec::new(),
         NetMode::None => vec![deny_all()],
-        NetMode::Proxy => {
+        NetMode::Proxy | NetMode::Allowlist => {
             let mut rules = vec![deny_all()];
             if let Some(p) = &ir.network.proxy {
-                rules.push(Rule {
-                    comment: format!(
+                let comment = match ir.network.mode {
+                    NetMode::Allowlist => format!(
+                        "network.proxy \"{}:{}\": outbound TCP to sealc's own proxy only, which `sealc exec` runs and which lets through only `network.hosts` and `ports` (localhost is 127.0.0.1 and ::1)",
+                        p.host, p.port
+                    ),
+                    _ => format!(
                         "network.proxy \"{}:{}\": outbound TCP to the loopback proxy only (localhost is 127.0.0.1 and ::1)",
                         p.host, p.port
-                    ).into(),
+                    ),
+                };
+                rules.push(Rule {
+                    comment: comment.into(),
                     action: Action::Allow,
                     ops: vec!["network-outbound"],
-                    filters: vec![Filter::Raw(Cow::Owned(format!("(remote tcp \"localhost:{}\")", p.port)))],
+                    filters: vec![Filter::Raw(Cow::Owned(format!(
+                        "(remote tcp \"localhost:{}\")",
+                        p.port
+                    )))],
                 });
             }
             rules

@@ -120,13 +120,25 @@ pub struct Report {
     pub limits: BTreeMap<&'static str, Limit>,
     /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).
     pub limits_reached: Vec<&'static str>,
+    /// Each connection to sealc's own proxy (network `allowlist`), in the order opened.
+    pub network: Vec<crate::report::Connection>,
+    /// Connections past the report's cap, counted only.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub network_omitted: u64,
     pub outcome: Option<Outcome>,
     /// The largest resident memory seen, summed over the sandbox's processes, in KiB.
     pub peak_memory_kib: Option<u64>,
+    /// `--resolve NAME=ADDR` overrides in force (a test run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resolve_overrides: Vec<String>,
     pub schema: &'static str,
     pub started_at: String,
     pub stderr: Stream,
     pub stdout: Stream,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How each limit of the IR is enforced on `platform`.

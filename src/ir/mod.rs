@@ -86,8 +86,11 @@ pub struct Proxy {
 pub struct NetIr {
     pub mode: NetMode,
     pub proxy: Option<Proxy>,
+    /// Canonical entries (see [`crate::proxy::policy::canonical_entry`]).
     pub hosts: BTreeSet<String>,
     pub ports: BTreeSet<u16>,
+    /// Special ranges a resolved name may lie in (`allowlist` mode).
+    pub allow_ranges: BTreeSet<crate::proxy::policy::Cidr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,6 +217,10 @@ impl Ir {
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 /// The default `bwrap`.
 pub const BWRAP: &str = "/usr/bin/bwrap";
+/// The address of sealc's own proxy in `allowlist` mode, unless `network.proxy` says.
+pub const DEFAULT_PROXY_HOST: &str = "127.0.0.1";
+/// See [`DEFAULT_PROXY_HOST`].
+pub const DEFAULT_PROXY_PORT: u16 = 3128;
 /// The proxy variables set in proxy mode.
 pub const PROXY_VARS: [&str; 4] = ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"];
 /// The reasoning efforts Codex accepts.
@@ -828,11 +835,15 @@ impl Lower<'_> {
                 )
                 .at(m.span.clone())
                 .label("every connection is allowed, on macOS and on Linux")
-                .help("use `mode = \"proxy\"` with a loopback proxy and a host allowlist"),
+                .help("use `mode = \"allowlist\"` with `hosts` and `ports`: sealc's own proxy enforces them"),
             );
         }
         let proxy = match (&n.proxy, mode) {
-            (Some(p), NetMode::Proxy) => self.proxy(p),
+            (Some(p), NetMode::Proxy | NetMode::Allowlist) => self.proxy(p),
+            (None, NetMode::Allowlist) => Some(Proxy {
+                host: DEFAULT_PROXY_HOST.to_string(),
+                port: DEFAULT_PROXY_PORT,
+            }),
             (None, NetMode::Proxy) => {
                 let span = n.mode.as_ref().map(|m| m.span.clone());
                 self.diags.push(
@@ -841,7 +852,7 @@ impl Lower<'_> {
                         "`network.mode = \"proxy\"` needs `network.proxy`",
                     )
                     .at_opt(span)
-                    .help("add `proxy = \"127.0.0.1:PORT\"`"),
+                    .help("add `proxy = \"127.0.0.1:PORT\"`, or use `mode = \"allowlist\"`, where sealc runs the proxy"),
                 );
                 None
             }
@@ -855,8 +866,8 @@ impl Lower<'_> {
                         ),
                     )
                     .at(p.span.clone())
-                    .label("unused unless the mode is `proxy`")
-                    .help("set `mode = \"proxy\"`, or remove `proxy`"),
+                    .label("unused unless the mode is `proxy` or `allowlist`")
+                    .help("set `mode = \"proxy\"` or `mode = \"allowlist\"`, or remove `proxy`"),
                 );
                 None
             }
@@ -864,18 +875,19 @@ impl Lower<'_> {
         };
         let mut hosts = BTreeSet::new();
         for h in &n.hosts {
-            if valid_host(&h.value) {
-                hosts.insert(h.value.to_ascii_lowercase());
-            } else {
-                self.diags.push(
+            match crate::proxy::policy::canonical_entry(&h.value) {
+                Ok(c) => {
+                    hosts.insert(c);
+                }
+                Err(why) => self.diags.push(
                     Diagnostic::error(
                         "sealc::network::host",
-                        format!("{} is not a host name", quote(&h.value)),
+                        format!("{} cannot be allowed: {why}", quote(&h.value)),
                     )
                     .at(h.span.clone())
-                    .label("letters, digits, `-` and `.`; a leading `.` allows subdomains")
-                    .help("write a host such as `api.openai.com` or `.oaiusercontent.com`"),
-                );
+                    .label("a name, `*.name` for its subdomains, or an IP literal")
+                    .help("write a host such as `api.openai.com`, `*.oaiusercontent.com` or `192.0.2.7`"),
+                ),
             }
         }
         let mut ports = BTreeSet::new();
@@ -889,11 +901,57 @@ impl Lower<'_> {
                     .push(port_error(p.value.to_string(), p.span.clone())),
             }
         }
+        let mut allow_ranges = BTreeSet::new();
+        for r in &n.allow_ranges {
+            match crate::proxy::policy::Cidr::parse(&r.value) {
+                Ok(c) => {
+                    allow_ranges.insert(c);
+                }
+                Err(why) => self.diags.push(
+                    Diagnostic::error(
+                        "sealc::network::range",
+                        format!("{} is not an address range: {why}", quote(&r.value)),
+                    )
+                    .at(r.span.clone())
+                    .label("CIDR: an address and a prefix length")
+                    .help("write a range such as `10.20.0.0/16` or `fd00::/8`"),
+                ),
+            }
+        }
+        if mode == NetMode::Allowlist {
+            let span = n.mode.as_ref().map(|m| m.span.clone());
+            for (list, empty) in [("hosts", n.hosts.is_empty()), ("ports", n.ports.is_empty())] {
+                if empty {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::network::allowlist",
+                            format!("`network.mode = \"allowlist\"` with no `network.{list}` lets nothing through"),
+                        )
+                        .at_opt(span.clone())
+                        .help(format!("list the {list} the agent may reach, or use `mode = \"none\"`")),
+                    );
+                }
+            }
+        } else if let Some(r) = n.allow_ranges.first() {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::network::allowlist",
+                    format!(
+                        "`network.allow_ranges` is set but `network.mode` is `{}`",
+                        mode.as_str()
+                    ),
+                )
+                .at(r.span.clone())
+                .label("only sealc's own proxy reads it")
+                .help("set `mode = \"allowlist\"`, or remove `allow_ranges`"),
+            );
+        }
         NetIr {
             mode,
             proxy,
             hosts,
             ports,
+            allow_ranges,
         }
     }
 
@@ -959,9 +1017,13 @@ impl Lower<'_> {
         for s in &e.secret {
             note(&s.value, "secret", s.span.clone());
         }
-        if net.mode == NetMode::Proxy {
+        if net.mode.proxied() {
+            let why = match net.mode {
+                NetMode::Allowlist => "network.mode = \"allowlist\"",
+                _ => "network.mode = \"proxy\"",
+            };
             for v in PROXY_VARS {
-                note(v, "network.mode = \"proxy\"", 0..0);
+                note(v, why, 0..0);
             }
         }
         let loader_ok = e.allow_loader_vars.as_ref().is_some_and(|a| a.value);
@@ -1045,7 +1107,7 @@ impl Lower<'_> {
             }
             vars.insert(k.clone(), val);
         }
-        if let (NetMode::Proxy, Some(p)) = (net.mode, &net.proxy) {
+        if let (true, Some(p)) = (net.mode.proxied(), &net.proxy) {
             let url = format!("http://{}:{}", p.host, p.port);
             for v in ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"] {
                 vars.insert(v.to_string(), url.clone());
@@ -1639,21 +1701,6 @@ impl<'a> PathSet<'a> {
     }
 }
 
-fn valid_host(h: &str) -> bool {
-    let body = h.strip_prefix('.').unwrap_or(h);
-    !body.is_empty()
-        && h.len() <= 253
-        && body.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1676,16 +1723,6 @@ mod tests {
         assert!(is_within("/a", "/a"));
         assert!(!is_within("/ab", "/a"));
         assert!(is_within("/x", "/"));
-    }
-
-    #[test]
-    fn hosts() {
-        assert!(valid_host("api.openai.com"));
-        assert!(valid_host(".oaiusercontent.com"));
-        assert!(!valid_host(""));
-        assert!(!valid_host("a..b"));
-        assert!(!valid_host("a b"));
-        assert!(!valid_host("-a.com"));
     }
 
     #[test]

@@ -30,9 +30,12 @@ pub const ENV_NAME_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
 /// A loopback proxy address; the port may be a `${var}`.
 pub const PROXY_PATTERN: &str =
     r"^(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5}|\$\{[A-Za-z_][A-Za-z0-9_]*\})$";
-/// A host name; a leading `.` allows subdomains.
-pub const HOST_PATTERN: &str =
-    r"^\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$";
+/// A host name (non-ASCII labels are converted with IDNA); a leading `*.`
+/// or `.` allows every subdomain, not the name itself. Or a bracketed IPv6
+/// literal.
+pub const HOST_PATTERN: &str = r"^((\*?\.)?([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?(\.([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?)*|\[[0-9A-Fa-f:.]+\])$";
+/// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`).
+pub const RANGE_PATTERN: &str = r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$";
 /// A seal name.
 pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 /// A seatbelt operation name.
@@ -231,22 +234,26 @@ pub struct Launcher {
 #[derive(Clone, Debug, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// `none` denies all network; `proxy` allows only outbound TCP to the loopback proxy; `open` leaves it open (under either base).
+    /// `none` denies all network; `proxy` allows only outbound TCP to a loopback proxy that someone else runs (`hosts` and `ports` are recorded for it, not enforced); `allowlist` is `proxy` with sealc's own proxy, started by `sealc exec`, which enforces `hosts`, `ports` and `allow_ranges` and audits every connection; `open` leaves it open (under either base).
     #[serde(default)]
     #[schemars(extend("default" = "none"))]
     pub mode: Option<Spanned<NetMode>>,
-    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`); the port may be a `${var}`. Sets `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`.
+    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`); the port may be a `${var}`. Sets `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`. Required in `proxy` mode; in `allowlist` mode the address the agent reaches sealc's proxy at (default `127.0.0.1:3128`).
     #[serde(default)]
     #[schemars(pattern(PROXY_PATTERN), extend("examples" = ["127.0.0.1:${proxy_port}"]))]
     pub proxy: Option<Spanned<String>>,
-    /// Hosts the proxy may let through; a leading `.` allows subdomains. Recorded in `env.json` for the proxy.
+    /// Hosts the proxy may let through, compared case-insensitively after IDNA: an exact name; `*.example.com` (or `.example.com`) for every name below `example.com` but not `example.com` itself; or an IP literal (`192.0.2.7`, `[2001:db8::7]`), the only way an IP literal is let through. Recorded in `env.json`.
     #[serde(default)]
-    #[schemars(inner(pattern(HOST_PATTERN)), extend("examples" = [["api.openai.com", ".oaiusercontent.com"]]))]
+    #[schemars(inner(pattern(HOST_PATTERN)), extend("examples" = [["api.openai.com", "*.oaiusercontent.com"]]))]
     pub hosts: Vec<Spanned<String>>,
-    /// Ports the proxy may let through.
+    /// Ports the proxy may let through, exactly.
     #[serde(default)]
     #[schemars(inner(range(min = 1, max = 65535)), extend("examples" = [[443]]))]
     pub ports: Vec<Spanned<i64>>,
+    /// `allowlist` mode: address ranges (CIDR) that a name in `hosts` may resolve into although they are special (loopback, private, link-local, shared, multicast, unspecified, documentation, reserved). Any other answer in those ranges is refused.
+    #[serde(default)]
+    #[schemars(inner(pattern(RANGE_PATTERN)), extend("examples" = [["10.20.0.0/16"]]))]
+    pub allow_ranges: Vec<Spanned<String>>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
@@ -259,14 +266,22 @@ pub enum NetMode {
     Proxy,
     /// No network restriction (a warning).
     Open,
+    /// Only outbound TCP to sealc's own proxy, which enforces the host and port allowlist.
+    Allowlist,
 }
 
 impl NetMode {
+    /// The agent reaches the network only through a loopback proxy (`proxy`
+    /// and `allowlist`).
+    pub fn proxied(self) -> bool {
+        matches!(self, NetMode::Proxy | NetMode::Allowlist)
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             NetMode::None => "none",
             NetMode::Proxy => "proxy",
             NetMode::Open => "open",
+            NetMode::Allowlist => "allowlist",
         }
     }
 }

@@ -468,7 +468,7 @@ impl Cx {
         let Some(t) = self.table("network", v) else {
             return Network::default();
         };
-        t.finish(self, &["mode", "proxy", "hosts", "ports"]);
+        t.finish(self, &["mode", "proxy", "hosts", "ports", "allow_ranges"]);
         let mut ports = Vec::new();
         if let Some(pv) = t.get("ports") {
             for (i, item) in self
@@ -489,11 +489,13 @@ impl Cx {
                     ("none", NetMode::None),
                     ("proxy", NetMode::Proxy),
                     ("open", NetMode::Open),
+                    ("allowlist", NetMode::Allowlist),
                 ],
             ),
             proxy: self.opt_string(&t, "proxy"),
             hosts: self.strings("network.hosts", t.get("hosts")),
             ports,
+            allow_ranges: self.strings("network.allow_ranges", t.get("allow_ranges")),
         }
     }
 

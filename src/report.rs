@@ -1,0 +1,247 @@
+//! The run report: `sealc exec --report FILE` writes what happened during a
+//! run as JSON (schema [`SCHEMA`]), bound to the seal that ran by its
+//! binding digest. Today it holds the network audit of `allowlist` mode:
+//! one entry per connection to sealc's proxy, with its decision. It never
+//! holds a request or response body, a header value or a credential: only
+//! the host and port asked for, the address connected to, counts and times.
+//!
+//! Unlike the compiled artifacts this is a log of one run, so it reads the
+//! clock. It is written atomically (a temp file beside it, then a rename),
+//! also when the run fails.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// The schema tag of a run report.
+pub const SCHEMA: &str = "sealc.run/v1";
+
+/// One run. New fields are added here (optional ones skipped when empty),
+/// so a reader of `sealc.run/v1` keeps working.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    /// The binding (`sha256:...`) of the record that ran; `null` when the
+    /// record did not verify, so nothing was started.
+    pub binding: Option<String>,
+    /// Each connection to sealc's proxy, in the order they were opened.
+    pub network: Vec<Connection>,
+    /// Connections past the report's cap ([`MAX_CONNECTIONS`]), counted only.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub network_omitted: u64,
+    /// `--resolve NAME=ADDR` overrides in force (a test run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resolve_overrides: Vec<String>,
+}
+
+/// Most connections a report lists one by one.
+pub const MAX_CONNECTIONS: usize = 100_000;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Report {
+            schema: SCHEMA,
+            binding: None,
+            network: Vec::new(),
+            network_omitted: 0,
+            resolve_overrides: Vec::new(),
+        }
+    }
+}
+
+/// What the proxy did with a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Allowed and connected: bytes went through.
+    Allowed,
+    /// Refused by the allowlist or the proxy's limits; nothing was sent on.
+    Refused,
+    /// Allowed, but the host could not be resolved or reached.
+    Failed,
+}
+
+/// One connection to sealc's proxy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Connection {
+    /// When the agent connected (RFC 3339, UTC).
+    pub time: String,
+    /// `connect`, `http` (plain HTTP forwarded), `socks5`, or `unknown`
+    /// when no request could be read.
+    pub protocol: &'static str,
+    /// The host asked for, normalized (ASCII after IDNA, lowercase); `null`
+    /// when the request did not name one that parses.
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    /// The address connected to (or refused), `ip:port`.
+    pub address: Option<String>,
+    pub decision: Decision,
+    /// Why it was refused or failed: one line.
+    pub reason: Option<String>,
+    /// Bytes relayed from the agent to the host (for plain HTTP, the head
+    /// as sent on included).
+    pub bytes_up: u64,
+    /// Bytes relayed from the host to the agent.
+    pub bytes_down: u64,
+    /// From the agent's connection to its end (or the end of the run).
+    pub duration_ms: f64,
+}
+
+impl Report {
+    /// Canonical-looking pretty JSON with a final newline.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+
+    /// Write to `path` atomically: a new temp file in the same directory,
+    /// synced, then renamed over `path`.
+    pub fn write(&self, path: &Path) -> io::Result<()> {
+        write_atomic(path, &self.to_json())
+    }
+}
+
+/// Can a report be written to `path` (its directory exists)? Checked before
+/// anything starts.
+pub fn check_path(path: &Path) -> io::Result<()> {
+    let dir = parent(path);
+    if !dir.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if path.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// A temp file beside `path` (never following a link), then a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other(format!("{} names no file", path.display())))?;
+    let dir = parent(path);
+    let mut n = 0u32;
+    let (tmp, mut f) = loop {
+        let tmp = dir.join(format!(
+            ".{}.sealc-{}-{n}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let done = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// RFC 3339 in UTC with milliseconds: `2026-11-01T09:30:00.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil(days as i64);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's `civil_from_days`).
+fn civil(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let at = |s: u64, ms: u64| rfc3339(UNIX_EPOCH + Duration::from_millis(s * 1000 + ms));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
+        assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
+    }
+
+    #[test]
+    fn a_report_replaces_its_file_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("run.json");
+        std::fs::write(&p, "old").unwrap();
+        let r = Report {
+            binding: Some("sha256:ab".into()),
+            ..Report::default()
+        };
+        r.write(&p).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        assert_eq!(v["schema"], SCHEMA);
+        assert_eq!(v["binding"], "sha256:ab");
+        assert_eq!(v["network"], serde_json::json!([]));
+        assert!(v.get("network_omitted").is_none());
+        // Nothing left beside it.
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
+        assert!(check_path(&p).is_ok());
+        assert!(check_path(&t.path().join("no/such/dir/r.json")).is_err());
+        assert!(check_path(t.path()).is_err());
+        // A link in the temp file's place is never followed.
+        let target = t.path().join("target");
+        std::os::unix::fs::symlink(
+            &target,
+            t.path()
+                .join(format!(".run.json.sealc-{}-0.tmp", std::process::id())),
+        )
+        .unwrap();
+        r.write(&p).unwrap();
+        assert!(!target.exists());
+    }
+}
