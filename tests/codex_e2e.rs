@@ -27,30 +27,6 @@ const KEY: &str = "sk-operator-KEY-7c1e";
 const SECRET_VALUE: &str = "sk-sealed-run-93af";
 const TASK: &str = "the task: list what the seal allows";
 
-/// Can this machine run the Linux seal? Fails under `SEALC_REQUIRE_BWRAP=1`.
-fn bwrap_works() -> bool {
-    let ok = Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-pid",
-            "--unshare-net",
-            "true",
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
-        );
-        eprintln!("not run: bubblewrap is missing or cannot make namespaces here");
-    }
-    ok
-}
-
 /// A loopback service that counts its connections.
 fn listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -16,38 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{root, serve, text};
+use common::{bwrap_works, root, serve, text};
 
 const SECRET: &str = "SKILL-SECRET-7f3a";
 const OTHER_RUN: &str = "OTHER-RUN-TEMP-91c2";
 const DISPATCH: &str = "DISPATCH-TASK-4be1";
 const PARENT: &str = "PARENT-SECRET-a0d5";
 const API_KEY: &str = "sk-test-5e9b";
-
-/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
-/// under `SEALC_REQUIRE_BWRAP=1`.
-fn bwrap_works() -> bool {
-    let ok = Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-pid",
-            "--unshare-net",
-            "true",
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
-        );
-        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
-    }
-    ok
-}
 
 /// The layout of one sealed run, compiled.
 struct Lab {

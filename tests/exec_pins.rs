@@ -9,30 +9,12 @@
 //! `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
-use common::text;
+use common::{bwrap_works, text};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const SECRET: &str = "MOVED-SECRET-3c8e";
-
-/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
-/// under `SEALC_REQUIRE_BWRAP=1`.
-fn bwrap_works() -> bool {
-    let ok = Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--unshare-pid", "true"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
-        );
-        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
-    }
-    ok
-}
 
 /// A temp directory (outside `/tmp`), a Linux spec compiled in it, and
 /// `sealc exec` of its record.

@@ -9,23 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use common::text;
-
-fn bwrap_works() -> bool {
-    let ok = Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--unshare-pid", "true"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
-        );
-        eprintln!("skipped: bubblewrap is missing or cannot make namespaces here");
-    }
-    ok
-}
+use common::{bwrap_works, text};
 
 struct Lab {
     _tmp: tempfile::TempDir,

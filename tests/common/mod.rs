@@ -229,3 +229,29 @@ pub fn serve(reply: &'static str) -> u16 {
     });
     port
 }
+
+/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
+/// under `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`).
+#[allow(dead_code)]
+pub fn bwrap_works() -> bool {
+    let ok = std::process::Command::new("bwrap")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--unshare-net",
+            "true",
+        ])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
+        );
+        eprintln!("not run: bubblewrap is missing or cannot make namespaces here");
+    }
+    ok
+}
