@@ -634,6 +634,21 @@ pub fn push_visible(s: &str, out: &mut String) {
     }
 }
 
+/// Render diagnostics as miette reports, without colour, so output is stable.
+pub fn render(diags: &Diagnostics, file: &str, src: &str) -> String {
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .with_width(100)
+            .with_links(false);
+    let mut s = String::new();
+    for d in &diags.0 {
+        let report = miette::Report::new(d.clone())
+            .with_source_code(miette::NamedSource::new(file, src.to_string()));
+        let _ = handler.render_report(&mut s, report.as_ref());
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,9 @@
 //! ```
 //!
 //! [`spec`] parses, [`facts`] is the only stage that reads the host, [`ir`]
-//! validates and normalizes, [`backend`] renders, [`record`] binds it all.
+//! validates and normalizes, [`backend`] renders, [`prove`] reads the
+//! rendered seal back and proves the spec's assertions on it, [`record`]
+//! binds it all.
 //! [`cli`] is the only module that prints.
 // One platform call needs `unsafe`: marking the descriptors a caller left
 // open close-on-exec before `sealc exec` starts the sandbox (`exec.rs`,
@@ -30,6 +32,7 @@ pub mod ir;
 pub mod lint;
 pub mod mounts;
 pub mod platform;
+pub mod prove;
 pub mod proxy;
 pub mod query;
 pub mod record;
@@ -95,217 +98,6 @@ pub fn compile_with_facts(
     compile_parsed(spec_file, src, &spec, facts)
 }
 
-/// Evaluate every `[[assert]]` on the compiled seal's bytes, read back: the
-/// seatbelt profile (parsed with the SBPL grammar) or the bubblewrap argv
-/// (as a mount model). A false, ambiguous or undetermined assertion is an
-/// error that names the subject, the operation and the deciding rule.
-pub fn prove_assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diagnostics> {
-    if ir.asserts.is_empty() {
-        return Ok(());
-    }
-    let unreadable = |file: &str, e: String| {
-        Diagnostics::from(diag::Diagnostic::error(
-            "sealc::assert::failed",
-            format!("the compiled `{file}` does not read back: {e}"),
-        ))
-    };
-    let seal = match ir.platform {
-        spec::Platform::Macos => backend::SEATBELT,
-        spec::Platform::Linux => backend::BWRAP,
-    };
-    let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
-    let judge: Box<Judge> = match ir.platform {
-        spec::Platform::Macos => {
-            let text = String::from_utf8_lossy(bytes).into_owned();
-            let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
-            let model = sbpl::eval::Model::new(&parsed, &Default::default());
-            Box::new(move |a, t| judge_sbpl(&model, a, t))
-        }
-        spec::Platform::Linux => {
-            let model = mounts::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
-            Box::new(move |a, t| judge_mounts(&model, a, t))
-        }
-    };
-    let mut diags = Diagnostics::default();
-    for a in &ir.asserts {
-        for subject in &a.subjects {
-            let target = match subject {
-                ir::Subject::Path(p) => Target::Path(p.clone()),
-                ir::Subject::Remote(r) => {
-                    let parsed = r.rsplit_once(':').and_then(|(h, p)| {
-                        p.parse::<u16>()
-                            .ok()
-                            .map(|p| (h.trim_matches(['[', ']']).to_string(), p))
-                    });
-                    match parsed {
-                        Some((host, port)) => Target::Remote { host, port },
-                        None => {
-                            diags.push(
-                                diag::Diagnostic::error(
-                                    "sealc::assert::failed",
-                                    format!("remote {} is not `host:port`", diag::quote(r)),
-                                )
-                                .at(a.span.clone()),
-                            );
-                            continue;
-                        }
-                    }
-                }
-            };
-            if let Some((message, label)) = judge(a, &target) {
-                diags.push(
-                    diag::Diagnostic::error("sealc::assert::failed", message)
-                        .at(a.span.clone())
-                        .label(label)
-                        .help("change the spec so the seal means what the assertion says, or correct the assertion"),
-                );
-            }
-        }
-    }
-    if diags.has_errors() {
-        Err(diags)
-    } else {
-        Ok(())
-    }
-}
-
-use sbpl::eval::Target;
-
-/// One assertion on one subject: `None` when it holds, else the message and
-/// the label naming the deciding rule.
-type Judge = dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>;
-
-fn shown(t: &Target) -> String {
-    match t {
-        Target::Path(p) => diag::quote(p),
-        Target::Remote { host, port } => diag::quote(&format!("{host}:{port}")),
-    }
-}
-
-fn want_of(a: &ir::AssertIr) -> &'static str {
-    match a.verdict {
-        ir::Verdict::Allow => "allow",
-        ir::Verdict::Deny => "deny",
-    }
-}
-
-/// One assertion on one subject, against the seatbelt profile.
-fn judge_sbpl(
-    model: &sbpl::eval::Model,
-    a: &ir::AssertIr,
-    target: &Target,
-) -> Option<(String, String)> {
-    use sbpl::eval::{Action, Verdict};
-    let want = match a.verdict {
-        ir::Verdict::Allow => Action::Allow,
-        ir::Verdict::Deny => Action::Deny,
-    };
-    let shown = shown(target);
-    let rule_of = |d: &sbpl::eval::Decision| {
-        d.rule
-            .as_ref()
-            .map_or("no rule (the implicit allow)".to_string(), |r| {
-                format!("line {}: {}", r.line, r.text)
-            })
-    };
-    match model.query(&a.op, target) {
-        Verdict::Decided(d) if d.action == want => None,
-        Verdict::Decided(d) => Some((
-            format!(
-                "`{} {}` on {shown} is false: seal.sb says {}",
-                want.as_str(),
-                a.op,
-                d.action.as_str()
-            ),
-            format!("decided by {}", rule_of(&d)),
-        )),
-        Verdict::Ambiguous {
-            filtered_first,
-            source_order,
-        } => Some((
-            format!(
-                "`{} {}` on {shown} is ambiguous in seal.sb",
-                want.as_str(),
-                a.op
-            ),
-            format!(
-                "filtered-first reading: {} by {}; source-order reading: {} by {}",
-                filtered_first.action.as_str(),
-                rule_of(&filtered_first),
-                source_order.action.as_str(),
-                rule_of(&source_order)
-            ),
-        )),
-        Verdict::Undetermined { construct, line } => Some((
-            format!("`{} {}` on {shown} is undetermined", want.as_str(), a.op),
-            format!("cannot evaluate {construct} (line {line})"),
-        )),
-    }
-}
-
-/// One assertion on one subject, against the bubblewrap mount model.
-fn judge_mounts(
-    model: &mounts::Model,
-    a: &ir::AssertIr,
-    target: &Target,
-) -> Option<(String, String)> {
-    let want = want_of(a);
-    let shown = shown(target);
-    let answer = match target {
-        Target::Path(p) => match model.ask(&a.op, p, None) {
-            Some(answer) => answer,
-            None => {
-                return Some((
-                    format!("`{want} {}` on {shown} is undetermined", a.op),
-                    format!("seal.bwrap.json does not model `{}` on one path", a.op),
-                ))
-            }
-        },
-        Target::Remote { host, port } if a.op.starts_with("network") => model.connect(host, *port),
-        Target::Remote { .. } => {
-            return Some((
-                format!("`{want} {}` on {shown} is undetermined", a.op),
-                format!("seal.bwrap.json does not model `{}` on an endpoint", a.op),
-            ))
-        }
-    };
-    let says = if answer.allowed { "allow" } else { "deny" };
-    (says != want).then(|| {
-        (
-            format!(
-                "`{want} {}` on {shown} is false: seal.bwrap.json says {says}",
-                a.op
-            ),
-            format!("decided by {}", answer.why),
-        )
-    })
-}
-
-/// A Codex permission profile sealc wrote passes the strict schema of the
-/// `[permissions]` section (Codex itself lets typos through).
-pub fn check_codex_profile(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diagnostics> {
-    if !ir.codex.profile {
-        return Ok(());
-    }
-    let text = files
-        .get(backend::CODEX)
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .unwrap_or_default();
-    backend::codex_profile::check_config(&text, &ir.codex.versions).map_err(|bad| {
-        Diagnostics::from(
-            diag::Diagnostic::error(
-                "sealc::codex::profile",
-                format!(
-                    "the Codex permission profile fails the strict check for Codex {}: {}",
-                    ir.codex.versions.join(", "),
-                    bad.join("; ")
-                ),
-            )
-            .help("change the roots the profile is made from, or use `sandbox = \"outer\"`"),
-        )
-    })
-}
-
 fn compile_parsed(
     spec_file: &str,
     src: &str,
@@ -314,8 +106,8 @@ fn compile_parsed(
 ) -> Result<Compiled, Diagnostics> {
     let (ir, warnings) = ir::lower(spec, src, &facts)?;
     let mut files = backend::render_all(&ir);
-    prove_assertions(&ir, &files)?;
-    check_codex_profile(&ir, &files)?;
+    prove::assertions(&ir, &files)?;
+    prove::codex_profile(&ir, &files)?;
     let argv = backend::env::argv_prefix(&ir);
     let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());

@@ -242,6 +242,11 @@ fn pad(n: usize, out: &mut String) {
     }
 }
 
+/// The JSON Schema of the record (committed as schemas/seal-record.schema.json).
+pub fn json_schema() -> serde_json::Value {
+    crate::spec::draft07_schema::<Record>(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

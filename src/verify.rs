@@ -189,7 +189,7 @@ impl Report {
 fn record_validator() -> &'static Result<jsonschema::Validator, String> {
     static V: OnceLock<Result<jsonschema::Validator, String>> = OnceLock::new();
     V.get_or_init(|| {
-        jsonschema::draft7::new(&crate::cli::record_schema()).map_err(|e| e.to_string())
+        jsonschema::draft7::new(&crate::record::json_schema()).map_err(|e| e.to_string())
     })
 }
 

@@ -42,7 +42,7 @@ fn check_platform(platform: Option<sealc::spec::Platform>, golden_root: &str) {
                 Ok(c) => c,
                 Err(d) => panic!(
                     "{name} does not compile:\n{}",
-                    sealc::cli::render_diagnostics(&d, &name, &src)
+                    sealc::diag::render(&d, &name, &src)
                 ),
             };
         let dir = root().join(golden_root).join(&stem);

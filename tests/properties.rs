@@ -169,11 +169,7 @@ fn host() -> FakeHost {
 
 fn artifacts(src: &str) -> BTreeMap<String, Vec<u8>> {
     let c = sealc::compile("prop.toml", src, &VarFlags::new(), &host()).unwrap_or_else(|d| {
-        panic!(
-            "{}\n{}",
-            src,
-            sealc::cli::render_diagnostics(&d, "prop.toml", src)
-        );
+        panic!("{}\n{}", src, sealc::diag::render(&d, "prop.toml", src));
     });
     let mut files = c.files;
     files.remove("seal.json");

@@ -8,7 +8,7 @@ use common::*;
 #[test]
 fn committed_schemas_are_fresh() {
     let spec = sealc::record::canonical_json(&sealc::spec::json_schema());
-    let record = sealc::record::canonical_json(&sealc::cli::record_schema());
+    let record = sealc::record::canonical_json(&sealc::record::json_schema());
     let mut failures = Vec::new();
     failures.extend(check_golden(
         &root().join("schemas/seal-spec.schema.json"),

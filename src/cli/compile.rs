@@ -1,0 +1,240 @@
+//! `sealc compile`: spec → artifacts and record, written atomically.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{PlatformArg, BAD_INPUT, DIFFERS, OK};
+use crate::diag::{quote, render as render_diagnostics, Diagnostic, Diagnostics};
+use crate::facts::{parse_var_flag, RealHost, VarFlags};
+
+/// Compile a spec: write seal.sb, env.json, codex/config.toml and seal.json.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The seal spec (TOML).
+    spec: PathBuf,
+    /// Give a var its value: NAME=VALUE (repeatable; wins over env and default).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    vars: Vec<String>,
+    /// Output directory.
+    #[arg(long, default_value = "seal")]
+    out: PathBuf,
+    /// Compare with what is on disk and write nothing; exit 1 if it differs.
+    #[arg(long)]
+    check: bool,
+    /// Replace existing outputs that differ.
+    #[arg(long)]
+    force: bool,
+    /// The target, over the spec's `target.platform`: `macos` writes
+    /// seal.sb, `linux` writes seal.bwrap.json.
+    #[arg(long, value_enum)]
+    platform: Option<PlatformArg>,
+}
+
+pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    compile(
+        &a.spec,
+        &a.vars,
+        a.platform.map(Into::into),
+        &a.out,
+        Mode {
+            check: a.check,
+            force: a.force,
+        },
+        out,
+        err,
+    )
+}
+
+/// How `compile` treats what is on disk.
+struct Mode {
+    check: bool,
+    force: bool,
+}
+
+fn compile(
+    spec_path: &Path,
+    var_args: &[String],
+    platform: Option<crate::spec::Platform>,
+    dir: &Path,
+    Mode { check, force }: Mode,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let display = spec_path.display().to_string();
+    let src = match std::fs::read_to_string(spec_path) {
+        Ok(s) => s,
+        Err(e) => {
+            let d = Diagnostic::error(
+                "sealc::io::read",
+                format!("cannot read spec {}: {e}", quote(&display)),
+            )
+            .help("give the path of a seal spec (TOML)");
+            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
+            return BAD_INPUT;
+        }
+    };
+    let mut flags: VarFlags = Vec::new();
+    let mut flag_errors = Diagnostics::default();
+    for v in var_args {
+        match parse_var_flag(v) {
+            Ok(kv) => flags.push(kv),
+            Err(d) => flag_errors.push(d),
+        }
+    }
+    if flag_errors.has_errors() {
+        let _ = write!(err, "{}", render_diagnostics(&flag_errors, &display, &src));
+        return BAD_INPUT;
+    }
+    let file_name = spec_path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| display.clone());
+    let compiled = match crate::compile_for(&file_name, &src, &flags, platform, &RealHost) {
+        Ok(c) => c,
+        Err(diags) => {
+            let _ = write!(err, "{}", render_diagnostics(&diags, &display, &src));
+            let n = diags.0.iter().filter(|d| d.is_error()).count();
+            let _ = writeln!(
+                err,
+                "error: {display}: {n} problem{} found; nothing written",
+                if n == 1 { "" } else { "s" }
+            );
+            return BAD_INPUT;
+        }
+    };
+    if !compiled.warnings.0.is_empty() {
+        let _ = write!(
+            err,
+            "{}",
+            render_diagnostics(&compiled.warnings, &display, &src)
+        );
+    }
+
+    // Compare with what is on disk before touching anything.
+    let mut differing = Vec::new();
+    for (name, bytes) in &compiled.files {
+        let path = dir.join(name);
+        match std::fs::read(&path) {
+            Ok(existing) if existing == *bytes => {}
+            Ok(_) => differing.push((name.clone(), "differs")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                differing.push((name.clone(), "missing"))
+            }
+            Err(e) => {
+                let d = Diagnostic::error(
+                    "sealc::io::read",
+                    format!(
+                        "cannot read existing output {}: {e}",
+                        quote(&path.display().to_string())
+                    ),
+                );
+                let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+                return BAD_INPUT;
+            }
+        }
+    }
+    if check {
+        for (name, bytes) in &compiled.files {
+            let state = differing
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("ok", |(_, s)| s);
+            let _ = writeln!(
+                out,
+                "{state:<8}{}  ({} bytes)",
+                dir.join(name).display(),
+                bytes.len()
+            );
+        }
+        return if differing.is_empty() { OK } else { DIFFERS };
+    }
+    let refused: Vec<&String> = differing
+        .iter()
+        .filter(|(_, s)| *s == "differs")
+        .map(|(n, _)| n)
+        .collect();
+    if !refused.is_empty() && !force {
+        for name in &refused {
+            let d = Diagnostic::error(
+                "sealc::out::differs",
+                format!(
+                    "{} exists and differs from this compile",
+                    quote(&dir.join(name).display().to_string())
+                ),
+            )
+            .help("pass `--force` to replace it, or `--check` to compare without writing");
+            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+        }
+        let _ = writeln!(err, "error: nothing written");
+        return DIFFERS;
+    }
+    if let Err(e) = write_all_atomically(dir, &compiled.files) {
+        let d = Diagnostic::error(
+            "sealc::io::write",
+            format!(
+                "cannot write outputs to {}: {e}",
+                quote(&dir.display().to_string())
+            ),
+        )
+        .help("check that the output directory is writable");
+        let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+        return BAD_INPUT;
+    }
+    for (name, bytes) in &compiled.files {
+        let _ = writeln!(
+            out,
+            "{}  {}",
+            crate::digest::sha256(bytes),
+            dir.join(name).display()
+        );
+    }
+    OK
+}
+
+/// Write every file to a temp file beside its target, then rename each into
+/// place, the record last. If any temp file cannot be written, every temp file
+/// is removed and nothing is renamed.
+fn write_all_atomically(
+    dir: &Path,
+    files: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let result = (|| {
+        // The record goes last, so it never describes artifacts not yet in place.
+        let mut order: Vec<(&String, &Vec<u8>)> = files
+            .iter()
+            .filter(|(n, _)| *n != crate::record::FILE)
+            .collect();
+        order.extend(files.iter().filter(|(n, _)| *n == crate::record::FILE));
+        for (name, bytes) in order {
+            let target = dir.join(name);
+            let parent = target.parent().unwrap_or(dir).to_path_buf();
+            std::fs::create_dir_all(&parent)?;
+            let file_name = target
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let tmp = parent.join(format!(".{file_name}.sealc-tmp-{}", std::process::id()));
+            staged.push((tmp.clone(), target));
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for (tmp, _) in &staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return Err(e);
+    }
+    for (i, (tmp, target)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, target) {
+            for (t, _) in &staged[i..] {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,617 @@
+//! `sealc exec`: verify a record exactly as `sealc verify` does, then run a
+//! command under its seal, and write the run report.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{parse_expect, BAD_INPUT, DIFFERS, OK};
+use crate::diag::{quote, render as render_diagnostics};
+use crate::facts::RealHost;
+
+/// Verify a record, then run a command under its seal (exit 1 on drift: nothing starts).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The record (seal.json).
+    record: PathBuf,
+    /// Directory of the artifact files (default: the record's directory).
+    #[arg(long, value_name = "DIR")]
+    artifacts: Option<PathBuf>,
+    /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; its write roots are handed to it.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Write a JSON run report here (atomically, also when nothing could start): outcome, limits, usage, bytes relayed.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
+    #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+    expect: Option<String>,
+    /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
+    #[arg(long)]
+    force: bool,
+    /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
+    #[arg(long, value_name = "NAME=ADDR", hide = true)]
+    resolve: Vec<String>,
+    /// The command and its arguments, after `--` (the launcher's file name, e.g. `codex`, runs the recorded launcher).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    exec(
+        &a.record,
+        &ExecOpts {
+            artifacts: a.artifacts.as_deref(),
+            dry_run: a.dry_run,
+            user: a.user.as_deref(),
+            expect: a.expect.as_deref(),
+            report: a.report.as_deref(),
+            force: a.force,
+            resolve: &a.resolve,
+        },
+        &a.command,
+        out,
+        err,
+    )
+}
+
+struct ExecOpts<'a> {
+    artifacts: Option<&'a Path>,
+    dry_run: bool,
+    user: Option<&'a str>,
+    expect: Option<&'a str>,
+    report: Option<&'a Path>,
+    force: bool,
+    resolve: &'a [String],
+}
+
+/// What `exec` learns on its way, for the run report.
+struct ExecCtx {
+    /// The network part: each connection through sealc's own proxy.
+    network: crate::report::Report,
+    phase: crate::exec::report::Phase,
+    codex_config: Option<&'static str>,
+    binding: Option<String>,
+    layers: serde_json::Value,
+    limits: std::collections::BTreeMap<&'static str, crate::exec::report::Limit>,
+    result: Option<crate::exec::RunResult>,
+}
+
+/// A writer that also keeps what was written (the report names the error).
+struct Tee<'a> {
+    inner: &'a mut dyn Write,
+    text: Vec<u8>,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.text.extend_from_slice(buf);
+        self.inner.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `sealc exec`, and its run report.
+fn exec(
+    record: &Path,
+    opts: &ExecOpts<'_>,
+    command: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    use crate::exec::report;
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let mut ctx = ExecCtx {
+        network: crate::report::Report::default(),
+        phase: report::Phase::Verify,
+        codex_config: None,
+        binding: None,
+        layers: serde_json::Value::Null,
+        limits: Default::default(),
+        result: None,
+    };
+    if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
+        if let Err(e) = crate::report::check_path(path) {
+            let _ = writeln!(
+                err,
+                "error: cannot write the run report {}: {e}, so nothing was started",
+                quote(&path.display().to_string())
+            );
+            return BAD_INPUT;
+        }
+    }
+    let mut tee = Tee {
+        inner: err,
+        text: Vec::new(),
+    };
+    let code = exec_run(record, opts, command, out, &mut tee, &mut ctx);
+    let Some(path) = opts.report.filter(|_| !opts.dry_run) else {
+        return code;
+    };
+    let said = String::from_utf8_lossy(&tee.text);
+    let r = ctx.result.unwrap_or_default();
+    let outcome = r.outcome.unwrap_or_else(|| report::Outcome::CouldNotStart {
+        phase: ctx.phase,
+        message: said
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or("nothing was started")
+            .to_string(),
+    });
+    let rep = report::Report {
+        argv: command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        binding: ctx.binding,
+        codex_config: ctx.codex_config,
+        cpu_seconds: r.cpu_seconds,
+        duration_seconds: t0.elapsed().as_secs_f64(),
+        ended_at: report::rfc3339(std::time::SystemTime::now()),
+        exit_code: code,
+        layers: ctx.layers,
+        limits: ctx.limits,
+        limits_reached: r.limits_reached,
+        network: ctx.network.network,
+        network_omitted: ctx.network.network_omitted,
+        outcome: Some(outcome),
+        peak_memory_kib: r.peak_memory_kib,
+        resolve_overrides: ctx.network.resolve_overrides,
+        schema: report::SCHEMA,
+        started_at: report::rfc3339(started),
+        stderr: r.stderr,
+        stdout: r.stdout,
+    };
+    if let Err(e) = report::write(path, &rep) {
+        let _ = writeln!(
+            tee.inner,
+            "error: cannot write the run report {}: {e}",
+            quote(&path.display().to_string())
+        );
+        return if code == OK { BAD_INPUT } else { code };
+    }
+    code
+}
+
+/// Who the sandbox runs as: started by root, an unprivileged user (Linux).
+fn exec_user(
+    platform: crate::spec::Platform,
+    user: Option<&str>,
+) -> Result<Option<crate::exec::Ids>, String> {
+    let root = rustix::process::geteuid().is_root();
+    match (platform, root, user) {
+        (crate::spec::Platform::Linux, true, u) => {
+            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+            crate::exec::user::parse_user(u.unwrap_or(crate::exec::user::DEFAULT_USER), &passwd)
+                .map(Some)
+        }
+        (_, _, Some(u)) => Err(format!(
+            "`--user {u}` is for a Linux seal started by root; the agent runs as its caller here"
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// `sealc exec`: verify exactly as `sealc verify` does, then run.
+fn exec_run(
+    record: &Path,
+    opts: &ExecOpts<'_>,
+    command: &[OsString],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    ctx: &mut ExecCtx,
+) -> i32 {
+    let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
+    let mut overrides = std::collections::BTreeMap::new();
+    for r in opts.resolve {
+        match crate::proxy::parse_resolve(r) {
+            Ok((name, ip)) => {
+                overrides.insert(name, ip);
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: `--resolve`: {e}");
+                return BAD_INPUT;
+            }
+        }
+    }
+    let display = record.display().to_string();
+    let bytes = match std::fs::read(record) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: cannot read the record {}: {e}",
+                quote(&display)
+            );
+            return BAD_INPUT;
+        }
+    };
+    let dir = match artifacts {
+        Some(d) => d.to_path_buf(),
+        None => record.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let outcome = crate::verify::verify(&bytes, &files);
+    if let (Some(want), Some(rec)) = (expect, &outcome.record) {
+        if rec.binding != want {
+            let _ = writeln!(
+                err,
+                "error: {display} binds {}, not the expected {want}, so nothing was started",
+                rec.binding
+            );
+            let _ = writeln!(
+                err,
+                "help: run the seal you reviewed, or review this one and pass its binding to `--expect`"
+            );
+            return DIFFERS;
+        }
+    }
+    let verdict = outcome.report.verdict();
+    let (Some(rec), Some(recompiled), crate::verify::Verdict::Verified) =
+        (&outcome.record, &outcome.recompiled, verdict)
+    else {
+        let _ = write!(err, "{}", outcome.report.to_text());
+        let _ = writeln!(
+            err,
+            "error: {display} does not verify, so nothing was started"
+        );
+        return verdict.exit_code().max(DIFFERS);
+    };
+    ctx.binding = Some(rec.binding.clone());
+    ctx.phase = crate::exec::report::Phase::HostCheck;
+    let drift = crate::exec::host_drift(rec, &RealHost);
+    if !drift.is_empty() {
+        for d in &drift {
+            let _ = writeln!(err, "drift       live {d}");
+        }
+        let _ = writeln!(
+            err,
+            "error: this host no longer matches the facts {display} was compiled against, so nothing was started"
+        );
+        for help in drift_help(&drift) {
+            let _ = writeln!(err, "help: {help}");
+        }
+        return DIFFERS;
+    }
+    let compiled =
+        match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
+            Ok(c) => c,
+            Err(_) => {
+                let _ = writeln!(
+                    err,
+                    "error: {display} does not recompile, so nothing was started"
+                );
+                return DIFFERS;
+            }
+        };
+    // `codex` (the launcher's name) runs the recorded, checked launcher.
+    let command = &crate::exec::resolve_launcher(&compiled.ir, command)[..];
+    let ways = match crate::exec::stdio::ways() {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(
+                err,
+                "help: give the command a file, a pipe or a terminal, e.g. `< /dev/null`"
+            );
+            return BAD_INPUT;
+        }
+    };
+    let user = match exec_user(compiled.ir.platform, opts.user) {
+        Ok(u) => u,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return BAD_INPUT;
+        }
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
+    // sealc runs inside as pid 1 and before the command is confined: a copy
+    // the agent can replace would run unconfined in the next run.
+    if let Some(w) = compiled.ir.roots.iter().find(|r| {
+        r.kind == crate::ir::RootKind::Write
+            && r.real
+                .as_deref()
+                .is_some_and(|real| crate::ir::is_within(&exe.to_string_lossy(), real))
+    }) {
+        let _ = writeln!(
+            err,
+            "error: sealc's own binary {} is inside the write root {}, where the agent could replace it for the next run, so nothing was started",
+            quote(&exe.display().to_string()),
+            quote(&w.origin)
+        );
+        let _ = writeln!(
+            err,
+            "help: install sealc outside every write root (`cargo install --locked --path .`)"
+        );
+        return BAD_INPUT;
+    }
+    let needs_bridge =
+        compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();
+    let profile = recompiled
+        .get(crate::backend::SEATBELT)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let has_proc_entry = |p: &str| Path::new(p).exists();
+    ctx.limits = crate::exec::report::limits(&compiled.ir);
+    let mut rt = crate::exec::Runtime {
+        exe: &exe,
+        bridge_dir: Path::new("<bridge-dir>"), // made below, once nothing can fail
+        profile,
+        user,
+        has_proc_entry: &has_proc_entry,
+    };
+    let plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+        Ok(p) => p,
+        Err(d) => {
+            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
+            return BAD_INPUT;
+        }
+    };
+    ctx.layers = dry_run_layers(&compiled.ir, &plan);
+    ctx.phase = crate::exec::report::Phase::SandboxStart;
+    if dry_run {
+        let layers = ctx.layers.clone();
+        let shown = serde_json::json!({
+            "argv": std::iter::once(plan.program.clone())
+                .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>(),
+            "env": plan.env.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            "layers": layers,
+            "secrets": plan.secrets,
+            "timeout": plan.timeout.map(|t| t.as_secs()),
+            "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
+            "codex_config": codex_target(&compiled.ir),
+        });
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&shown).unwrap_or_default()
+        );
+        return OK;
+    }
+    // Write roots absent when compiled: made now, where the seal mounts them.
+    let made = match crate::absent::make_write_roots(&compiled.ir) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            return crate::exec::CANNOT_START;
+        }
+    };
+    let roots: Vec<String> = compiled
+        .ir
+        .roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .filter_map(|r| r.real.clone())
+        .collect();
+    if let Some(ids) = user {
+        if let Some(e) = roots
+            .iter()
+            .find_map(|r| crate::exec::user::reachable(r, ids).err())
+        {
+            crate::absent::unmake(&made);
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            let _ = writeln!(
+                err,
+                "help: let that user search every directory above the write roots (`chmod o+x`), or pick another with `--user`"
+            );
+            return BAD_INPUT;
+        }
+    }
+    // The verified Codex config goes into the seal's CODEX_HOME (in a write
+    // root, so before the roots are handed over).
+    let codex_config = recompiled
+        .get(crate::backend::CODEX)
+        .cloned()
+        .unwrap_or_default();
+    let installs = codex_target(&compiled.ir).is_some();
+    if installs {
+        use crate::exec::codex_home::{install, Refused};
+        match install(&compiled.ir, &codex_config, opts.force) {
+            Ok(_) => {}
+            Err(Refused::Drift(why)) => {
+                let _ = writeln!(err, "drift       codex config  {why}");
+                let _ = writeln!(
+                    err,
+                    "error: the seal's Codex config is not the verified one, so nothing was started"
+                );
+                let _ = writeln!(
+                    err,
+                    "help: look at what changed it (`sealc verify {display} --codex-config PATH --workspace DIR` shows how), then run again with `--force` to replace it"
+                );
+                return DIFFERS;
+            }
+            Err(Refused::Io(why)) => {
+                let _ = writeln!(err, "error: {why}, so nothing was started");
+                return crate::exec::CANNOT_START;
+            }
+        }
+    }
+    if let Some(ids) = user {
+        if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            return crate::exec::CANNOT_START;
+        }
+    }
+    let bridge_dir;
+    let mut plan = if needs_bridge {
+        bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
+                return crate::exec::CANNOT_START;
+            }
+        };
+        rt.bridge_dir = &bridge_dir;
+        match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+            Ok(p) => p,
+            Err(_) => return crate::exec::CANNOT_START,
+        }
+    } else {
+        plan
+    };
+    // sealc's own proxy tells each refusal on stderr, in one write, through
+    // its own copy of the descriptor: this thread holds the lock on
+    // `Stderr` meanwhile.
+    use std::os::fd::AsFd;
+    let log: Option<crate::proxy::Log> = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+        .map(|f| -> crate::proxy::Log {
+            Box::new(move |line: &str| {
+                let _ = (&f).write_all(format!("sealc: {line}\n").as_bytes());
+            })
+        });
+    let audit = crate::proxy::Audit::new(log, overrides);
+    if let Some(p) = plan.proxy.as_mut() {
+        p.audit = audit.clone();
+    }
+    let _ = out.flush();
+    let code = match crate::exec::run(&plan, ways) {
+        Ok(result) => {
+            use crate::exec::report::Outcome;
+            let said = match &result.outcome {
+                Some(Outcome::WallTimeout) => Some("the wall-clock limit".to_string()),
+                Some(Outcome::CpuLimit) => Some("the CPU limit".into()),
+                Some(Outcome::MemoryLimit) => Some("the memory limit".into()),
+                Some(Outcome::OutputLimit) => Some("the output limit".into()),
+                Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
+                Some(Outcome::CouldNotStart { phase, message }) => {
+                    let _ = writeln!(err, "error: {} failed: {message}", phase.as_str());
+                    None
+                }
+                _ => None,
+            };
+            if let Some(what) = said {
+                let _ = writeln!(
+                    err,
+                    "sealc: the run was stopped at {what} (exit {})",
+                    result.exit_code()
+                );
+            }
+            let mut code = result.exit_code();
+            if installs {
+                let after = codex_after(&compiled.ir, &codex_config, code, err);
+                ctx.codex_config = Some(
+                    if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
+                        "drift"
+                    } else {
+                        "unchanged"
+                    },
+                );
+                code = after;
+            }
+            ctx.result = Some(result);
+            code
+        }
+        Err(e) => {
+            if let Some(b) = &plan.bridge {
+                let _ = std::fs::remove_file(b.dir.join(crate::exec::BRIDGE_SOCKET));
+                let _ = std::fs::remove_dir(&b.dir);
+            }
+            let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
+            crate::exec::CANNOT_START
+        }
+    };
+    audit.fill(&mut ctx.network);
+    code
+}
+
+/// Where `sealc exec` installs the Codex config: a Codex seal's
+/// `CODEX_HOME/config.toml`.
+fn codex_target(ir: &crate::ir::Ir) -> Option<String> {
+    let home = ir.codex.home.as_ref().filter(|_| ir.codex.sealed)?;
+    Some(format!("{home}/{}", crate::exec::codex_home::CONFIG))
+}
+
+/// After the command: the drift check of the Codex config (what
+/// `sealc verify --codex-config` does). Drift is reported and gives
+/// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status.
+fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Write) -> i32 {
+    use crate::facts::Host as _;
+    let mut report = crate::verify::Report::default();
+    let mut workspaces = ir.codex.workspaces.clone();
+    if workspaces.is_empty() {
+        // No workspace recorded: Codex may trust the directory it ran in.
+        if let Ok(cwd) = std::env::current_dir() {
+            let cwd = cwd.display().to_string();
+            workspaces.extend(RealHost.canonicalize(&cwd).filter(|r| *r != cwd));
+            workspaces.insert(0, cwd);
+        }
+    }
+    match crate::exec::codex_home::read_back(ir) {
+        Ok(after) => crate::verify::check_codex_config(generated, &after, &workspaces, &mut report),
+        Err(why) => report.push("codex config", crate::verify::Status::Drift, why),
+    }
+    if report.verdict() == crate::verify::Verdict::Verified {
+        return code;
+    }
+    let _ = write!(err, "{}", report.to_text());
+    let _ = writeln!(
+        err,
+        "error: the Codex config in the seal's CODEX_HOME drifted during the run (the command exited with {code})"
+    );
+    let _ = writeln!(
+        err,
+        "help: the agent or Codex changed its own config: review the change; the next `sealc exec` refuses to start until it is put back or replaced with `--force`"
+    );
+    crate::exec::CODEX_CONFIG_DRIFT
+}
+
+/// What `--dry-run` says of the sandbox's layers.
+fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::Value {
+    if ir.platform != crate::spec::Platform::Linux {
+        return serde_json::json!({ "seatbelt": "the verified profile, by sandbox-exec -p" });
+    }
+    let abi = crate::exec::landlock_abi();
+    let landlock = crate::backend::bwrap::landlock(ir);
+    let mut applied = Vec::new();
+    if abi >= 1 {
+        applied.push("writes only beneath the write roots and devices");
+    }
+    if abi >= 4 && landlock.tcp_connect.is_some() {
+        applied.push("TCP connect only to the listed ports");
+    }
+    if abi >= 6 {
+        applied.push("abstract unix sockets and signals scoped to the command");
+    }
+    serde_json::json!({
+        "landlock": { "abi": abi, "applied": applied, "policy": landlock },
+        "namespaces": "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`",
+        "seccomp": crate::backend::bwrap::refused(ir),
+        "skipped": plan.skipped,
+    })
+}
+
+/// What to do about host drift, by its kind. A denied root that a run moved
+/// is never answered with "compile again": the new seal would hide the decoy
+/// left in its place and expose what was moved.
+fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
+    use crate::drift::DriftKind;
+    let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
+    if has(DriftKind::Moved) {
+        return vec!["keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
+    }
+    let mut help = Vec::new();
+    if has(DriftKind::Builder) {
+        help.push("a program that starts the sandbox changed: make sure the new one is one you trust (a package upgrade), then compile the seal again on this host");
+    }
+    if has(DriftKind::Host) {
+        help.push("compile the seal again on this host, after the roots exist");
+    }
+    help
+}

@@ -1,0 +1,86 @@
+//! The hidden commands sealc runs inside its own Linux sandbox: `__init`
+//! (pid 1) and `__confine` (Landlock, seccomp and limits, then the command).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Inside a Linux sandbox, pid 1: the command's environment, the proxy bridge, reaping.
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// The pipe that carries the command's environment.
+    #[arg(long)]
+    env_fd: i32,
+    /// The pipe the command's start and end are reported on.
+    #[arg(long)]
+    status_fd: Option<i32>,
+    #[arg(long, requires = "socket")]
+    listen: Option<String>,
+    #[arg(long, requires = "listen")]
+    socket: Option<PathBuf>,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    command: Vec<OsString>,
+}
+
+/// Inside a Linux sandbox: Landlock and the seccomp filter, then become the command.
+#[derive(clap::Args, Debug)]
+pub struct ConfineArgs {
+    /// Also refuse new unix sockets (network `none` and `proxy`).
+    #[arg(long)]
+    offline: bool,
+    /// TCP connect is not restricted (network `open`).
+    #[arg(long)]
+    tcp_any: bool,
+    /// A port TCP connect may reach (otherwise none).
+    #[arg(long)]
+    tcp_port: Vec<u16>,
+    /// A path beneath which writes are allowed.
+    #[arg(long)]
+    write: Vec<OsString>,
+    /// The pipe that carries the command's environment.
+    #[arg(long)]
+    env_fd: Option<i32>,
+    /// The pipe a failure to start the command is reported on.
+    #[arg(long)]
+    status_fd: Option<i32>,
+    /// A resource limit, `NAME=VALUE` (`[limits]` names).
+    #[arg(long, value_parser = parse_limit)]
+    limit: Vec<(String, u64)>,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    command: Vec<OsString>,
+}
+
+pub(super) fn init(a: InitArgs, err: &mut dyn Write) -> i32 {
+    let bridge = a.listen.as_deref().zip(a.socket.as_deref());
+    match crate::exec::init_main(a.env_fd, a.status_fd, bridge, &a.command) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
+            crate::exec::CANNOT_START
+        }
+    }
+}
+
+pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
+    let c = crate::exec::Confinement {
+        offline: a.offline,
+        limits: a.limit,
+        write: a.write,
+        tcp: if a.tcp_any {
+            crate::exec::Tcp::Any
+        } else {
+            crate::exec::Tcp::Only(a.tcp_port)
+        },
+    };
+    let e = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);
+    let _ = writeln!(err, "sealc: cannot start the command: {e}");
+    crate::exec::CANNOT_START
+}
+
+/// Read the record and the artifact files beside it (or in `--artifacts`),
+/// then verify; the live and Codex-config checks come after.
+/// `NAME=VALUE` of `__confine --limit`.
+fn parse_limit(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s.split_once('=').ok_or("NAME=VALUE")?;
+    Ok((k.to_string(), v.parse().map_err(|_| "a number")?))
+}

@@ -1,0 +1,140 @@
+//! The command line: the only module that prints. One file per command;
+//! this one parses the arguments and hands each command its own.
+//!
+//! Exit codes: 0 ok; 1 what is on disk differs (`--check`, or an existing
+//! output that would be replaced without `--force`); 2 bad input (the spec,
+//! a flag, or a file that cannot be read or written).
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+mod compile;
+mod exec;
+mod explain;
+mod inside;
+mod lint;
+mod schema;
+mod verify;
+
+/// Exit code: success.
+pub const OK: i32 = 0;
+/// Exit code: what is on disk differs from what sealc would write.
+pub const DIFFERS: i32 = 1;
+/// Exit code: bad input.
+pub const BAD_INPUT: i32 = 2;
+/// Exit code of `explain` when the answer is ambiguous or undetermined.
+pub const UNDECIDED: i32 = 3;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sealc",
+    version,
+    about = "Compile seal specs to sandbox profiles, env allowlists and Codex configs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Compile(compile::Args),
+    Verify(verify::Args),
+    Exec(exec::Args),
+    #[command(name = "__init", hide = true)]
+    Init(inside::InitArgs),
+    #[command(name = "__confine", hide = true)]
+    Confine(inside::ConfineArgs),
+    Lint(lint::Args),
+    Explain(explain::Args),
+    Schema(schema::Args),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlatformArg {
+    Macos,
+    Linux,
+}
+
+impl From<PlatformArg> for crate::spec::Platform {
+    fn from(p: PlatformArg) -> Self {
+        match p {
+            PlatformArg::Macos => crate::spec::Platform::Macos,
+            PlatformArg::Linux => crate::spec::Platform::Linux,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PlatformSel {
+    Linux,
+    Macos,
+    Both,
+}
+
+impl From<PlatformSel> for crate::platform::Select {
+    fn from(p: PlatformSel) -> Self {
+        match p {
+            PlatformSel::Linux => crate::platform::Select::Linux,
+            PlatformSel::Macos => crate::platform::Select::Macos,
+            PlatformSel::Both => crate::platform::Select::Both,
+        }
+    }
+}
+
+/// Run with the process's arguments and streams.
+pub fn main() -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run(std::env::args_os(), &mut stdout.lock(), &mut stderr.lock())
+}
+
+/// Run with the given arguments (the first is the program name).
+pub fn run(
+    args: impl IntoIterator<Item = OsString>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { BAD_INPUT } else { OK };
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                let _ = write!(err, "{text}");
+            } else {
+                let _ = write!(out, "{text}");
+            }
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Compile(a) => compile::run(a, out, err),
+        Command::Verify(a) => verify::run(a, out, err),
+        Command::Exec(a) => exec::run(a, out, err),
+        Command::Init(a) => inside::init(a, err),
+        Command::Confine(a) => inside::confine(a, err),
+        Command::Lint(a) => lint::run(a, out, err),
+        Command::Explain(a) => explain::run(a, out, err),
+        Command::Schema(a) => schema::run(a, out, err),
+    }
+}
+
+fn parse_expect(s: &str) -> Result<String, String> {
+    if crate::verify::is_binding(s) {
+        Ok(s.to_string())
+    } else {
+        Err(
+            "give the `binding` of the reviewed seal.json: `sha256:` and 64 lowercase hex digits"
+                .into(),
+        )
+    }
+}

@@ -1,0 +1,111 @@
+//! `sealc verify`: recompile a record and compare.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{parse_expect, Format};
+use crate::diag::quote;
+use crate::facts::RealHost;
+
+/// Recompile a record and compare: digests, binding, invariants, and the artifact files.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The record (seal.json).
+    record: PathBuf,
+    /// Directory of the artifact files (default: the record's directory).
+    #[arg(long, value_name = "DIR")]
+    artifacts: Option<PathBuf>,
+    /// Also re-resolve the facts on this host and report each one.
+    #[arg(long)]
+    live: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Refuse any record but the one with this binding (`sha256:<hex>`, as in its `binding`).
+    #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
+    expect: Option<String>,
+    /// A Codex config after a run, to compare with the generated one.
+    #[arg(long, value_name = "PATH", requires = "workspace")]
+    codex_config: Option<PathBuf>,
+    /// The agent's workspace: the one `[projects."<DIR>"]` entry Codex may add.
+    #[arg(long, value_name = "DIR", requires = "codex_config")]
+    workspace: Option<PathBuf>,
+}
+
+pub(super) fn run(a: Args, out: &mut dyn Write, _err: &mut dyn Write) -> i32 {
+    let format = a.format;
+    let opts = VerifyArgs {
+        record: a.record,
+        artifacts: a.artifacts,
+        live: a.live,
+        expect: a.expect,
+        codex_config: a.codex_config.zip(a.workspace),
+    };
+    let report = verify(&opts);
+    let text = match format {
+        Format::Text => report.to_text(),
+        Format::Json => report.to_json(),
+    };
+    let _ = write!(out, "{text}");
+    report.verdict().exit_code()
+}
+
+struct VerifyArgs {
+    record: PathBuf,
+    artifacts: Option<PathBuf>,
+    live: bool,
+    expect: Option<String>,
+    codex_config: Option<(PathBuf, PathBuf)>,
+}
+
+/// Read the record and the artifact files beside it (or in `--artifacts`),
+/// then verify; the live and Codex-config checks come after.
+fn verify(a: &VerifyArgs) -> crate::verify::Report {
+    use crate::facts::Host as _;
+    let bytes = match std::fs::read(&a.record) {
+        Ok(b) => b,
+        Err(e) => {
+            return crate::verify::Report {
+                unusable: Some(format!(
+                    "cannot read the record {}: {e}",
+                    quote(&a.record.display().to_string())
+                )),
+                ..Default::default()
+            }
+        }
+    };
+    let dir = match &a.artifacts {
+        Some(d) => d.clone(),
+        None => a.record.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    // Only the artifact names recompilation produces are ever opened.
+    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let outcome = crate::verify::verify(&bytes, &files);
+    let mut report = outcome.report;
+    if let (Some(want), Some(record)) = (&a.expect, &outcome.record) {
+        crate::verify::check_expected(record, want, &mut report);
+    }
+    if let (true, Some(record)) = (a.live, &outcome.record) {
+        crate::verify::live_facts(record, &RealHost, &mut report);
+    }
+    if let (Some((cfg, ws)), Some(recompiled)) = (&a.codex_config, &outcome.recompiled) {
+        match std::fs::read(cfg) {
+            Ok(after) => {
+                let given = ws.display().to_string();
+                let mut workspaces = vec![given.clone()];
+                workspaces.extend(RealHost.canonicalize(&given).filter(|r| *r != given));
+                let generated = recompiled
+                    .get(crate::backend::CODEX)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                crate::verify::check_codex_config(generated, &after, &workspaces, &mut report);
+            }
+            Err(e) => report.checks.push(crate::verify::Check {
+                subject: "codex config".into(),
+                status: crate::verify::Status::Drift,
+                detail: format!("cannot read {}: {e}", quote(&cfg.display().to_string())),
+            }),
+        }
+    }
+    report
+}
