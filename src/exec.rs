@@ -50,7 +50,7 @@ use crate::facts::PathKind;
 use crate::ir::Ir;
 use crate::spec::{NetMode, Platform};
 
-pub use inside::{confine_main, init_main, landlock_abi, Confinement, Tcp};
+pub use inside::{confine_main, init_main, landlock_abi, Confinement, StartFailure, Tcp};
 pub use user::Ids;
 
 /// Exit status when the recorded timeout ran out (as `timeout(1)`).
@@ -58,8 +58,15 @@ pub const TIMED_OUT: i32 = 124;
 /// Exit status when the command ran but the Codex config in the seal's
 /// `CODEX_HOME` drifted during the run.
 pub const CODEX_CONFIG_DRIFT: i32 = 125;
-/// Exit status when the sandbox could not be started.
+/// Exit status when the sandbox could not be started (or its layers could
+/// not be applied): nothing of the command ran.
+pub const SANDBOX_FAILED: i32 = 122;
+/// Exit status when the sandbox was built but the command is not in it (as
+/// a shell's 127).
 pub const CANNOT_START: i32 = 127;
+/// Exit status when the sandbox was built and the command is there but
+/// could not be executed (as a shell's 126).
+pub const CANNOT_EXECUTE: i32 = 126;
 /// How long a stopped sandbox gets between `SIGTERM` and `SIGKILL`.
 pub const GRACE: Duration = Duration::from_secs(2);
 /// The signals sealc forwards to the sandbox.
@@ -513,7 +520,7 @@ pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(CANNOT_START)
+        .unwrap_or(SANDBOX_FAILED)
 }
 
 /// [`exit_code`] of a status from `wait`.
@@ -521,7 +528,7 @@ pub fn exit_code_of(status: rustix::process::WaitStatus) -> i32 {
     status
         .exit_status()
         .or_else(|| status.terminating_signal().map(|s| 128 + s))
-        .unwrap_or(CANNOT_START)
+        .unwrap_or(SANDBOX_FAILED)
 }
 
 /// The host pids of every process inside the bubblewrap sandbox whose
@@ -633,7 +640,7 @@ impl RunResult {
     pub fn exit_code(&self) -> i32 {
         self.outcome
             .as_ref()
-            .map_or(CANNOT_START, report::Outcome::exit_code)
+            .map_or(SANDBOX_FAILED, report::Outcome::exit_code)
     }
 }
 
@@ -1070,9 +1077,12 @@ fn classify(
             };
         }
         for line in status_text.lines() {
-            if let Some(why) = line.strip_prefix("start-failed ") {
+            if let Some(rest) = line.strip_prefix("start-failed ") {
+                let (kind, why) = rest.split_once(' ').unwrap_or((rest, ""));
+                let kind =
+                    inside::StartFailure::parse(kind).unwrap_or(inside::StartFailure::Sandbox);
                 return O::CouldNotStart {
-                    phase: report::Phase::CommandStart,
+                    phase: kind.phase(),
                     message: why.to_string(),
                 };
             }

@@ -508,3 +508,45 @@ fn the_programs_that_start_the_sandbox_are_pinned_and_out_of_reach() {
     assert!(out.stderr.contains("(through"), "{}", out.stderr);
     assert!(!out.path("seal").exists());
 }
+
+/// A seal for the other platform (a macOS seal run on Linux) says so, and
+/// starts nothing: no "not found" from a missing `sandbox-exec`, no 127 that
+/// a command not found inside would also give.
+#[test]
+fn a_seal_for_the_other_platform_says_so() {
+    let (other, said, program) = if cfg!(target_os = "macos") {
+        (
+            "linux",
+            "this seal targets Linux (bubblewrap), and this host is macOS",
+            "bwrap",
+        )
+    } else {
+        (
+            "macos",
+            "this seal targets macOS (seatbelt, `sandbox-exec`), and this host is Linux",
+            "sandbox-exec",
+        )
+    };
+    let out = compile(&["--platform", other]).run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = Sealc::new()
+        .in_dir(out.dir)
+        .args(["exec", "seal/seal.json", "--", "/bin/echo", "STARTED"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(!out.stdout.contains("STARTED"));
+    assert!(
+        out.stderr
+            .contains(&format!("{said}, so nothing was started")),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--platform"), "{}", out.stderr);
+    // --dry-run still shows the plan: it starts nothing.
+    let out = Sealc::new()
+        .in_dir(out.dir)
+        .args(["exec", "seal/seal.json", "--dry-run", "--", "/bin/true"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(program), "{}", out.stdout);
+}

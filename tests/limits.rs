@@ -188,9 +188,18 @@ fn outcomes_are_told_apart() {
     // A command that exits 137 itself is not a signal.
     let (out, r) = lab.sh("exit 137");
     check(&out, &r, "exited", "", 137);
-    // Not found inside: the command could not start, and 127 says so.
+    // Not found inside: 127, as a shell says it, and the phase says so.
     let (out, r) = lab.run(&["/nonexistent/agent"]);
     check(&out, &r, "could_not_start", "", 127);
+    assert_eq!(r["outcome"]["phase"], "command_not_found", "{r:#}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent/agent"),
+        "{}",
+        text(&out)
+    );
+    // There but not executable: 126, not 127.
+    let (out, r) = lab.run(&["/dev/null"]);
+    check(&out, &r, "could_not_start", "", 126);
     assert_eq!(r["outcome"]["phase"], "command_start", "{r:#}");
     // A tampered record: nothing starts, and the report says where it stopped.
     let seal = lab.t.join("seal/seal.json");
@@ -207,6 +216,36 @@ fn outcomes_are_told_apart() {
     assert_eq!(r["outcome"]["kind"], "could_not_start", "{r:#}");
     assert_eq!(r["outcome"]["phase"], "verify", "{r:#}");
     assert_eq!(r["exit_code"], out.status.code().unwrap());
+}
+
+/// `__confine` (the last step inside the sandbox) tells its own failure
+/// apart from the command's: a layer that cannot be applied is 122 ("the
+/// sandbox could not start"), never the 127 of a command not found.
+#[test]
+fn a_layer_that_cannot_be_applied_is_not_a_command_not_found() {
+    let confine = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .env_clear()
+            .arg("__confine")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // More open files than the kernel's `fs.nr_open` allows: setrlimit fails
+    // for root too.
+    let out = confine(&[
+        "--tcp-any",
+        "--limit",
+        "open_files=4294967295",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(122), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the sandbox cannot start"));
+    let out = confine(&["--tcp-any", "--", "/nonexistent/agent"]);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    let out = confine(&["--tcp-any", "--", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(126), "{}", text(&out));
 }
 
 #[test]

@@ -271,6 +271,26 @@ fn exec_run(
     };
     ctx.binding = Some(rec.binding.clone());
     ctx.phase = crate::exec::report::Phase::HostCheck;
+    let compiled =
+        match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
+            Ok(c) => c,
+            Err(_) => {
+                let _ = writeln!(
+                    err,
+                    "error: {display} does not recompile, so nothing was started"
+                );
+                return DIFFERS;
+            }
+        };
+    if let Some(d) = wrong_platform(compiled.ir.platform).filter(|_| !dry_run) {
+        let _ = writeln!(err, "error: {d}, so nothing was started");
+        let _ = writeln!(
+            err,
+            "help: compile the spec for this host (`sealc compile SPEC --platform {}`) and run that seal",
+            crate::spec::Platform::host().as_str()
+        );
+        return BAD_INPUT;
+    }
     let drift = crate::exec::host_drift(rec, &RealHost);
     if !drift.is_empty() {
         for d in &drift {
@@ -285,17 +305,6 @@ fn exec_run(
         }
         return DIFFERS;
     }
-    let compiled =
-        match crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone()) {
-            Ok(c) => c,
-            Err(_) => {
-                let _ = writeln!(
-                    err,
-                    "error: {display} does not recompile, so nothing was started"
-                );
-                return DIFFERS;
-            }
-        };
     // `codex` (the launcher's name) runs the recorded, checked launcher.
     let command = &crate::exec::resolve_launcher(&compiled.ir, command)[..];
     let ways = match crate::exec::stdio::ways() {
@@ -386,7 +395,7 @@ fn exec_run(
         Ok(m) => m,
         Err(e) => {
             let _ = writeln!(err, "error: {e}, so nothing was started");
-            return crate::exec::CANNOT_START;
+            return crate::exec::SANDBOX_FAILED;
         }
     };
     let roots: Vec<String> = compiled
@@ -435,14 +444,14 @@ fn exec_run(
             }
             Err(Refused::Io(why)) => {
                 let _ = writeln!(err, "error: {why}, so nothing was started");
-                return crate::exec::CANNOT_START;
+                return crate::exec::SANDBOX_FAILED;
             }
         }
     }
     if let Some(ids) = user {
         if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
             let _ = writeln!(err, "error: {e}, so nothing was started");
-            return crate::exec::CANNOT_START;
+            return crate::exec::SANDBOX_FAILED;
         }
     }
     let bridge_dir;
@@ -451,13 +460,13 @@ fn exec_run(
             Ok(d) => d,
             Err(e) => {
                 let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
-                return crate::exec::CANNOT_START;
+                return crate::exec::SANDBOX_FAILED;
             }
         };
         rt.bridge_dir = &bridge_dir;
         match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
             Ok(p) => p,
-            Err(_) => return crate::exec::CANNOT_START,
+            Err(_) => return crate::exec::SANDBOX_FAILED,
         }
     } else {
         plan
@@ -524,7 +533,7 @@ fn exec_run(
                 let _ = std::fs::remove_dir(&b.dir);
             }
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
-            crate::exec::CANNOT_START
+            crate::exec::SANDBOX_FAILED
         }
     };
     audit.fill(&mut ctx.network);
@@ -614,4 +623,21 @@ fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
         help.push("compile the seal again on this host, after the roots exist");
     }
     help
+}
+
+/// A seal for the other platform: it cannot run here, and saying so beats
+/// the "not found" of its sandbox program.
+fn wrong_platform(target: crate::spec::Platform) -> Option<String> {
+    let host = crate::spec::Platform::host();
+    (target != host).then(|| {
+        format!(
+            "this seal targets {} ({}), and this host is {}",
+            target.display_name(),
+            match target {
+                crate::spec::Platform::Macos => "seatbelt, `sandbox-exec`",
+                crate::spec::Platform::Linux => "bubblewrap",
+            },
+            host.display_name()
+        )
+    })
 }

@@ -56,7 +56,7 @@ pub(super) fn init(a: InitArgs, err: &mut dyn Write) -> i32 {
         Ok(code) => code,
         Err(e) => {
             let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
-            crate::exec::CANNOT_START
+            crate::exec::SANDBOX_FAILED
         }
     }
 }
@@ -72,9 +72,22 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
             crate::exec::Tcp::Only(a.tcp_port)
         },
     };
-    let e = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);
-    let _ = writeln!(err, "sealc: cannot start the command: {e}");
-    crate::exec::CANNOT_START
+    use crate::exec::StartFailure;
+    let (kind, e) = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);
+    match kind {
+        StartFailure::Sandbox => {
+            let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
+            crate::exec::SANDBOX_FAILED
+        }
+        StartFailure::NotFound => {
+            let _ = writeln!(err, "sealc: command not found in the sandbox: {e}");
+            crate::exec::CANNOT_START
+        }
+        StartFailure::NotExecutable => {
+            let _ = writeln!(err, "sealc: cannot execute the command: {e}");
+            crate::exec::CANNOT_EXECUTE
+        }
+    }
 }
 
 /// Read the record and the artifact files beside it (or in `--artifacts`),

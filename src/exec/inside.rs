@@ -26,7 +26,7 @@ use seccompiler::{
     SeccompFilter, SeccompRule,
 };
 
-use super::{exit_code_of, CANNOT_START};
+use super::{exit_code_of, SANDBOX_FAILED};
 
 /// How the command may connect over TCP (the Landlock layer).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -320,17 +320,59 @@ pub fn confine_main(
     env_fd: Option<i32>,
     status_fd: Option<i32>,
     command: &[OsString],
-) -> io::Error {
-    let e = confine_and_exec(c, env_fd, status_fd, command);
+) -> (StartFailure, io::Error) {
+    let (kind, e) = confine_and_exec(c, env_fd, status_fd, command);
     if let Some(fd) = status_fd {
         // SAFETY: `fd` is the status pipe `sealc exec` made and named on this
         // process's command line; nothing else in this process owns it.
         #[allow(unsafe_code)]
         let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
-        let line = format!("start-failed {}\n", e.to_string().replace('\n', " "));
+        let line = format!(
+            "start-failed {} {}\n",
+            kind.as_str(),
+            e.to_string().replace('\n', " ")
+        );
         let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
     }
-    e
+    (kind, e)
+}
+
+/// Why `__confine` could not become the command: its own layers failed (the
+/// sandbox is not whole), or the command itself was not found or could not
+/// be executed. Each has its own exit status, as a shell's 127 and 126.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartFailure {
+    /// The environment pipe, a limit, Landlock or seccomp failed.
+    Sandbox,
+    /// No such command (`ENOENT`): exit 127.
+    NotFound,
+    /// The command is there but could not be executed: exit 126.
+    NotExecutable,
+}
+
+impl StartFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartFailure::Sandbox => "sandbox",
+            StartFailure::NotFound => "not-found",
+            StartFailure::NotExecutable => "not-executable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Sandbox, Self::NotFound, Self::NotExecutable]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+
+    /// The phase of the run report this failure belongs to.
+    pub fn phase(self) -> super::report::Phase {
+        match self {
+            StartFailure::Sandbox => super::report::Phase::SandboxStart,
+            StartFailure::NotFound => super::report::Phase::CommandNotFound,
+            StartFailure::NotExecutable => super::report::Phase::CommandStart,
+        }
+    }
 }
 
 fn confine_and_exec(
@@ -338,22 +380,27 @@ fn confine_and_exec(
     env_fd: Option<i32>,
     status_fd: Option<i32>,
     command: &[OsString],
-) -> io::Error {
+) -> (StartFailure, io::Error) {
+    let sandbox = |e: io::Error| (StartFailure::Sandbox, e);
     let env = match env_fd.map(read_env).transpose() {
         Ok(env) => env,
-        Err(e) => return io::Error::other(e),
+        Err(e) => return sandbox(io::Error::other(e)),
     };
     if let Err(e) = set_limits(&c.limits) {
-        return io::Error::other(e);
+        return sandbox(io::Error::other(e));
     }
     if let Err(e) = apply_landlock(c) {
-        return io::Error::other(format!("cannot apply the Landlock layer: {e}"));
+        return sandbox(io::Error::other(format!(
+            "cannot apply the Landlock layer: {e}"
+        )));
     }
     if let Err(e) = install(c.offline) {
-        return io::Error::other(format!("cannot install the seccomp filter: {e}"));
+        return sandbox(io::Error::other(format!(
+            "cannot install the seccomp filter: {e}"
+        )));
     }
     let Some((first, rest)) = command.split_first() else {
-        return io::Error::other("no command to run");
+        return sandbox(io::Error::other("no command to run"));
     };
     if let Some(fd) = status_fd {
         // SAFETY: the status pipe named on the command line, borrowed to set
@@ -362,7 +409,9 @@ fn confine_and_exec(
         #[allow(unsafe_code)]
         let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         if let Err(e) = rustix::io::fcntl_setfd(pipe, rustix::io::FdFlags::CLOEXEC) {
-            return io::Error::other(format!("cannot close the status pipe: {e}"));
+            return sandbox(io::Error::other(format!(
+                "cannot close the status pipe: {e}"
+            )));
         }
     }
     let mut cmd = Command::new(first);
@@ -370,7 +419,14 @@ fn confine_and_exec(
     if let Some(env) = env {
         cmd.env_clear().envs(env);
     }
-    cmd.exec()
+    let e = cmd.exec();
+    let kind = if e.kind() == io::ErrorKind::NotFound {
+        StartFailure::NotFound
+    } else {
+        StartFailure::NotExecutable
+    };
+    let shown = format!("`{}`: {e}", first.to_string_lossy());
+    (kind, io::Error::new(e.kind(), shown))
 }
 
 /// The `[limits]` that are resource limits, as `setrlimit` values, soft and
@@ -508,7 +564,7 @@ pub fn init_main(
         });
     }
     let Some((program, args)) = command.split_first() else {
-        return Ok(CANNOT_START);
+        return Ok(SANDBOX_FAILED);
     };
     let child = Command::new(program)
         .args(args)

@@ -50,7 +50,9 @@ pub enum Phase {
     HostCheck,
     /// The sandbox could not be built.
     SandboxStart,
-    /// The sandbox was built, but the command could not be started in it.
+    /// The sandbox was built, but the command is not there (exit 127).
+    CommandNotFound,
+    /// The sandbox was built, but the command could not be executed (exit 126).
     CommandStart,
 }
 
@@ -60,6 +62,7 @@ impl Phase {
             Phase::Verify => "verify",
             Phase::HostCheck => "host check",
             Phase::SandboxStart => "sandbox start",
+            Phase::CommandNotFound => "command lookup",
             Phase::CommandStart => "command start",
         }
     }
@@ -80,7 +83,9 @@ impl Outcome {
             Outcome::CouldNotStart { phase, .. } => match phase {
                 Phase::Verify => 1,
                 Phase::HostCheck => 2,
-                Phase::SandboxStart | Phase::CommandStart => super::CANNOT_START,
+                Phase::SandboxStart => super::SANDBOX_FAILED,
+                Phase::CommandNotFound => super::CANNOT_START,
+                Phase::CommandStart => super::CANNOT_EXECUTE,
             },
         }
     }

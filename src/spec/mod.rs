@@ -161,6 +161,23 @@ impl Platform {
             Platform::Linux => "linux",
         }
     }
+
+    /// The name people call it by.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Platform::Macos => "macOS",
+            Platform::Linux => "Linux",
+        }
+    }
+
+    /// The platform sealc was built for (Linux for anything that is not macOS).
+    pub fn host() -> Platform {
+        if cfg!(target_os = "macos") {
+            Platform::Macos
+        } else {
+            Platform::Linux
+        }
+    }
 }
 
 impl Base {
