@@ -636,10 +636,19 @@ pub fn push_visible(s: &str, out: &mut String) {
 
 /// Render diagnostics as miette reports, without colour, so output is stable.
 pub fn render(diags: &Diagnostics, file: &str, src: &str) -> String {
-    let handler =
-        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-            .with_width(100)
-            .with_links(false);
+    render_in(diags, file, src, false)
+}
+
+/// [`render`], in colour when `color` (a terminal that wants it).
+pub fn render_in(diags: &Diagnostics, file: &str, src: &str, color: bool) -> String {
+    let theme = if color {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let handler = miette::GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .with_links(false);
     let mut s = String::new();
     for d in &diags.0 {
         let report = miette::Report::new(d.clone())

@@ -476,6 +476,18 @@ fn check_record(
             }
         }
     }
+    // 6. Artifacts of another seal beside this one (a compile for the other
+    // platform into the same directory): they are not what this record
+    // proves, and a reader could take them for it.
+    for name in crate::backend::ALL {
+        if !compiled.files.contains_key(name) && files(name).is_some() {
+            rep.push(
+                format!("file {name}"),
+                Status::Drift,
+                "not part of this seal (left by a compile for another platform?): remove it, or compile again into this directory",
+            );
+        }
+    }
     Some(compiled.files)
 }
 

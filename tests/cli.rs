@@ -83,6 +83,19 @@ fn check_passes_on_identical_outputs_and_fails_on_drift() {
         "{}",
         drift.stdout
     );
+    // ... and shows how, from what is on disk to what compile would write.
+    assert!(
+        drift
+            .stdout
+            .contains("--- seal/seal.sb (on disk)\n+++ seal/seal.sb (this compile)\n"),
+        "{}",
+        drift.stdout
+    );
+    assert!(
+        drift.stdout.contains("\n+;; seal `cli`"),
+        "{}",
+        drift.stdout
+    );
     // --check writes nothing.
     assert_eq!(
         std::fs::read_to_string(drift.path("seal/seal.sb")).unwrap(),
@@ -549,4 +562,166 @@ fn a_seal_for_the_other_platform_says_so() {
         .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains(program), "{}", out.stdout);
+}
+
+/// `compile` says what it wrote and what it left alone, how many
+/// assertions it proved and the binding to pass to `--expect`; `--quiet`
+/// says nothing on success.
+#[test]
+fn compile_says_what_it_wrote_left_unchanged_and_proved() {
+    let spec = format!(
+        "{SPEC}\n[[assert]]\ndeny = \"file-read-data\"\npaths = [\"/Users/Shared/secret/x\"]\n"
+    );
+    let first = Sealc::new()
+        .file("spec.toml", spec.clone())
+        .args(["compile", "spec.toml", "--var", "ws=/private/tmp/cli-ws"])
+        .run();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    for f in FILES {
+        assert!(
+            first
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("wrote     sha256:") && l.ends_with(&format!("seal/{f}"))),
+            "{}",
+            first.stdout
+        );
+    }
+    let binding = first
+        .stdout
+        .lines()
+        .last()
+        .and_then(|l| l.split("binding ").nth(1))
+        .unwrap()
+        .to_string();
+    assert!(
+        first.stdout.ends_with(&format!(
+            "seal `cli`: 4 written, 0 unchanged; 1 assertion proved; binding {binding}\n"
+        )),
+        "{}",
+        first.stdout
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(first.path("seal/seal.json")).unwrap()).unwrap();
+    assert_eq!(record["binding"], binding.as_str());
+    let again = Sealc::new()
+        .in_dir(first.dir)
+        .args(["compile", "spec.toml", "--var", "ws=/private/tmp/cli-ws"])
+        .run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stdout
+            .contains("seal `cli`: 0 written, 4 unchanged; 1 assertion proved"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        again.stdout.matches("unchanged sha256:").count(),
+        4,
+        "{}",
+        again.stdout
+    );
+    let quiet = Sealc::new()
+        .in_dir(again.dir)
+        .args([
+            "compile",
+            "spec.toml",
+            "--var",
+            "ws=/private/tmp/cli-ws",
+            "--quiet",
+        ])
+        .run();
+    assert_eq!(
+        (quiet.code, quiet.stdout.as_str()),
+        (0, ""),
+        "{}",
+        quiet.stderr
+    );
+    let quiet = Sealc::new()
+        .in_dir(quiet.dir)
+        .args(["-q", "verify", "seal/seal.json"])
+        .run();
+    assert_eq!(
+        (quiet.code, quiet.stdout.as_str()),
+        (0, ""),
+        "{}",
+        quiet.stderr
+    );
+}
+
+/// A compile for the other platform into the same directory removes the
+/// first seal's platform file; one put back is reported by `verify` (and
+/// `--check`) as not part of this seal.
+#[test]
+fn a_seal_left_by_another_platform_is_removed_and_reported() {
+    let mac = compile(&["--platform", "macos"]).run();
+    assert_eq!(mac.code, 0, "{}", mac.stderr);
+    let sb = std::fs::read(mac.path("seal/seal.sb")).unwrap();
+    let linux = compile(&["--platform", "linux", "--force"])
+        .in_dir(mac.dir)
+        .run();
+    assert_eq!(linux.code, 0, "{}", linux.stderr);
+    assert!(
+        linux
+            .stdout
+            .contains("removed   seal/seal.sb  (not part of this seal)"),
+        "{}",
+        linux.stdout
+    );
+    assert!(!linux.path("seal/seal.sb").exists());
+    assert!(linux.path("seal/seal.bwrap.json").is_file());
+    std::fs::write(linux.path("seal/seal.sb"), &sb).unwrap();
+    let verify = Sealc::new()
+        .in_dir(linux.dir)
+        .args(["verify", "seal/seal.json"])
+        .run();
+    assert_eq!(verify.code, 1, "{}", verify.stdout);
+    assert!(
+        verify
+            .stdout
+            .contains("drift       file seal.sb                not part of this seal"),
+        "{}",
+        verify.stdout
+    );
+    let check = compile(&["--platform", "linux", "--check"])
+        .in_dir(verify.dir)
+        .run();
+    assert_eq!(check.code, 1, "{}", check.stdout);
+    assert!(
+        check
+            .stdout
+            .contains("stale   seal/seal.sb  (not part of this seal)"),
+        "{}",
+        check.stdout
+    );
+}
+
+/// `--color always` colours diagnostics; `never`, a pipe, and `NO_COLOR`
+/// do not.
+#[test]
+fn diagnostics_are_coloured_only_when_asked() {
+    let bad = "version = 1\nname = \"c\"\n[filesystem]\nwrite = [\"relative\"]\n";
+    let run = |extra: &[&str], no_color: bool| {
+        let mut s = Sealc::new()
+            .file("spec.toml", bad)
+            .args(["compile", "spec.toml"])
+            .args(extra.iter().copied());
+        if no_color {
+            s = s.env("NO_COLOR", "1");
+        }
+        s.run()
+    };
+    let always = run(&["--color", "always"], false);
+    assert_eq!(always.code, 2);
+    assert!(always.stderr.contains("\u{1b}["), "{}", always.stderr);
+    for out in [
+        run(&["--color", "never"], false),
+        run(&[], false),
+        run(&[], true),
+    ] {
+        assert_eq!(out.code, 2);
+        assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
+        assert!(out.stderr.contains("relative"), "{}", out.stderr);
+    }
 }

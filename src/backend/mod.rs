@@ -23,6 +23,11 @@ pub const ENV: &str = "env.json";
 /// File name of the Codex config, relative to the output directory.
 pub const CODEX: &str = "codex/config.toml";
 
+/// Every artifact name sealc writes for any platform: a file by one of these
+/// names beside a record that does not produce it is left from another
+/// compile (`verify` reports it; `compile` removes it when it writes).
+pub const ALL: [&str; 4] = [SEATBELT, BWRAP, ENV, CODEX];
+
 /// Every artifact of the IR, by file name (relative, `/`-separated): the
 /// platform's seal (`seal.sb` or `seal.bwrap.json`), the env allowlist and
 /// the Codex config.

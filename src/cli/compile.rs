@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::render_diagnostics;
 use super::{PlatformArg, BAD_INPUT, DIFFERS, OK};
-use crate::diag::{quote, render as render_diagnostics, Diagnostic, Diagnostics};
+use crate::diag::{quote, Diagnostic, Diagnostics};
 use crate::facts::{parse_var_flag, RealHost, VarFlags};
 
 /// Compile a spec: write seal.sb, env.json, codex/config.toml and seal.json.
@@ -116,9 +117,9 @@ fn compile(
         let path = dir.join(name);
         match std::fs::read(&path) {
             Ok(existing) if existing == *bytes => {}
-            Ok(_) => differing.push((name.clone(), "differs")),
+            Ok(existing) => differing.push((name.clone(), "differs", Some(existing))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                differing.push((name.clone(), "missing"))
+                differing.push((name.clone(), "missing", None))
             }
             Err(e) => {
                 let d = Diagnostic::error(
@@ -133,25 +134,68 @@ fn compile(
             }
         }
     }
+    // Artifacts of another seal in the same directory (a compile for the
+    // other platform): `verify` would refuse them; a write removes them.
+    let stale: Vec<&str> = crate::backend::ALL
+        .into_iter()
+        .filter(|n| !compiled.files.contains_key(*n) && dir.join(n).is_file())
+        .collect();
+    let quiet = super::quiet();
     if check {
         for (name, bytes) in &compiled.files {
             let state = differing
                 .iter()
-                .find(|(n, _)| n == name)
-                .map_or("ok", |(_, s)| s);
-            let _ = writeln!(
-                out,
-                "{state:<8}{}  ({} bytes)",
-                dir.join(name).display(),
-                bytes.len()
-            );
+                .find(|(n, _, _)| n == name)
+                .map_or("ok", |(_, s, _)| s);
+            if !quiet {
+                let _ = writeln!(
+                    out,
+                    "{state:<8}{}  ({} bytes)",
+                    dir.join(name).display(),
+                    bytes.len()
+                );
+            }
         }
-        return if differing.is_empty() { OK } else { DIFFERS };
+        for name in &stale {
+            if !quiet {
+                let _ = writeln!(
+                    out,
+                    "{:<8}{}  (not part of this seal)",
+                    "stale",
+                    dir.join(name).display()
+                );
+            }
+        }
+        // What differs, as a unified diff from what is on disk to what this
+        // compile would write.
+        for (name, _, existing) in &differing {
+            let (Some(existing), Some(ours), false) = (existing, compiled.files.get(name), quiet)
+            else {
+                continue;
+            };
+            let shown = dir.join(name).display().to_string();
+            let theirs = String::from_utf8_lossy(existing);
+            let ours = String::from_utf8_lossy(ours);
+            let diff = similar::TextDiff::from_lines(theirs.as_ref(), ours.as_ref())
+                .unified_diff()
+                .context_radius(2)
+                .header(
+                    &format!("{shown} (on disk)"),
+                    &format!("{shown} (this compile)"),
+                )
+                .to_string();
+            let _ = write!(out, "{diff}");
+        }
+        return if differing.is_empty() && stale.is_empty() {
+            OK
+        } else {
+            DIFFERS
+        };
     }
     let refused: Vec<&String> = differing
         .iter()
-        .filter(|(_, s)| *s == "differs")
-        .map(|(n, _)| n)
+        .filter(|(_, s, _)| *s == "differs")
+        .map(|(n, _, _)| n)
         .collect();
     if !refused.is_empty() && !force {
         for name in &refused {
@@ -162,7 +206,9 @@ fn compile(
                     quote(&dir.join(name).display().to_string())
                 ),
             )
-            .help("pass `--force` to replace it, or `--check` to compare without writing");
+            .help(
+                "pass `--force` to replace it, or `--check` to see the difference without writing",
+            );
             let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
         }
         let _ = writeln!(err, "error: nothing written");
@@ -180,14 +226,59 @@ fn compile(
         let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
         return BAD_INPUT;
     }
+    let mut removed = Vec::new();
+    for name in &stale {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed.push(*name),
+            Err(e) => {
+                let _ = writeln!(
+                    err,
+                    "warning: cannot remove {}, which is not part of this seal: {e}",
+                    quote(&path.display().to_string())
+                );
+            }
+        }
+    }
+    if quiet {
+        return OK;
+    }
+    let written = differing.len();
     for (name, bytes) in &compiled.files {
+        let state = if differing.iter().any(|(n, _, _)| n == name) {
+            "wrote"
+        } else {
+            "unchanged"
+        };
         let _ = writeln!(
             out,
-            "{}  {}",
+            "{state:<10}{}  {}",
             crate::digest::sha256(bytes),
             dir.join(name).display()
         );
     }
+    for name in &removed {
+        let _ = writeln!(
+            out,
+            "{:<10}{}  (not part of this seal)",
+            "removed",
+            dir.join(name).display()
+        );
+    }
+    let n = compiled.ir.asserts.len();
+    let _ = writeln!(
+        out,
+        "seal `{}`: {written} written, {} unchanged{}; {n} assertion{} proved; binding {}",
+        compiled.ir.name,
+        compiled.files.len() - written,
+        if removed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} removed", removed.len())
+        },
+        if n == 1 { "" } else { "s" },
+        compiled.record.binding
+    );
     OK
 }
 

@@ -5,8 +5,9 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::render_diagnostics;
 use super::{parse_expect, BAD_INPUT, DIFFERS, OK};
-use crate::diag::{quote, render as render_diagnostics};
+use crate::diag::quote;
 use crate::facts::RealHost;
 
 /// Verify a record, then run a command under its seal (exit 1 on drift: nothing starts).

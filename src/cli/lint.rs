@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::render_diagnostics;
 use super::{Format, PlatformSel, BAD_INPUT, DIFFERS, OK};
-use crate::diag::{quote, render as render_diagnostics, Diagnostic};
+use crate::diag::{quote, Diagnostic};
 
 /// Check a spec without a host: the JSON Schema, the compiler's checks, and advice.
 #[derive(clap::Args, Debug)]
@@ -43,13 +44,15 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Format::Text => {
             let _ = write!(out, "{}", render_diagnostics(&diags, &display, &src));
             let count = |sev| diags.0.iter().filter(|d| d.severity == sev).count();
-            let _ = writeln!(
-                out,
-                "{display}: {} error(s), {} warning(s), {} advice",
-                count(crate::diag::Severity::Error),
-                count(crate::diag::Severity::Warning),
-                count(crate::diag::Severity::Advice)
-            );
+            let _ = (!super::quiet()).then(|| {
+                writeln!(
+                    out,
+                    "{display}: {} error(s), {} warning(s), {} advice",
+                    count(crate::diag::Severity::Error),
+                    count(crate::diag::Severity::Warning),
+                    count(crate::diag::Severity::Advice)
+                )
+            });
         }
         Format::Json => {
             let _ = write!(out, "{}", crate::lint::to_json(&diags, &display, &src));

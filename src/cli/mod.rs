@@ -6,7 +6,8 @@
 //! a flag, or a file that cannot be read or written).
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -34,8 +35,48 @@ pub const UNDECIDED: i32 = 3;
     about = "Compile seal specs to sandbox profiles, env allowlists and Codex configs"
 )]
 struct Cli {
+    /// Colour in diagnostics: `auto` (when stderr is a terminal and
+    /// `NO_COLOR` is not set), `always` or `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    color: ColorChoice,
+    /// Print problems only: no list of files written, no summary.
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// `--color` and `--quiet`, as given for this run.
+static COLOR: AtomicBool = AtomicBool::new(false);
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Diagnostics in colour?
+fn color() -> bool {
+    COLOR.load(Ordering::Relaxed)
+}
+
+/// `--quiet`: problems only.
+fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Diagnostics rendered as miette reports: without colour unless `--color`
+/// (or a terminal) asks for it, at a fixed width, so output is stable.
+fn render_diagnostics(diags: &crate::diag::Diagnostics, file: &str, src: &str) -> String {
+    crate::diag::render_in(diags, file, src, color())
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,6 +157,15 @@ pub fn run(
             return code;
         }
     };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let color = match cli.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => !no_color && std::io::stderr().is_terminal(),
+    };
+    COLOR.store(color, Ordering::Relaxed);
+    QUIET.store(cli.quiet, Ordering::Relaxed);
     match cli.command {
         Command::Compile(a) => compile::run(a, out, err),
         Command::Verify(a) => verify::run(a, out, err),

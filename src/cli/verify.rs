@@ -46,7 +46,11 @@ pub(super) fn run(a: Args, out: &mut dyn Write, _err: &mut dyn Write) -> i32 {
         Format::Text => report.to_text(),
         Format::Json => report.to_json(),
     };
-    let _ = write!(out, "{text}");
+    // `--quiet`: a verified seal says nothing; anything else says why.
+    let verified = report.verdict() == crate::verify::Verdict::Verified;
+    if !(super::quiet() && verified && matches!(format, Format::Text)) {
+        let _ = write!(out, "{text}");
+    }
     report.verdict().exit_code()
 }
 
