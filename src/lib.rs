@@ -108,7 +108,7 @@ fn compile_parsed(
     let mut files = backend::render_all(&ir);
     prove::assertions(&ir, &files)?;
     prove::codex_profile(&ir, &files)?;
-    let argv = backend::env::argv_prefix(&ir);
+    let argv = backend::argv_prefix(&ir);
     let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());
     Ok(Compiled {

@@ -69,7 +69,12 @@ pub struct ArtifactRecord {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecRecord {
-    /// The argv before the agent's command (see `env.json`).
+    /// For the reader, never for running: the argv `sealc exec` builds on
+    /// (`env -i`, the allowlist, then `sandbox-exec -f seal.sb` or the
+    /// bubblewrap argv of `seal.bwrap.json`). Run as it stands it lacks what
+    /// `sealc exec` adds (on Linux: sealc's init, Landlock, seccomp, the uid
+    /// drop, the limits), so it is a weaker seal; run the record with
+    /// `sealc exec`.
     pub argv_prefix: Vec<String>,
 }
 
@@ -244,7 +249,10 @@ fn pad(n: usize, out: &mut String) {
 
 /// The JSON Schema of the record (committed as schemas/seal-record.schema.json).
 pub fn json_schema() -> serde_json::Value {
-    crate::spec::draft07_schema::<Record>(false)
+    crate::spec::with_id(
+        crate::spec::draft07_schema::<Record>(false),
+        "urn:sealc:schema:seal-record:v1",
+    )
 }
 
 #[cfg(test)]

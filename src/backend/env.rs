@@ -1,50 +1,22 @@
 //! Stage 4b, **render** the env allowlist (`env.json`): the exact names and
-//! values that cross `env -i`, the secret names (without values), and the argv
-//! prefix that starts the sandbox. No shell stands anywhere between the spec
-//! and the child: values are argv elements, carried byte for byte.
+//! values that reach the command, the secret names (without values), and the
+//! proxy allowlist. It holds no argv: the only way to run the seal is
+//! `sealc exec`, which adds what no argv could (its init and the filters
+//! inside, the uid drop, the limits, the Codex config check).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::backend::SEATBELT;
 use crate::ir::Ir;
-use crate::spec::Platform;
 
 /// The schema name of `env.json`.
 pub const SCHEMA: &str = "sealc.env/v1";
 /// The program that clears the environment.
 pub const ENV_BIN: &str = "/usr/bin/env";
 
-/// `/usr/bin/env -i K=V...` and then the sandbox: on macOS
-/// `<sandbox_exec> -f seal.sb [<timeout> --foreground N]`; on Linux the whole
-/// bubblewrap argv of `seal.bwrap.json` (which `sealc exec` extends with the
-/// proxy bridge in `proxy` mode). A runner supplies each secret in the
-/// environment (never in argv), then appends the agent's command.
-pub fn argv_prefix(ir: &Ir) -> Vec<String> {
-    let mut argv = vec![ENV_BIN.to_string(), "-i".to_string()];
-    argv.extend(ir.env.vars.iter().map(|(k, v)| format!("{k}={v}")));
-    argv.extend(sandbox_argv(ir));
-    argv
-}
-
-/// The part of [`argv_prefix`] after the environment: what `sealc exec` runs.
-pub fn sandbox_argv(ir: &Ir) -> Vec<String> {
-    match ir.platform {
-        Platform::Macos => {
-            let mut argv = vec![ir.exec.sandbox_exec.clone(), "-f".into(), SEATBELT.into()];
-            if let Some((bin, secs)) = &ir.exec.timeout {
-                argv.extend([bin.clone(), "--foreground".into(), secs.to_string()]);
-            }
-            argv
-        }
-        Platform::Linux => crate::backend::bwrap::argv(ir),
-    }
-}
-
 /// `env.json`. Fields are declared in sorted order, so the serialized struct
 /// is already in the canonical form (`record::canonical_json`; a test checks).
 #[derive(serde::Serialize)]
 struct EnvFile<'a> {
-    argv_prefix: Vec<String>,
     env: &'a BTreeMap<String, String>,
     proxy: Option<ProxyAllowlist<'a>>,
     schema: &'static str,
@@ -69,7 +41,6 @@ struct ProxyAllowlist<'a> {
 /// Render `env.json`.
 pub fn render(ir: &Ir) -> Vec<u8> {
     let file = EnvFile {
-        argv_prefix: argv_prefix(ir),
         env: &ir.env.vars,
         proxy: ir.network.proxy.as_ref().map(|p| ProxyAllowlist {
             allow_ranges: ir

@@ -42,3 +42,31 @@ pub fn render_all(ir: &Ir) -> BTreeMap<String, Vec<u8>> {
         (CODEX.to_string(), codex::render(ir)),
     ])
 }
+
+/// The record's `exec.argv_prefix`, for the reader, never for running:
+/// `/usr/bin/env -i K=V...` and then the sandbox: on macOS
+/// `<sandbox_exec> -f seal.sb [<timeout> --foreground N]`; on Linux the
+/// bubblewrap argv of `seal.bwrap.json`. `sealc exec` builds on it with what
+/// no argv holds (on Linux its init and `__confine` inside, with Landlock,
+/// seccomp and the limits; the uid drop; the proxy bridge), so run as it
+/// stands it is a weaker seal.
+pub fn argv_prefix(ir: &Ir) -> Vec<String> {
+    let mut argv = vec![env::ENV_BIN.to_string(), "-i".to_string()];
+    argv.extend(ir.env.vars.iter().map(|(k, v)| format!("{k}={v}")));
+    argv.extend(sandbox_argv(ir));
+    argv
+}
+
+/// The part of [`argv_prefix`] after the environment.
+fn sandbox_argv(ir: &Ir) -> Vec<String> {
+    match ir.platform {
+        Platform::Macos => {
+            let mut argv = vec![ir.exec.sandbox_exec.clone(), "-f".into(), SEATBELT.into()];
+            if let Some((bin, secs)) = &ir.exec.timeout {
+                argv.extend([bin.clone(), "--foreground".into(), secs.to_string()]);
+            }
+            argv
+        }
+        Platform::Linux => bwrap::argv(ir),
+    }
+}

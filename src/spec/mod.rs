@@ -540,7 +540,20 @@ pub fn parse(text: &str) -> Result<Spec, Diagnostics> {
 
 /// The JSON Schema of the spec format, as committed under `schemas/`.
 pub fn json_schema() -> serde_json::Value {
-    draft07_schema::<Spec>(true)
+    with_id(draft07_schema::<Spec>(true), SPEC_SCHEMA_ID)
+}
+
+/// The spec schema's `$id`: a name, not an address (nothing is fetched from
+/// it). Editors are pointed at the file: `sealc schema spec` prints it.
+pub const SPEC_SCHEMA_ID: &str = "urn:sealc:schema:seal-spec:v1";
+
+/// `schema` with `$id` first among its keys' meaning (JSON key order is the
+/// map's, sorted, as everywhere).
+pub fn with_id(mut schema: serde_json::Value, id: &str) -> serde_json::Value {
+    if let Some(map) = schema.as_object_mut() {
+        map.insert("$id".into(), serde_json::Value::String(id.into()));
+    }
+    schema
 }
 
 /// A draft-07 JSON Schema of a type. With `toml`, optional keys are simply
