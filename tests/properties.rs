@@ -203,7 +203,7 @@ proptest! {
         let env: serde_json::Value = serde_json::from_slice(&c.files["env.json"]).unwrap();
         prop_assert_eq!(env["env"]["V"].as_str(), Some(value.as_str()));
         let want = format!("V={value}");
-        prop_assert!(c.record.exec.argv_prefix.iter().any(|a| *a == want));
+        prop_assert!(c.record.exec.argv_prefix.contains(&want));
         // env.json holds no argv: running one would be a weaker seal than `sealc exec`.
         prop_assert!(env.get("argv_prefix").is_none());
         let cfg: toml::Table = toml::from_str(std::str::from_utf8(&c.files["codex/config.toml"]).unwrap()).unwrap();
