@@ -155,10 +155,20 @@ pub struct Provider {
     pub env_key: Option<String>,
 }
 
-/// What a hidden root means, in words.
-pub const HIDDEN: &str = "hidden, contents and metadata alike (denied on macOS, an empty stand-in on Linux); nothing is linked or cloned out";
-/// What a stat-only root means, in words.
-pub const STAT_ONLY: &str = "metadata can be read; contents cannot be read, listed, written, linked or cloned (an empty stand-in on Linux)";
+/// What a hidden root means on a platform, in words.
+pub fn hidden(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Macos => "hidden (contents and metadata are denied); nothing is linked or cloned out",
+        Platform::Linux => "hidden (an empty stand-in covers it, only its own name can be stat'ed); nothing is linked or cloned out",
+    }
+}
+/// What a stat-only root means on a platform, in words.
+pub fn stat_only(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Macos => "metadata can be read; contents cannot be read, listed, written, linked or cloned",
+        Platform::Linux => "an empty stand-in covers it: its own name can be stat'ed (the stand-in's metadata), nothing in it can be read, listed or stat'ed",
+    }
+}
 /// What a write root means, in words.
 pub const WRITABLE: &str = "read and written beneath, except hidden roots inside; the root itself cannot be removed or renamed";
 /// What a write device means, in words.
@@ -276,11 +286,11 @@ fn filesystem(ir: &Ir) -> Filesystem {
             paths: items(RootKind::AllowRead),
         },
         cannot_read: Group {
-            meaning: HIDDEN.to_string(),
+            meaning: hidden(ir.platform).to_string(),
             paths: items(RootKind::DenyRead),
         },
         stat_only: Group {
-            meaning: STAT_ONLY.to_string(),
+            meaning: stat_only(ir.platform).to_string(),
             paths: items(RootKind::MetadataOnly),
         },
         can_write: Group {
