@@ -180,6 +180,33 @@ fn show_of_an_edited_record_says_it_does_not_verify() {
 }
 
 #[test]
+fn diff_compares_a_record_that_does_not_verify_and_says_so() {
+    let old = seal(&probe_rep(), None);
+    let mut new = old.clone();
+    let mut v: serde_json::Value = serde_json::from_slice(&new["seal.json"]).unwrap();
+    v["facts"]["vars"]["proxy_port"] = "9090".into();
+    new.insert(
+        "seal.json".into(),
+        sealc::record::canonical_json(&v).into_bytes(),
+    );
+    let out = with_seals(&[("a", &old), ("b", &new)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("does not verify with this sealc"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("~ network  proxy at `127.0.0.1:9090` (was `127.0.0.1:8080`)"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn diff_of_a_seal_with_itself_finds_no_difference() {
     let files = seal(&probe_rep(), None);
     let out = with_seals(&[("a", &files)])
