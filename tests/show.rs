@@ -286,12 +286,29 @@ fn diff_names_a_new_host() {
 
 #[test]
 fn diff_names_a_new_env_pass_name() {
+    // Set on the demo host: it crosses, which allows more.
+    let src = std::fs::read_to_string(root().join("specs/minimal.toml")).unwrap();
+    let (old, new) = (
+        seal(&src, None),
+        seal(&format!("{src}\n[env]\npass = [\"TERM\"]\n"), None),
+    );
+    let out = with_seals(&[("a", &old), ("b", &new)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "\nallows more:\n+ env  `TERM` added: passed, its value captured when compiled\n"
+        ),
+        "{}",
+        out.stdout
+    );
+    // Not set on the demo host: listed, but nothing crosses.
     let out = diff_edit(
         "pass   = [\"PATH\", \"LANG\", \"TERM\"]",
         "pass   = [\"PATH\", \"LANG\", \"TERM\", \"HOME_LANG\"]",
         "text",
     );
-    // Not set on the demo host: listed, but nothing crosses.
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout

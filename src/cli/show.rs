@@ -49,14 +49,8 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
     };
     let bytes = std::fs::read(path)
         .map_err(|e| Diagnostic::error("sealc::io::read", format!("cannot read {shown}: {e}")))?;
-    let files = |name: &str| artifacts.and_then(|dir| std::fs::read(dir.join(name)).ok());
-    let outcome = crate::verify::verify(&bytes, &files);
-    if let Some(why) = &outcome.report.unusable {
-        return Err(unusable(format!("{shown} is not a usable record: {why}")));
-    }
-    let Some(record) = outcome.record else {
-        return Err(unusable(format!("{shown} is not a usable record")));
-    };
+    let record = crate::verify::read_record(&bytes)
+        .map_err(|why| unusable(format!("{shown} is not a usable record: {why}")))?;
     let compiled =
         crate::compile_with_facts(&record.spec.file, &record.spec.text, record.facts.clone())
             .map_err(|diags| {
@@ -75,12 +69,17 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
                 )
                 .help("compile the spec again with this sealc")
             })?;
-    let problems = outcome
-        .report
+    // Without a directory of artifact files, the recompiled bytes stand in
+    // for them: only the record's own consistency is checked.
+    let files = |name: &str| match artifacts {
+        Some(dir) => std::fs::read(dir.join(name)).ok(),
+        None => compiled.files.get(name).cloned(),
+    };
+    let report = crate::verify::verify(&bytes, &files).report;
+    let problems = report
         .checks
         .iter()
         .filter(|c| c.status == Status::Drift)
-        .filter(|c| artifacts.is_some() || !c.subject.starts_with("file "))
         .map(|c| format!("{}: {}", c.subject, visible(&c.detail)))
         .collect();
     Ok(Loaded {
