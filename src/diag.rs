@@ -373,6 +373,11 @@ deny_read = [\"${ws}/link\"]",
         "# sealc compile spec.toml --out /read-only/dir",
     ),
     (
+        "sealc::record::unusable",
+        "`show` or `diff` was given a file that is not a usable record, or one whose spec does not compile",
+        "# sealc show spec.toml",
+    ),
+    (
         "sealc::out::differs",
         "an existing output differs and `--force` was not given",
         "# sealc compile spec.toml, after seal/seal.sb was edited",

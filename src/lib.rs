@@ -23,6 +23,7 @@ extern crate alloc;
 pub mod absent;
 pub mod backend;
 pub mod cli;
+pub mod describe;
 pub mod diag;
 pub mod digest;
 pub mod drift;

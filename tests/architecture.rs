@@ -55,7 +55,7 @@ fn the_files_are_where_the_architecture_says() {
         "the CLI is one file per command under src/cli/"
     );
     for cmd in [
-        "compile", "verify", "exec", "lint", "explain", "schema", "inside",
+        "compile", "verify", "exec", "lint", "explain", "schema", "inside", "show", "diff",
     ] {
         let want = format!("src/cli/{cmd}.rs");
         assert!(paths.contains(&want), "{want} is missing");
@@ -100,6 +100,7 @@ fn the_pure_stages_read_nothing_from_the_host() {
             "src/platform.rs",
             "src/query.rs",
             "src/lint.rs",
+            "src/describe.rs",
         ]
         .iter()
         .any(|m| p.starts_with(m))

@@ -12,11 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod compile;
+mod diff;
 mod exec;
 mod explain;
 mod inside;
 mod lint;
 mod schema;
+mod show;
 mod verify;
 
 /// Exit code: success.
@@ -91,6 +93,8 @@ enum Command {
     Lint(lint::Args),
     Explain(explain::Args),
     Schema(schema::Args),
+    Show(show::Args),
+    Diff(diff::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -175,6 +179,8 @@ pub fn run(
         Command::Lint(a) => lint::run(a, out, err),
         Command::Explain(a) => explain::run(a, out, err),
         Command::Schema(a) => schema::run(a, out, err),
+        Command::Show(a) => show::run(a, out, err),
+        Command::Diff(a) => diff::run(a, out, err),
     }
 }
 
