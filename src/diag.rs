@@ -548,11 +548,14 @@ pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
+    // Case is compared last: `HOME` is one edit from nothing but `home`.
+    let lower = word.to_lowercase();
+    let mut best: Option<((usize, usize), &str)> = None;
     for c in candidates {
-        let d = levenshtein(word, c);
+        let folded = levenshtein(&lower, &c.to_lowercase());
         let limit = (c.len().max(word.len()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+        let d = (folded, levenshtein(word, c));
+        if folded <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
@@ -671,6 +674,12 @@ mod tests {
         assert_eq!(did_you_mean("zzz", ["deny_read", "allow_read"]), None);
         assert_eq!(did_you_mean("hoem", ["home", "run"]), Some("home"));
         assert_eq!(did_you_mean("xhihg", ["high", "xhigh"]), Some("xhigh"));
+        assert_eq!(did_you_mean("HOME", ["home", "run"]), Some("home"));
+        assert_eq!(did_you_mean("Home", ["home", "HOME"]), Some("home"));
+        assert_eq!(
+            did_you_mean("CODEX_HOME", ["codex_home", "home"]),
+            Some("codex_home")
+        );
     }
 
     #[test]
