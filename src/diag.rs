@@ -94,7 +94,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ),
     (
         "sealc::var::flag",
-        "a `--var` flag is not of the form NAME=VALUE",
+        "a `--var` flag is not of the form NAME=VALUE, or gives a var used as a path a value that is not one",
         "# sealc compile spec.toml --var run",
     ),
     (

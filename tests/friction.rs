@@ -1,0 +1,173 @@
+//! A new user's first hour with `sealc compile`: the flags and spec
+//! spellings people reach for first get a value or a diagnostic that says
+//! exactly what to write, and nothing secret is recorded without a word.
+
+mod common;
+
+use common::*;
+
+/// A Linux seal that denies the checkout, which a `--var` gives.
+const CHECKOUT: &str = r#"version = 1
+name = "friction"
+[target]
+platform = "linux"
+[vars]
+checkout = { required = true }
+port = { default = "8080" }
+[filesystem]
+deny_read = ["${checkout}"]
+[network]
+mode = "proxy"
+proxy = "127.0.0.1:${port}"
+"#;
+
+fn recorded_var(out: &Out, name: &str) -> String {
+    let record = std::fs::read_to_string(out.path("out/seal.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    v["facts"]["vars"][name].as_str().unwrap().to_string()
+}
+
+/// Compile `CHECKOUT` in a fresh directory holding `co/`; that directory's
+/// realpath and what the run left.
+fn compile_checkout(flags: &[&str]) -> (std::path::PathBuf, Out) {
+    let dir = tempfile::tempdir().unwrap();
+    let here = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(here.join("co")).unwrap();
+    let mut args: Vec<String> = ["compile", "s.toml", "--out", "out"]
+        .map(String::from)
+        .to_vec();
+    for f in flags {
+        args.push("--var".into());
+        args.push(f.replace("$HERE", &here.display().to_string()));
+    }
+    let out = Sealc::new()
+        .in_dir(dir)
+        .file("s.toml", CHECKOUT)
+        .args(args)
+        .run();
+    (here, out)
+}
+
+#[test]
+fn a_var_path_with_a_trailing_slash_is_recorded_without_it() {
+    let (here, out) = compile_checkout(&["checkout=$HERE/co/"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        recorded_var(&out, "checkout"),
+        format!("{}/co", here.display())
+    );
+}
+
+#[test]
+fn a_relative_var_path_is_resolved_against_the_current_directory() {
+    for (given, want) in [(".", ""), ("co/", "/co"), ("./co/../co", "/co")] {
+        let (here, out) = compile_checkout(&[&format!("checkout={given}")]);
+        assert_eq!(out.code, 0, "{given}: {}", out.stderr);
+        assert_eq!(
+            recorded_var(&out, "checkout"),
+            format!("{}{want}", here.display()),
+            "{given}"
+        );
+        // The record holds the absolute path: verify reads nothing more.
+        let v = Sealc::new()
+            .in_dir(out.dir)
+            .args(["verify", "out/seal.json"])
+            .run();
+        assert_eq!(v.code, 0, "{given}: {}", v.stdout);
+    }
+}
+
+#[test]
+fn a_var_path_that_stays_unusable_is_the_flags_problem() {
+    let (_, out) = compile_checkout(&["checkout=/a/../b"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("sealc::var::flag"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("`--var checkout=/a/../b` is not a usable path: it has a `..` segment"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: write `--var checkout=/b`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("sealc::var::missing"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("filesystem.deny_read"),
+        "{}",
+        out.stderr
+    );
+
+    let (_, out) = compile_checkout(&["checkout=~/src"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("`--var checkout=~/src` starts with `~`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("`--var checkout=$HOME/src`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_var_flag_without_a_value_names_its_own_var() {
+    let (_, out) = compile_checkout(&["checkout"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("`--var checkout` is not of the form NAME=VALUE"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: write `--var checkout=VALUE`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("run="), "{}", out.stderr);
+}
+
+#[test]
+fn a_var_that_is_no_path_is_kept_as_given() {
+    let (_, out) = compile_checkout(&["checkout=$HERE/co", "port=8081"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(recorded_var(&out, "port"), "8081");
+}
+
+#[test]
+fn an_unknown_var_in_another_case_suggests_the_declared_one() {
+    let spec = r#"version = 1
+name = "friction"
+[vars]
+home = { default = "/home/me" }
+[filesystem]
+deny_read = ["${HOME}/.ssh"]
+[network]
+mode = "none"
+"#;
+    let out = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("`${HOME}` names no declared var"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: did you mean `${home}`?"),
+        "{}",
+        out.stderr
+    );
+}
