@@ -21,6 +21,11 @@ mode = "proxy"
 proxy = "127.0.0.1:${port}"
 "#;
 
+/// Stderr with miette's wrapped help lines joined again.
+fn flat(s: &str) -> String {
+    s.split('\n').map(str::trim).collect::<Vec<_>>().join(" ")
+}
+
 fn recorded_var(out: &Out, name: &str) -> String {
     let record = std::fs::read_to_string(out.path("out/seal.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&record).unwrap();
@@ -167,6 +172,65 @@ mode = "none"
     );
     assert!(
         out.stderr.contains("help: did you mean `${home}`?"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_proxy_written_as_a_url_gets_the_address_it_means() {
+    let spec = |proxy: &str| {
+        format!(
+            "version = 1\nname = \"friction\"\n[vars]\nport = {{ default = \"8080\" }}\n[network]\nmode = \"proxy\"\nproxy = \"{proxy}\"\n"
+        )
+    };
+    for (written, meant) in [
+        ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+        ("http://localhost:${port}/", "localhost:${port}"),
+    ] {
+        let out = Sealc::new()
+            .file("s.toml", spec(written))
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 2, "{written}");
+        assert!(
+            out.stderr.contains("sealc::network::proxy"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("proxy `{written}` is a URL, not a `host:port`")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("did you mean `proxy = \"{meant}\"`?")),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("not loopback"), "{}", out.stderr);
+        // What it suggests compiles, and becomes the URL that was written.
+        let out = Sealc::new()
+            .file("s.toml", spec(meant))
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+        let url = written.trim_end_matches('/').replace("${port}", "8080");
+        assert!(
+            env.contains(&format!("\"HTTPS_PROXY\": \"{url}\"")),
+            "{env}"
+        );
+    }
+    let out = Sealc::new()
+        .file("s.toml", spec("socks5://127.0.0.1:1080"))
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 2);
+    assert!(
+        flat(&out.stderr).contains("so it must be an HTTP proxy"),
         "{}",
         out.stderr
     );

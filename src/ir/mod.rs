@@ -956,6 +956,25 @@ impl Lower<'_> {
     }
 
     fn proxy(&mut self, p: &Spanned<String>) -> Option<Proxy> {
+        // A URL: the spec names the address, and sealc writes the URL.
+        if let Some((scheme, rest)) = p.value.split_once("://") {
+            let address = rest.trim_end_matches('/');
+            let help = if scheme.eq_ignore_ascii_case("http") && !address.contains('/') {
+                format!("did you mean `proxy = \"{address}\"`? sealc sets `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` to `http://` and that address")
+            } else {
+                "write the proxy's loopback `host:port`, such as `127.0.0.1:8080`: sealc sets `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` to `http://` and that address, so it must be an HTTP proxy".to_string()
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::network::proxy",
+                    format!("proxy {} is a URL, not a `host:port`", quote(&p.value)),
+                )
+                .at(p.span.clone())
+                .label("`network.proxy` is the address of an HTTP proxy on this machine")
+                .help(help),
+            );
+            return None;
+        }
         let v = self.subst(p)?;
         let Some((host, port)) = v.rsplit_once(':') else {
             self.diags.push(
