@@ -235,3 +235,27 @@ fn a_proxy_written_as_a_url_gets_the_address_it_means() {
         out.stderr
     );
 }
+
+#[test]
+fn a_conflict_names_the_path_as_written_not_its_macos_alias() {
+    let spec = "version = 1\nname = \"friction\"\n[filesystem]\nwrite = [\"/tmp/x\"]\ndeny_read = [\"/tmp/x\"]\n[network]\nmode = \"none\"\n";
+    for platform in ["macos", "linux"] {
+        let out = Sealc::new()
+            .file("s.toml", spec)
+            .args(["compile", "s.toml", "--out", "out", "--platform", platform])
+            .run();
+        assert_eq!(out.code, 2, "{platform}");
+        assert!(
+            out.stderr.contains(
+                "`/tmp/x` is listed in both `filesystem.write` and `filesystem.deny_read`"
+            ),
+            "{platform}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("/private"),
+            "{platform}: {}",
+            out.stderr
+        );
+    }
+}

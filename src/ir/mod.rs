@@ -604,12 +604,30 @@ impl Lower<'_> {
                     } else {
                         (b, a)
                     };
+                    // Name the path as written; a realpath or a macOS alias
+                    // only when that is where the two entries meet.
+                    let meet = if first.path == second.path {
+                        String::new()
+                    } else {
+                        let common: Vec<&String> =
+                            first.spellings.intersection(&second.spellings).collect();
+                        let at = common
+                            .iter()
+                            .find(|s| ***s == first.path || ***s == second.path)
+                            .or_else(|| common.iter().find(|s| macos_aliases(s).is_some()))
+                            .map_or(*shared, |s| s.as_str());
+                        if at == second.path.as_str() {
+                            String::new()
+                        } else {
+                            format!(" (as {})", quote(at))
+                        }
+                    };
                     self.diags.push(
                         Diagnostic::error(
                             "sealc::root::conflict",
                             format!(
-                                "{} is listed in both `{}` and `{}`",
-                                quote(shared),
+                                "{}{meet} is listed in both `{}` and `{}`",
+                                quote(&second.path),
                                 first.kind.key(),
                                 second.kind.key()
                             ),
