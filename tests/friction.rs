@@ -259,3 +259,38 @@ fn a_conflict_names_the_path_as_written_not_its_macos_alias() {
         );
     }
 }
+
+#[test]
+fn a_value_of_the_wrong_type_shows_the_shape_it_takes() {
+    for (written, path, shape) in [
+        (
+            "[exec]\ntimeout = 1800\n",
+            "`exec.timeout` must be a table, found an integer",
+            "write it like `timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }`",
+        ),
+        (
+            "[filesystem]\ndeny_read = \"/x\"\n",
+            "`filesystem.deny_read` must be an array of strings, found a string",
+            "write it like `deny_read = [\"${home}/.ssh\"]`",
+        ),
+        (
+            "[network]\nports = [\"443\"]\n",
+            "`network.ports[0]` must be an integer, found a string",
+            "write it like `ports = [443]`",
+        ),
+        (
+            "[vars]\nrun = \"/r\"\n",
+            "`vars.run` must be a table, found a string",
+            "write it like `run = { required = true, help = \"the run directory\" }`",
+        ),
+    ] {
+        let out = Sealc::new()
+            .file("s.toml", format!("version = 1\nname = \"friction\"\n{written}"))
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 2, "{written}");
+        let err = flat(&out.stderr);
+        assert!(err.contains(path), "{}", out.stderr);
+        assert!(err.contains(&format!("help: {shape}")), "{}", out.stderr);
+    }
+}

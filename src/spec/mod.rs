@@ -7,6 +7,7 @@
 
 mod interp;
 mod read;
+pub mod shape;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
