@@ -285,7 +285,10 @@ fn a_value_of_the_wrong_type_shows_the_shape_it_takes() {
         ),
     ] {
         let out = Sealc::new()
-            .file("s.toml", format!("version = 1\nname = \"friction\"\n{written}"))
+            .file(
+                "s.toml",
+                format!("version = 1\nname = \"friction\"\n{written}"),
+            )
             .args(["compile", "s.toml", "--out", "out"])
             .run();
         assert_eq!(out.code, 2, "{written}");
@@ -293,4 +296,104 @@ fn a_value_of_the_wrong_type_shows_the_shape_it_takes() {
         assert!(err.contains(path), "{}", out.stderr);
         assert!(err.contains(&format!("help: {shape}")), "{}", out.stderr);
     }
+}
+
+const SECRET_PASS: &str = r#"version = 1
+name = "friction"
+[target]
+platform = "linux"
+[vars]
+unused = { default = "/x" }
+[network]
+mode = "none"
+[env]
+pass = ["PATH", "GITHUB_TOKEN"]
+"#;
+
+#[test]
+fn compile_warns_about_a_secret_it_records() {
+    let out = Sealc::new()
+        .file("s.toml", SECRET_PASS)
+        .env("GITHUB_TOKEN", "ghp_friction")
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = flat(&out.stderr);
+    assert!(err.contains("sealc::lint::secret_pass"), "{}", out.stderr);
+    assert!(
+        err.contains("`GITHUB_TOKEN` looks like a secret, and `pass` records its value"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        err.contains("list `GITHUB_TOKEN` under `env.secret` instead"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        err.matches("sealc::lint::secret_pass").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    // Every other warning lint has for the spec is reported too.
+    assert!(err.contains("sealc::lint::unused_var"), "{}", out.stderr);
+    // The value was recorded, as the warning says, and never printed.
+    let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+    assert!(env.contains("ghp_friction"));
+    assert!(!out.stderr.contains("ghp_friction") && !out.stdout.contains("ghp_friction"));
+}
+
+#[test]
+fn an_unset_secret_looking_pass_is_never_advised_to_be_set() {
+    let out = Sealc::new()
+        .file("s.toml", SECRET_PASS)
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = flat(&out.stderr);
+    assert!(
+        err.contains("list `GITHUB_TOKEN` under `env.secret` instead"),
+        "{}",
+        out.stderr
+    );
+    assert!(!err.contains("`GITHUB_TOKEN` before compiling"), "{}", out.stderr);
+    assert!(!err.contains("set `GITHUB_TOKEN`"), "{}", out.stderr);
+    // One finding for the entry, not two.
+    assert!(!err.contains("env var `GITHUB_TOKEN` is not set"), "{}", out.stderr);
+    assert!(err.contains("env var `PATH` is not set"), "{}", out.stderr);
+}
+
+#[test]
+fn an_unset_pass_that_looks_secret_gets_the_secret_advice_from_the_facts_too() {
+    let spec = sealc::spec::parse(SECRET_PASS).unwrap();
+    let (_, warnings) = sealc::facts::gather(
+        &spec,
+        SECRET_PASS,
+        &Vec::new(),
+        &sealc::facts::FakeHost::new(),
+    )
+    .unwrap();
+    let absent: Vec<_> = warnings
+        .0
+        .iter()
+        .filter(|d| d.code == "sealc::env::absent")
+        .collect();
+    assert_eq!(absent.len(), 2, "{warnings:#?}");
+    let token = absent
+        .iter()
+        .find(|d| d.message.contains("GITHUB_TOKEN"))
+        .unwrap();
+    let help = token.help.as_deref().unwrap();
+    assert!(help.contains("list it under `env.secret`"), "{help}");
+    assert!(!help.contains("before compiling"), "{help}");
+    let path = absent
+        .iter()
+        .find(|d| d.message.contains("`PATH`"))
+        .unwrap();
+    assert!(path
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("set `PATH` before compiling"));
 }

@@ -292,9 +292,11 @@ pub fn gather_all(
                     )
                     .at(name.span.clone())
                     .label("not set while compiling")
-                    .help(format!(
-                        "set `{n}` before compiling, or remove it from `pass`"
-                    )),
+                    .help(if crate::spec::looks_secret(n) {
+                        format!("`{n}` looks like a secret: list it under `env.secret` instead, so `sealc exec` takes it from its own environment and nothing records it")
+                    } else {
+                        format!("set `{n}` before compiling, or remove it from `pass`")
+                    }),
                 );
                 env.insert(n.to_string(), None);
             }
