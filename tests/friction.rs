@@ -357,10 +357,18 @@ fn an_unset_secret_looking_pass_is_never_advised_to_be_set() {
         "{}",
         out.stderr
     );
-    assert!(!err.contains("`GITHUB_TOKEN` before compiling"), "{}", out.stderr);
+    assert!(
+        !err.contains("`GITHUB_TOKEN` before compiling"),
+        "{}",
+        out.stderr
+    );
     assert!(!err.contains("set `GITHUB_TOKEN`"), "{}", out.stderr);
     // One finding for the entry, not two.
-    assert!(!err.contains("env var `GITHUB_TOKEN` is not set"), "{}", out.stderr);
+    assert!(
+        !err.contains("env var `GITHUB_TOKEN` is not set"),
+        "{}",
+        out.stderr
+    );
     assert!(err.contains("env var `PATH` is not set"), "{}", out.stderr);
 }
 
