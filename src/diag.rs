@@ -94,7 +94,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ),
     (
         "sealc::var::flag",
-        "a `--var` flag is not of the form NAME=VALUE",
+        "a `--var` flag is not of the form NAME=VALUE, or gives a var used as a path a value that is not one",
         "# sealc compile spec.toml --var run",
     ),
     (
@@ -553,11 +553,14 @@ pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
+    // Case is compared last: `HOME` is one edit from nothing but `home`.
+    let lower = word.to_lowercase();
+    let mut best: Option<((usize, usize), &str)> = None;
     for c in candidates {
-        let d = levenshtein(word, c);
+        let folded = levenshtein(&lower, &c.to_lowercase());
         let limit = (c.len().max(word.len()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+        let d = (folded, levenshtein(word, c));
+        if folded <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
@@ -685,6 +688,12 @@ mod tests {
         assert_eq!(did_you_mean("zzz", ["deny_read", "allow_read"]), None);
         assert_eq!(did_you_mean("hoem", ["home", "run"]), Some("home"));
         assert_eq!(did_you_mean("xhihg", ["high", "xhigh"]), Some("xhigh"));
+        assert_eq!(did_you_mean("HOME", ["home", "run"]), Some("home"));
+        assert_eq!(did_you_mean("Home", ["home", "HOME"]), Some("home"));
+        assert_eq!(
+            did_you_mean("CODEX_HOME", ["codex_home", "home"]),
+            Some("codex_home")
+        );
     }
 
     #[test]

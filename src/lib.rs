@@ -84,7 +84,22 @@ pub fn compile_for(
     let (facts, warnings) = facts::gather_for(&spec, src, flags, platform, host)?;
     let mut c = compile_parsed(spec_file, src, &spec, facts)?;
     let mut all = warnings;
-    all.extend(c.warnings);
+    all.extend(std::mem::take(&mut c.warnings));
+    // What `sealc lint` would warn about, so nothing is recorded without a
+    // word (a `pass` that looks like a secret above all).
+    let smells = lint::smells_of(&spec, src, &c.ir);
+    // One finding per entry: a secret-looking `pass` that is not set is
+    // told once, as the secret it looks like.
+    let secret_spans: Vec<_> = smells
+        .0
+        .iter()
+        .filter(|d| d.code == "sealc::lint::secret_pass")
+        .filter_map(|d| d.span.clone())
+        .collect();
+    all.0.retain(|d| {
+        d.code != "sealc::env::absent" || d.span.as_ref().is_none_or(|s| !secret_spans.contains(s))
+    });
+    all.extend(smells);
     c.warnings = all.sorted();
     Ok(c)
 }

@@ -96,6 +96,14 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir
     }
 }
 
+/// The warnings and advice of [`lint`] that are about a seal rather than
+/// its text, for the IR `sealc compile` lowered: compile reports them too.
+pub fn smells_of(spec: &Spec, src: &str, ir: &Ir) -> Diagnostics {
+    let mut out = Diagnostics::default();
+    smells(spec, src, ir, &mut out);
+    out
+}
+
 /// Warnings that help people write good seals.
 fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     let spellings = |kinds: &[RootKind]| -> Vec<&String> {
@@ -242,11 +250,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
 
     // A `pass` that looks like a secret.
     for p in &spec.env.pass {
-        let upper = p.value.to_ascii_uppercase();
-        if ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
-            .iter()
-            .any(|w| upper.contains(w))
-        {
+        if crate::spec::looks_secret(&p.value) {
             out.push(
                 Diagnostic::warning(
                     "sealc::lint::secret_pass",

@@ -13,7 +13,10 @@ use crate::facts::{parse_var_flag, RealHost, VarFlags};
 pub struct Args {
     /// The seal spec (TOML).
     spec: PathBuf,
-    /// Give a var its value: NAME=VALUE (repeatable; wins over env and default).
+    /// Give a var its value: NAME=VALUE (repeatable; wins over env and
+    /// default). For a var a path starts with, a trailing `/` is dropped and
+    /// a relative value (`.`) is made absolute against the current
+    /// directory; the absolute path is what is recorded.
     #[arg(long = "var", value_name = "NAME=VALUE")]
     vars: Vec<String>,
     /// Output directory.

@@ -29,6 +29,9 @@ pub trait Host {
     /// The device, inode and kind of a path, not following a final symlink
     /// (None if absent).
     fn identity(&self, path: &str) -> Option<Identity>;
+    /// The current directory (None if it cannot be read or is not UTF-8):
+    /// a relative `--var` path is resolved against it.
+    fn cwd(&self) -> Option<String>;
 }
 
 /// This machine.
@@ -89,6 +92,12 @@ impl Host for RealHost {
             kind,
         })
     }
+
+    fn cwd(&self) -> Option<String> {
+        std::env::current_dir()
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok())
+    }
 }
 
 /// An in-memory host: env vars, directories, files and symlinks given by the
@@ -102,6 +111,8 @@ pub struct FakeHost {
     pub files: BTreeMap<String, Vec<u8>>,
     pub links: BTreeMap<String, String>,
     pub inodes: BTreeMap<String, u64>,
+    /// The current directory; none unless the test gives one.
+    pub cwd: Option<String>,
 }
 
 impl FakeHost {
@@ -122,6 +133,10 @@ impl FakeHost {
     }
     pub fn link(mut self, p: &str, target: &str) -> Self {
         self.links.insert(p.into(), target.into());
+        self
+    }
+    pub fn cwd(mut self, p: &str) -> Self {
+        self.cwd = Some(p.into());
         self
     }
     /// Give a path another inode, as if it had been replaced.
@@ -237,6 +252,10 @@ impl Host for FakeHost {
             .copied()
             .unwrap_or_else(|| FakeHost::derived_inode(path));
         Some(Identity { dev: 1, ino, kind })
+    }
+
+    fn cwd(&self) -> Option<String> {
+        self.cwd.clone()
     }
 }
 

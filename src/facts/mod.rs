@@ -149,14 +149,24 @@ pub type VarFlags = Vec<(String, String)>;
 pub fn parse_var_flag(s: &str) -> Result<(String, String), Diagnostic> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(Diagnostic::error(
-            "sealc::var::flag",
-            format!(
-                "`--var {}` is not of the form NAME=VALUE",
-                crate::diag::visible(s)
-            ),
-        )
-        .help("write `--var run=/path/to/run`")),
+        split => {
+            // Name the var the flag was meant for, when there is one.
+            let name = match split {
+                None if !s.is_empty() && !s.contains(char::is_whitespace) => s,
+                _ => "NAME",
+            };
+            Err(Diagnostic::error(
+                "sealc::var::flag",
+                format!(
+                    "`--var {}` is not of the form NAME=VALUE",
+                    crate::diag::visible(s)
+                ),
+            )
+            .help(format!(
+                "write `--var {}=VALUE`",
+                crate::diag::visible(name)
+            )))
+        }
     }
 }
 
@@ -282,9 +292,11 @@ pub fn gather_all(
                     )
                     .at(name.span.clone())
                     .label("not set while compiling")
-                    .help(format!(
-                        "set `{n}` before compiling, or remove it from `pass`"
-                    )),
+                    .help(if crate::spec::looks_secret(n) {
+                        format!("`{n}` looks like a secret: list it under `env.secret` instead, so `sealc exec` takes it from its own environment and nothing records it")
+                    } else {
+                        format!("set `{n}` before compiling, or remove it from `pass`")
+                    }),
                 );
                 env.insert(n.to_string(), None);
             }
@@ -473,6 +485,114 @@ fn builders(
         .collect()
 }
 
+/// The vars whose value is used as a path: a path of the spec (a root, the
+/// launcher, a program, the workspace, an assertion's path, another var's
+/// default) starts with `${name}`.
+fn path_vars(spec: &Spec) -> BTreeSet<&str> {
+    let fs = &spec.filesystem;
+    let mut strings: Vec<&str> = fs.all_roots().map(|s| s.value.as_str()).collect();
+    strings.extend(spec.launcher.as_ref().map(|l| l.path.value.as_str()));
+    strings.extend(spec.exec.sandbox_exec.as_ref().map(|s| s.value.as_str()));
+    strings.extend(spec.exec.bwrap.as_ref().map(|s| s.value.as_str()));
+    strings.extend(spec.exec.timeout.as_ref().map(|t| t.bin.value.as_str()));
+    strings.extend(spec.codex.workspace.as_ref().map(|s| s.value.as_str()));
+    strings.extend(
+        spec.vars
+            .values()
+            .filter_map(|d| d.default.as_ref())
+            .map(|s| s.value.as_str()),
+    );
+    for a in &spec.asserts {
+        strings.extend(a.paths.iter().map(|s| s.value.as_str()));
+    }
+    spec.vars
+        .keys()
+        .map(String::as_str)
+        .filter(|name| {
+            let head = format!("${{{name}}}");
+            strings.iter().any(|s| {
+                s.strip_prefix(head.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        })
+        .collect()
+}
+
+/// The value of `--var name=value` for a var used as a path, as recorded:
+/// a trailing `/` dropped (tab completion adds one), a relative value (`.`,
+/// `ws`, `../runs/r1`) resolved against the current directory. An absolute
+/// value is otherwise kept as given, so its problems are reported as the
+/// flag's.
+fn flag_path(name: &str, value: &str, host: &dyn Host) -> Result<String, Diagnostic> {
+    let flag = |v: &str| {
+        format!(
+            "--var {}={}",
+            crate::diag::visible(name),
+            crate::diag::visible(v)
+        )
+    };
+    let bad = |msg: String, help: String| Diagnostic::error("sealc::var::flag", msg).help(help);
+    if value.starts_with('~') {
+        return Err(bad(
+            format!(
+                "`{}` starts with `~`, which sealc does not expand",
+                flag(value)
+            ),
+            match value.strip_prefix('~') {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => format!(
+                    "write the home directory out: `{}`",
+                    flag(&format!("$HOME{rest}"))
+                ),
+                _ => format!("pass an absolute path: `{}`", flag("/path")),
+            },
+        ));
+    }
+    let path = if value.starts_with('/') {
+        let trimmed = value.trim_end_matches('/');
+        if trimmed.is_empty() {
+            "/".to_string()
+        } else {
+            trimmed.to_string()
+        }
+    } else if value.is_empty() {
+        return Err(bad(
+            format!("`{}` gives a path var an empty value", flag(value)),
+            format!("pass a directory: `{}`", flag("/path")),
+        ));
+    } else {
+        let Some(cwd) = host.cwd().filter(|c| c.starts_with('/')) else {
+            return Err(bad(
+                format!(
+                    "`{}` is a relative path, and the current directory cannot be read",
+                    flag(value)
+                ),
+                format!("pass an absolute path: `{}`", flag("/path")),
+            ));
+        };
+        normalize(&format!("{cwd}/{value}"))
+    };
+    if let Err(problem) = crate::ir::check_path(&path) {
+        use crate::ir::PathProblem;
+        let help = match &problem {
+            PathProblem::DoubleSlash | PathProblem::DotSegment(_) => {
+                format!("write `{}`", flag(&normalize(&path)))
+            }
+            other => other
+                .help(&path)
+                .unwrap_or_else(|| "pass a plain absolute path".to_string()),
+        };
+        return Err(bad(
+            format!(
+                "`{}` is not a usable path: it {}",
+                flag(value),
+                problem.message()
+            ),
+            help,
+        ));
+    }
+    Ok(path)
+}
+
 fn resolve_vars(
     spec: &Spec,
     src: &str,
@@ -481,10 +601,25 @@ fn resolve_vars(
     secrets: &BTreeSet<&str>,
     diags: &mut Diagnostics,
 ) -> BTreeMap<String, String> {
-    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut given: BTreeMap<&str, String> = BTreeMap::new();
+    let paths = path_vars(spec);
+    let mut refused = BTreeSet::new();
     for (k, v) in flags {
         if spec.vars.contains_key(k) {
-            given.insert(k, v);
+            let value = if paths.contains(k.as_str()) {
+                match flag_path(k, v, host) {
+                    Ok(p) => p,
+                    Err(d) => {
+                        let at = spec.vars.get(k).map(|d| d.name.span.clone());
+                        diags.push(d.at_opt(at).label("its value is used as a path"));
+                        refused.insert(k.clone());
+                        continue;
+                    }
+                }
+            } else {
+                v.clone()
+            };
+            given.insert(k, value);
         } else {
             let mut d = Diagnostic::error(
                 "sealc::var::undeclared",
@@ -504,7 +639,7 @@ fn resolve_vars(
         secrets,
         given,
         done: BTreeMap::new(),
-        failed: BTreeSet::new(),
+        failed: refused,
         stack: Vec::new(),
     };
     for name in spec.vars.keys() {
@@ -518,7 +653,7 @@ struct Resolver<'a> {
     src: &'a str,
     host: &'a dyn Host,
     secrets: &'a BTreeSet<&'a str>,
-    given: BTreeMap<&'a str, &'a str>,
+    given: BTreeMap<&'a str, String>,
     done: BTreeMap<String, String>,
     failed: BTreeSet<String>,
     stack: Vec<String>,
@@ -561,7 +696,7 @@ impl Resolver<'_> {
     fn value_of(&mut self, name: &str, diags: &mut Diagnostics) -> Option<String> {
         let decl = self.spec.vars.get(name)?;
         if let Some(v) = self.given.get(name) {
-            return Some((*v).to_string());
+            return Some(v.clone());
         }
         if let Some(env) = &decl.env {
             if self.secrets.contains(env.value.as_str()) {

@@ -604,12 +604,30 @@ impl Lower<'_> {
                     } else {
                         (b, a)
                     };
+                    // Name the path as written; a realpath or a macOS alias
+                    // only when that is where the two entries meet.
+                    let meet = if first.path == second.path {
+                        String::new()
+                    } else {
+                        let common: Vec<&String> =
+                            first.spellings.intersection(&second.spellings).collect();
+                        let at = common
+                            .iter()
+                            .find(|s| ***s == first.path || ***s == second.path)
+                            .or_else(|| common.iter().find(|s| macos_aliases(s).is_some()))
+                            .map_or(*shared, |s| s.as_str());
+                        if at == second.path.as_str() {
+                            String::new()
+                        } else {
+                            format!(" (as {})", quote(at))
+                        }
+                    };
                     self.diags.push(
                         Diagnostic::error(
                             "sealc::root::conflict",
                             format!(
-                                "{} is listed in both `{}` and `{}`",
-                                quote(shared),
+                                "{}{meet} is listed in both `{}` and `{}`",
+                                quote(&second.path),
                                 first.kind.key(),
                                 second.kind.key()
                             ),
@@ -956,6 +974,25 @@ impl Lower<'_> {
     }
 
     fn proxy(&mut self, p: &Spanned<String>) -> Option<Proxy> {
+        // A URL: the spec names the address, and sealc writes the URL.
+        if let Some((scheme, rest)) = p.value.split_once("://") {
+            let address = rest.trim_end_matches('/');
+            let help = if scheme.eq_ignore_ascii_case("http") && !address.contains('/') {
+                format!("did you mean `proxy = \"{address}\"`? sealc sets `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` to `http://` and that address")
+            } else {
+                "write the proxy's loopback `host:port`, such as `127.0.0.1:8080`: sealc sets `HTTPS_PROXY`, `HTTP_PROXY` and `ALL_PROXY` to `http://` and that address, so it must be an HTTP proxy".to_string()
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::network::proxy",
+                    format!("proxy {} is a URL, not a `host:port`", quote(&p.value)),
+                )
+                .at(p.span.clone())
+                .label("`network.proxy` is the address of an HTTP proxy on this machine")
+                .help(help),
+            );
+            return None;
+        }
         let v = self.subst(p)?;
         let Some((host, port)) = v.rsplit_once(':') else {
             self.diags.push(

@@ -7,6 +7,7 @@
 
 mod interp;
 mod read;
+pub mod shape;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -36,6 +37,16 @@ pub const PROXY_PATTERN: &str =
 pub const HOST_PATTERN: &str = r"^((\*?\.)?([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?(\.([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?)*|\[[0-9A-Fa-f:.]+\])$";
 /// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`).
 pub const RANGE_PATTERN: &str = r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$";
+/// Does an env var name look like it holds a secret (`GITHUB_TOKEN`,
+/// `AWS_SECRET_ACCESS_KEY`, `OPENAI_API_KEY`)? Such a name belongs in
+/// `env.secret`, whose value nothing records.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
+
 /// A seal name.
 pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 /// A seatbelt operation name.

@@ -129,14 +129,16 @@ impl Cx {
     }
 
     fn type_error(&mut self, path: &str, v: &Val<'_>, expected: &str) {
-        self.push(
-            Diagnostic::error(
-                "sealc::spec::type",
-                format!("`{path}` must be {expected}, found {}", kind(v.get_ref())),
-            )
-            .at(v.span())
-            .label(format!("expected {expected}")),
-        );
+        let mut d = Diagnostic::error(
+            "sealc::spec::type",
+            format!("`{path}` must be {expected}, found {}", kind(v.get_ref())),
+        )
+        .at(v.span())
+        .label(format!("expected {expected}"));
+        if let Some(e) = super::shape::example(path) {
+            d = d.help(format!("write it like `{e}`"));
+        }
+        self.push(d);
     }
 
     fn string(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<String>> {

@@ -1,0 +1,407 @@
+//! A new user's first hour with `sealc compile`: the flags and spec
+//! spellings people reach for first get a value or a diagnostic that says
+//! exactly what to write, and nothing secret is recorded without a word.
+
+mod common;
+
+use common::*;
+
+/// A Linux seal that denies the checkout, which a `--var` gives.
+const CHECKOUT: &str = r#"version = 1
+name = "friction"
+[target]
+platform = "linux"
+[vars]
+checkout = { required = true }
+port = { default = "8080" }
+[filesystem]
+deny_read = ["${checkout}"]
+[network]
+mode = "proxy"
+proxy = "127.0.0.1:${port}"
+"#;
+
+/// Stderr with miette's wrapped help lines joined again.
+fn flat(s: &str) -> String {
+    s.split('\n').map(str::trim).collect::<Vec<_>>().join(" ")
+}
+
+fn recorded_var(out: &Out, name: &str) -> String {
+    let record = std::fs::read_to_string(out.path("out/seal.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    v["facts"]["vars"][name].as_str().unwrap().to_string()
+}
+
+/// Compile `CHECKOUT` in a fresh directory holding `co/`; that directory's
+/// realpath and what the run left.
+fn compile_checkout(flags: &[&str]) -> (std::path::PathBuf, Out) {
+    let dir = tempfile::tempdir().unwrap();
+    let here = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(here.join("co")).unwrap();
+    let mut args: Vec<String> = ["compile", "s.toml", "--out", "out"]
+        .map(String::from)
+        .to_vec();
+    for f in flags {
+        args.push("--var".into());
+        args.push(f.replace("$HERE", &here.display().to_string()));
+    }
+    let out = Sealc::new()
+        .in_dir(dir)
+        .file("s.toml", CHECKOUT)
+        .args(args)
+        .run();
+    (here, out)
+}
+
+#[test]
+fn a_var_path_with_a_trailing_slash_is_recorded_without_it() {
+    let (here, out) = compile_checkout(&["checkout=$HERE/co/"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        recorded_var(&out, "checkout"),
+        format!("{}/co", here.display())
+    );
+}
+
+#[test]
+fn a_relative_var_path_is_resolved_against_the_current_directory() {
+    for (given, want) in [(".", ""), ("co/", "/co"), ("./co/../co", "/co")] {
+        let (here, out) = compile_checkout(&[&format!("checkout={given}")]);
+        assert_eq!(out.code, 0, "{given}: {}", out.stderr);
+        assert_eq!(
+            recorded_var(&out, "checkout"),
+            format!("{}{want}", here.display()),
+            "{given}"
+        );
+        // The record holds the absolute path: verify reads nothing more.
+        let v = Sealc::new()
+            .in_dir(out.dir)
+            .args(["verify", "out/seal.json"])
+            .run();
+        assert_eq!(v.code, 0, "{given}: {}", v.stdout);
+    }
+}
+
+#[test]
+fn a_var_path_that_stays_unusable_is_the_flags_problem() {
+    let (_, out) = compile_checkout(&["checkout=/a/../b"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("sealc::var::flag"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("`--var checkout=/a/../b` is not a usable path: it has a `..` segment"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: write `--var checkout=/b`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("sealc::var::missing"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("filesystem.deny_read"),
+        "{}",
+        out.stderr
+    );
+
+    let (_, out) = compile_checkout(&["checkout=~/src"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("`--var checkout=~/src` starts with `~`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("`--var checkout=$HOME/src`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_var_flag_without_a_value_names_its_own_var() {
+    let (_, out) = compile_checkout(&["checkout"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("`--var checkout` is not of the form NAME=VALUE"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: write `--var checkout=VALUE`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("run="), "{}", out.stderr);
+}
+
+#[test]
+fn a_var_that_is_no_path_is_kept_as_given() {
+    let (_, out) = compile_checkout(&["checkout=$HERE/co", "port=8081"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(recorded_var(&out, "port"), "8081");
+}
+
+#[test]
+fn an_unknown_var_in_another_case_suggests_the_declared_one() {
+    let spec = r#"version = 1
+name = "friction"
+[vars]
+home = { default = "/home/me" }
+[filesystem]
+deny_read = ["${HOME}/.ssh"]
+[network]
+mode = "none"
+"#;
+    let out = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("`${HOME}` names no declared var"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("help: did you mean `${home}`?"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_proxy_written_as_a_url_gets_the_address_it_means() {
+    let spec = |proxy: &str| {
+        format!(
+            "version = 1\nname = \"friction\"\n[vars]\nport = {{ default = \"8080\" }}\n[network]\nmode = \"proxy\"\nproxy = \"{proxy}\"\n"
+        )
+    };
+    for (written, meant) in [
+        ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+        ("http://localhost:${port}/", "localhost:${port}"),
+    ] {
+        let out = Sealc::new()
+            .file("s.toml", spec(written))
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 2, "{written}");
+        assert!(
+            out.stderr.contains("sealc::network::proxy"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("proxy `{written}` is a URL, not a `host:port`")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("did you mean `proxy = \"{meant}\"`?")),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("not loopback"), "{}", out.stderr);
+        // What it suggests compiles, and becomes the URL that was written.
+        let out = Sealc::new()
+            .file("s.toml", spec(meant))
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+        let url = written.trim_end_matches('/').replace("${port}", "8080");
+        assert!(
+            env.contains(&format!("\"HTTPS_PROXY\": \"{url}\"")),
+            "{env}"
+        );
+    }
+    let out = Sealc::new()
+        .file("s.toml", spec("socks5://127.0.0.1:1080"))
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 2);
+    assert!(
+        flat(&out.stderr).contains("so it must be an HTTP proxy"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_conflict_names_the_path_as_written_not_its_macos_alias() {
+    let spec = "version = 1\nname = \"friction\"\n[filesystem]\nwrite = [\"/tmp/x\"]\ndeny_read = [\"/tmp/x\"]\n[network]\nmode = \"none\"\n";
+    for platform in ["macos", "linux"] {
+        let out = Sealc::new()
+            .file("s.toml", spec)
+            .args(["compile", "s.toml", "--out", "out", "--platform", platform])
+            .run();
+        assert_eq!(out.code, 2, "{platform}");
+        assert!(
+            out.stderr.contains(
+                "`/tmp/x` is listed in both `filesystem.write` and `filesystem.deny_read`"
+            ),
+            "{platform}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("/private"),
+            "{platform}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_value_of_the_wrong_type_shows_the_shape_it_takes() {
+    for (written, path, shape) in [
+        (
+            "[exec]\ntimeout = 1800\n",
+            "`exec.timeout` must be a table, found an integer",
+            "write it like `timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }`",
+        ),
+        (
+            "[filesystem]\ndeny_read = \"/x\"\n",
+            "`filesystem.deny_read` must be an array of strings, found a string",
+            "write it like `deny_read = [\"${home}/.ssh\"]`",
+        ),
+        (
+            "[network]\nports = [\"443\"]\n",
+            "`network.ports[0]` must be an integer, found a string",
+            "write it like `ports = [443]`",
+        ),
+        (
+            "[vars]\nrun = \"/r\"\n",
+            "`vars.run` must be a table, found a string",
+            "write it like `run = { required = true, help = \"the run directory\" }`",
+        ),
+    ] {
+        let out = Sealc::new()
+            .file(
+                "s.toml",
+                format!("version = 1\nname = \"friction\"\n{written}"),
+            )
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 2, "{written}");
+        let err = flat(&out.stderr);
+        assert!(err.contains(path), "{}", out.stderr);
+        assert!(err.contains(&format!("help: {shape}")), "{}", out.stderr);
+    }
+}
+
+const SECRET_PASS: &str = r#"version = 1
+name = "friction"
+[target]
+platform = "linux"
+[vars]
+unused = { default = "/x" }
+[network]
+mode = "none"
+[env]
+pass = ["PATH", "GITHUB_TOKEN"]
+"#;
+
+#[test]
+fn compile_warns_about_a_secret_it_records() {
+    let out = Sealc::new()
+        .file("s.toml", SECRET_PASS)
+        .env("GITHUB_TOKEN", "ghp_friction")
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = flat(&out.stderr);
+    assert!(err.contains("sealc::lint::secret_pass"), "{}", out.stderr);
+    assert!(
+        err.contains("`GITHUB_TOKEN` looks like a secret, and `pass` records its value"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        err.contains("list `GITHUB_TOKEN` under `env.secret` instead"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        err.matches("sealc::lint::secret_pass").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    // Every other warning lint has for the spec is reported too.
+    assert!(err.contains("sealc::lint::unused_var"), "{}", out.stderr);
+    // The value was recorded, as the warning says, and never printed.
+    let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+    assert!(env.contains("ghp_friction"));
+    assert!(!out.stderr.contains("ghp_friction") && !out.stdout.contains("ghp_friction"));
+}
+
+#[test]
+fn an_unset_secret_looking_pass_is_never_advised_to_be_set() {
+    let out = Sealc::new()
+        .file("s.toml", SECRET_PASS)
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = flat(&out.stderr);
+    assert!(
+        err.contains("list `GITHUB_TOKEN` under `env.secret` instead"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !err.contains("`GITHUB_TOKEN` before compiling"),
+        "{}",
+        out.stderr
+    );
+    assert!(!err.contains("set `GITHUB_TOKEN`"), "{}", out.stderr);
+    // One finding for the entry, not two.
+    assert!(
+        !err.contains("env var `GITHUB_TOKEN` is not set"),
+        "{}",
+        out.stderr
+    );
+    assert!(err.contains("env var `PATH` is not set"), "{}", out.stderr);
+}
+
+#[test]
+fn an_unset_pass_that_looks_secret_gets_the_secret_advice_from_the_facts_too() {
+    let spec = sealc::spec::parse(SECRET_PASS).unwrap();
+    let (_, warnings) = sealc::facts::gather(
+        &spec,
+        SECRET_PASS,
+        &Vec::new(),
+        &sealc::facts::FakeHost::new(),
+    )
+    .unwrap();
+    let absent: Vec<_> = warnings
+        .0
+        .iter()
+        .filter(|d| d.code == "sealc::env::absent")
+        .collect();
+    assert_eq!(absent.len(), 2, "{warnings:#?}");
+    let token = absent
+        .iter()
+        .find(|d| d.message.contains("GITHUB_TOKEN"))
+        .unwrap();
+    let help = token.help.as_deref().unwrap();
+    assert!(help.contains("list it under `env.secret`"), "{help}");
+    assert!(!help.contains("before compiling"), "{help}");
+    let path = absent
+        .iter()
+        .find(|d| d.message.contains("`PATH`"))
+        .unwrap();
+    assert!(path
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("set `PATH` before compiling"));
+}
