@@ -106,11 +106,26 @@ fn compile(
             return BAD_INPUT;
         }
     };
-    if !compiled.warnings.0.is_empty() {
+    // Every warning in full; advice (style, redundancy: nothing that changes
+    // what the seal allows) as one line that says where to see it.
+    let (advice, warnings): (Vec<_>, Vec<_>) = compiled
+        .warnings
+        .0
+        .iter()
+        .cloned()
+        .partition(|d| d.severity == crate::diag::Severity::Advice);
+    if !warnings.is_empty() {
         let _ = write!(
             err,
             "{}",
-            render_diagnostics(&compiled.warnings, &display, &src)
+            render_diagnostics(&Diagnostics(warnings), &display, &src)
+        );
+    }
+    if !advice.is_empty() && !super::quiet() {
+        let _ = writeln!(
+            err,
+            "note: {} advice for {display} (style and redundancy; `sealc lint {display}` shows it)",
+            advice.len()
         );
     }
 
