@@ -76,47 +76,7 @@ enum Mount {
     Special,
 }
 
-/// What one access needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    ReadData,
-    ReadMetadata,
-    Write,
-}
-
-/// A change to one name in a directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// Make a new name: a file (`O_CREAT | O_EXCL`), a directory (`mkdir`),
-    /// a node or a symlink (`file-write-create`, `mkdir`).
-    Create,
-    /// `unlink` a file or symlink (`unlink`).
-    Unlink,
-    /// `rmdir` a directory that is empty on the host (`rmdir`).
-    Rmdir,
-    /// The name goes away by `unlink`, by `rmdir` when it is an empty
-    /// directory, or by a rename within its mount (`file-write-unlink`).
-    Remove,
-    /// Hard-link a file into a write root (`file-link`).
-    Link,
-}
-
-/// An operation from one path to a new name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Move {
-    /// `rename(from, to)` (`rename`).
-    Rename,
-    /// `link(from, to)`, a symlink `from` not followed (`link`, `file-link`).
-    Link,
-}
-
-/// What an operation name asks of the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Question {
-    Path(Access),
-    Name(Op),
-    Move(Move),
-}
+pub use crate::ops::{Access, Move, Op, Question};
 
 /// The answer and the step (by index and text) that decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -663,26 +623,14 @@ impl Model {
     }
 }
 
-/// What an operation name asks on a Linux seal: the seatbelt names an
-/// assertion may use on a path (`file-write-unlink` is [`Op::Remove`],
-/// `file-write-create` [`Op::Create`], `file-link` [`Op::Link`], or
-/// [`Move::Link`] given a destination), and the system calls `mkdir`,
-/// `unlink`, `rmdir`, `rename` and `link`.
+/// What an operation name asks on a Linux seal ([`crate::ops`]): the
+/// seatbelt names an assertion may use on a path (`file-write-unlink` is
+/// [`Op::Remove`], `file-write-create` [`Op::Create`], `file-link`
+/// [`Op::Link`], or [`Move::Link`] given a destination), the system calls
+/// `mkdir`, `unlink`, `rmdir`, `rename` and `link`, and an outbound
+/// connection (`network-outbound`, `network*`).
 pub fn question_of(op: &str) -> Option<Question> {
-    Some(match op {
-        "file-read-metadata" => Question::Path(Access::ReadMetadata),
-        "file-read*" | "file-read-data" | "file-read-xattr" => Question::Path(Access::ReadData),
-        "file-write-create" | "mkdir" => Question::Name(Op::Create),
-        "file-write-unlink" | "file-unlink" => Question::Name(Op::Remove),
-        "unlink" => Question::Name(Op::Unlink),
-        "rmdir" => Question::Name(Op::Rmdir),
-        "file-link" => Question::Name(Op::Link),
-        "link" => Question::Move(Move::Link),
-        "rename" => Question::Move(Move::Rename),
-        "file-clone" => Question::Path(Access::Write),
-        o if o.starts_with("file-write") => Question::Path(Access::Write),
-        _ => return None,
-    })
+    crate::ops::find(op)?.linux
 }
 
 #[cfg(test)]

@@ -10,13 +10,17 @@ use crate::diag::quote;
 /// Which rule of a seatbelt profile (or step of a seal.bwrap.json) decides an operation on a path or endpoint.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The profile (SBPL).
-    profile: PathBuf,
-    /// The operation, e.g. `file-read-data`.
-    #[arg(long)]
-    op: String,
+    /// The seal: a seatbelt profile (SBPL) or a seal.bwrap.json.
+    #[arg(required_unless_present = "list_ops")]
+    profile: Option<PathBuf>,
+    /// The operation, e.g. `file-read-data` (`--list-ops` lists them).
+    #[arg(long, required_unless_present = "list_ops")]
+    op: Option<String>,
     /// The path the operation is applied to.
-    #[arg(required_unless_present = "remote", conflicts_with = "remote")]
+    #[arg(
+        required_unless_present_any = ["remote", "list_ops"],
+        conflicts_with = "remote"
+    )]
     path: Option<String>,
     /// An outbound TCP endpoint instead of a path.
     #[arg(long, value_name = "HOST:PORT")]
@@ -41,12 +45,34 @@ pub struct Args {
     /// A profile parameter, as `sandbox-exec -D K=V`.
     #[arg(short = 'D', value_name = "K=V")]
     params: Vec<String>,
+    /// List the operations modelled, one per line, and which seal answers
+    /// each (seal.sb, seal.bwrap.json).
+    #[arg(long, conflicts_with_all = ["profile", "op", "path", "remote", "to", "cwd", "record", "params"])]
+    list_ops: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if a.list_ops {
+        return list_ops(a.format, out);
+    }
+    let (Some(profile), Some(op)) = (a.profile, a.op) else {
+        return BAD_INPUT; // clap requires both without `--list-ops`
+    };
+    if crate::ops::find(&op).is_none() {
+        let (near, all) = crate::ops::unknown(&op);
+        let near = near
+            .map(|m| format!("; did you mean `{m}`?"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            err,
+            "error: {} is not an operation sealc models{near}\n  the operations modelled: {all}\n  (`sealc explain --list-ops` says which seal answers each)",
+            quote(&op)
+        );
+        return BAD_INPUT;
+    }
     let asked = Asked {
         path: a.path,
         to: a.to,
@@ -54,8 +80,53 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         record: a.record,
     };
     explain(
-        &a.profile, &a.op, asked, a.remote, &a.params, a.format, out, err,
+        &profile, &op, asked, a.remote, &a.params, a.format, out, err,
     )
+}
+
+/// `sealc explain --list-ops`: every operation, and which seal answers it.
+fn list_ops(format: Format, out: &mut dyn Write) -> i32 {
+    use crate::ops::{Seatbelt, OPERATIONS};
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for o in OPERATIONS {
+        let mut by = Vec::new();
+        let mut shown = Vec::new();
+        match o.seatbelt {
+            Seatbelt::Parent(_) => {
+                by.push(crate::backend::SEATBELT);
+                shown.push(crate::backend::SEATBELT.to_string());
+            }
+            Seatbelt::Alias(a) => {
+                by.push(crate::backend::SEATBELT);
+                shown.push(format!("{} (as {a})", crate::backend::SEATBELT));
+            }
+            Seatbelt::No => {}
+        }
+        if let Some(q) = o.linux {
+            by.push(crate::backend::BWRAP);
+            shown.push(format!("{} ({})", crate::backend::BWRAP, q.subject()));
+        }
+        text.push_str(&format!("{:<26}{}\n", o.name, shown.join(", ")));
+        json.push(serde_json::json!({
+            "name": o.name,
+            "answered_by": by,
+            "alias_of": match o.seatbelt { Seatbelt::Alias(a) => Some(a), _ => None },
+            "bwrap_subject": o.linux.map(|q| q.subject()),
+        }));
+    }
+    let _ = match format {
+        Format::Text => write!(out, "{text}"),
+        Format::Json => write!(
+            out,
+            "{}",
+            crate::record::canonical_json(&serde_json::json!({
+                "schema": "sealc.ops/v1",
+                "operations": json,
+            }))
+        ),
+    };
+    OK
 }
 
 /// The paths of an `explain` question, as given.
