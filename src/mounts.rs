@@ -55,6 +55,23 @@ struct Network {
 #[derive(Deserialize)]
 struct Step {
     args: Vec<String>,
+    #[serde(default)]
+    spec: Option<String>,
+    #[serde(default)]
+    why: String,
+}
+
+/// One step of the artifact, as an answer names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// Its place among the artifact's `steps`, from 1.
+    pub number: usize,
+    /// Its arguments, joined by spaces (as answers quote it).
+    pub text: String,
+    /// The spec entry it comes from (`filesystem.write "${ws}"`).
+    pub spec: Option<String>,
+    /// The reason the artifact gives for it.
+    pub why: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +126,7 @@ fn parent(path: &str) -> Option<&str> {
 #[derive(Debug)]
 pub struct Model {
     mounts: Vec<(String, Mount, String)>,
+    steps: Vec<StepInfo>,
     /// Roots written through a symlink on the host: the path as written,
     /// and the realpath it leads to.
     links: BTreeMap<String, String>,
@@ -125,8 +143,15 @@ impl Model {
         let mut mounts = Vec::new();
         let mut read_only = Vec::new();
         let mut net_unshared = false;
-        for s in &file.steps {
+        let mut steps = Vec::new();
+        for (i, s) in file.steps.iter().enumerate() {
             let text = s.args.join(" ");
+            steps.push(StepInfo {
+                number: i + 1,
+                text: text.clone(),
+                spec: s.spec.clone(),
+                why: s.why.clone(),
+            });
             let arg = |i: usize| {
                 s.args
                     .get(i)
@@ -182,11 +207,26 @@ impl Model {
         }
         Ok(Model {
             mounts,
+            steps,
             links: file.links,
             read_only,
             net_unshared,
             proxy: file.network.proxy,
         })
+    }
+
+    /// The steps an answer names, in the order it names them (each answer
+    /// quotes a step by its text in backticks; the first is the one that
+    /// decides, a second the other side of a move).
+    pub fn steps_named(&self, a: &Answer) -> Vec<&StepInfo> {
+        let mut found: Vec<(usize, &StepInfo)> = self
+            .steps
+            .iter()
+            .filter_map(|s| a.why.find(&format!("`{}`", s.text)).map(|at| (at, s)))
+            .collect();
+        found.sort_by_key(|(at, s)| (*at, s.number));
+        found.dedup_by(|a, b| a.1.text == b.1.text);
+        found.into_iter().map(|(_, s)| s).collect()
     }
 
     /// Also follow these symlinks of the host (a link's path, and where it
