@@ -258,6 +258,11 @@ deny_read = [\"${ws}/link\"]",
         "[[assert]]\ndeny = \"file-read-data\"",
     ),
     (
+        "sealc::assert::op",
+        "an `[[assert]]` names an operation no seal models (`sealc explain --list-ops` lists them)",
+        "[[assert]]\ndeny = \"file-raed-data\"\npaths = [\"/x\"]",
+    ),
+    (
         "sealc::assert::failed",
         "an `[[assert]]` is false, ambiguous or undetermined on the compiled profile",
         "[filesystem]\ndeny_read = [\"/secret\"]\n[[assert]]\nallow = \"file-read-data\"\npaths = [\"/secret/x\"]",

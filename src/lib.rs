@@ -32,6 +32,7 @@ pub mod facts;
 pub mod ir;
 pub mod lint;
 pub mod mounts;
+pub mod ops;
 pub mod platform;
 pub mod prove;
 pub mod proxy;

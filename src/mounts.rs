@@ -55,6 +55,23 @@ struct Network {
 #[derive(Deserialize)]
 struct Step {
     args: Vec<String>,
+    #[serde(default)]
+    spec: Option<String>,
+    #[serde(default)]
+    why: String,
+}
+
+/// One step of the artifact, as an answer names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// Its place among the artifact's `steps`, from 1.
+    pub number: usize,
+    /// Its arguments, joined by spaces (as answers quote it).
+    pub text: String,
+    /// The spec entry it comes from (`filesystem.write "${ws}"`).
+    pub spec: Option<String>,
+    /// The reason the artifact gives for it.
+    pub why: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,47 +93,7 @@ enum Mount {
     Special,
 }
 
-/// What one access needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    ReadData,
-    ReadMetadata,
-    Write,
-}
-
-/// A change to one name in a directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// Make a new name: a file (`O_CREAT | O_EXCL`), a directory (`mkdir`),
-    /// a node or a symlink (`file-write-create`, `mkdir`).
-    Create,
-    /// `unlink` a file or symlink (`unlink`).
-    Unlink,
-    /// `rmdir` a directory that is empty on the host (`rmdir`).
-    Rmdir,
-    /// The name goes away by `unlink`, by `rmdir` when it is an empty
-    /// directory, or by a rename within its mount (`file-write-unlink`).
-    Remove,
-    /// Hard-link a file into a write root (`file-link`).
-    Link,
-}
-
-/// An operation from one path to a new name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Move {
-    /// `rename(from, to)` (`rename`).
-    Rename,
-    /// `link(from, to)`, a symlink `from` not followed (`link`, `file-link`).
-    Link,
-}
-
-/// What an operation name asks of the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Question {
-    Path(Access),
-    Name(Op),
-    Move(Move),
-}
+pub use crate::ops::{Access, Move, Op, Question};
 
 /// The answer and the step (by index and text) that decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +126,7 @@ fn parent(path: &str) -> Option<&str> {
 #[derive(Debug)]
 pub struct Model {
     mounts: Vec<(String, Mount, String)>,
+    steps: Vec<StepInfo>,
     /// Roots written through a symlink on the host: the path as written,
     /// and the realpath it leads to.
     links: BTreeMap<String, String>,
@@ -165,8 +143,15 @@ impl Model {
         let mut mounts = Vec::new();
         let mut read_only = Vec::new();
         let mut net_unshared = false;
-        for s in &file.steps {
+        let mut steps = Vec::new();
+        for (i, s) in file.steps.iter().enumerate() {
             let text = s.args.join(" ");
+            steps.push(StepInfo {
+                number: i + 1,
+                text: text.clone(),
+                spec: s.spec.clone(),
+                why: s.why.clone(),
+            });
             let arg = |i: usize| {
                 s.args
                     .get(i)
@@ -222,11 +207,26 @@ impl Model {
         }
         Ok(Model {
             mounts,
+            steps,
             links: file.links,
             read_only,
             net_unshared,
             proxy: file.network.proxy,
         })
+    }
+
+    /// The steps an answer names, in the order it names them (each answer
+    /// quotes a step by its text in backticks; the first is the one that
+    /// decides, a second the other side of a move).
+    pub fn steps_named(&self, a: &Answer) -> Vec<&StepInfo> {
+        let mut found: Vec<(usize, &StepInfo)> = self
+            .steps
+            .iter()
+            .filter_map(|s| a.why.find(&format!("`{}`", s.text)).map(|at| (at, s)))
+            .collect();
+        found.sort_by_key(|(at, s)| (*at, s.number));
+        found.dedup_by(|a, b| a.1.text == b.1.text);
+        found.into_iter().map(|(_, s)| s).collect()
     }
 
     /// Also follow these symlinks of the host (a link's path, and where it
@@ -663,26 +663,14 @@ impl Model {
     }
 }
 
-/// What an operation name asks on a Linux seal: the seatbelt names an
-/// assertion may use on a path (`file-write-unlink` is [`Op::Remove`],
-/// `file-write-create` [`Op::Create`], `file-link` [`Op::Link`], or
-/// [`Move::Link`] given a destination), and the system calls `mkdir`,
-/// `unlink`, `rmdir`, `rename` and `link`.
+/// What an operation name asks on a Linux seal ([`crate::ops`]): the
+/// seatbelt names an assertion may use on a path (`file-write-unlink` is
+/// [`Op::Remove`], `file-write-create` [`Op::Create`], `file-link`
+/// [`Op::Link`], or [`Move::Link`] given a destination), the system calls
+/// `mkdir`, `unlink`, `rmdir`, `rename` and `link`, and an outbound
+/// connection (`network-outbound`, `network*`).
 pub fn question_of(op: &str) -> Option<Question> {
-    Some(match op {
-        "file-read-metadata" => Question::Path(Access::ReadMetadata),
-        "file-read*" | "file-read-data" | "file-read-xattr" => Question::Path(Access::ReadData),
-        "file-write-create" | "mkdir" => Question::Name(Op::Create),
-        "file-write-unlink" | "file-unlink" => Question::Name(Op::Remove),
-        "unlink" => Question::Name(Op::Unlink),
-        "rmdir" => Question::Name(Op::Rmdir),
-        "file-link" => Question::Name(Op::Link),
-        "link" => Question::Move(Move::Link),
-        "rename" => Question::Move(Move::Rename),
-        "file-clone" => Question::Path(Access::Write),
-        o if o.starts_with("file-write") => Question::Path(Access::Write),
-        _ => return None,
-    })
+    crate::ops::find(op)?.linux
 }
 
 #[cfg(test)]

@@ -175,7 +175,11 @@ fn judge_mounts(
                 ))
             }
         },
-        Target::Remote { host, port } if a.op.starts_with("network") => model.connect(host, *port),
+        Target::Remote { host, port }
+            if mounts::question_of(&a.op) == Some(mounts::Question::Connect) =>
+        {
+            model.connect(host, *port)
+        }
         Target::Remote { .. } => {
             return Some((
                 format!("`{want} {}` on {shown} is undetermined", a.op),

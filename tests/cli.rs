@@ -254,7 +254,7 @@ fn explain_reads_a_linux_seal_back() {
     assert_eq!(
         out.stdout,
         // The checkout lies in the denied home: hidden by its stand-in.
-        "deny\n  decided by `--tmpfs /Users/agent`\n"
+        "deny\n  decided by `--tmpfs /Users/agent`\n  spec entry: filesystem.deny_read \"${home}\"\n"
     );
     let out = run(&[
         "--op",
@@ -263,7 +263,7 @@ fn explain_reads_a_linux_seal_back() {
     ]);
     assert_eq!(
         out.stdout,
-        "allow\n  decided by `--bind /Users/agent/runs/r1/ws /Users/agent/runs/r1/ws`\n"
+        "allow\n  decided by `--bind /Users/agent/runs/r1/ws /Users/agent/runs/r1/ws`\n  spec entry: filesystem.write \"${run}/ws\"\n"
     );
     let out = run(&["--op", "network-outbound", "--remote", "127.0.0.1:8080"]);
     assert!(out.stdout.starts_with("allow\n"), "{}", out.stdout);
@@ -284,7 +284,7 @@ fn explain_reads_a_linux_seal_back() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
-        format!("allow\n  decided by `--bind {ws} {ws}`: one writable mount holds both names, and neither is a mount point\n")
+        format!("allow\n  decided by `--bind {ws} {ws}`: one writable mount holds both names, and neither is a mount point\n  spec entry: filesystem.write \"${{run}}/ws\"\n")
     );
     let out = run(&[
         "--op",
@@ -295,14 +295,14 @@ fn explain_reads_a_linux_seal_back() {
     ]);
     assert_eq!(
         out.stdout,
-        format!("deny\n  decided by `--bind {ws} {ws}` and `--tmpfs /Users/agent`: different mounts, a rename cannot cross them (EXDEV)\n")
+        format!("deny\n  decided by `--bind {ws} {ws}` and `--tmpfs /Users/agent`: different mounts, a rename cannot cross them (EXDEV)\n  spec entry of `--bind {ws} {ws}`: filesystem.write \"${{run}}/ws\"\n  spec entry of `--tmpfs /Users/agent`: filesystem.deny_read \"${{home}}\"\n")
     );
     let out = run(&["--op", "file-link", &format!("{ws}/a"), "--to", "/tmp/a"]);
     assert!(out.stdout.starts_with("deny\n"), "{}", out.stdout);
     let out = run(&["--op", "file-write-unlink", ws]);
     assert_eq!(
         out.stdout,
-        "deny\n  decided by `--tmpfs /Users/agent`: read-only since `--remount-ro /Users/agent` (EROFS)\n"
+        "deny\n  decided by `--tmpfs /Users/agent`: read-only since `--remount-ro /Users/agent` (EROFS)\n  spec entry of `--tmpfs /Users/agent`: filesystem.deny_read \"${home}\"\n  spec entry of `--remount-ro /Users/agent`: filesystem.deny_read \"${home}\"\n"
     );
     let out = run(&["--op", "unlink", "/Users/agent/.local/bin/codex"]);
     assert!(out.stdout.contains("(EROFS)\n"), "{}", out.stdout);

@@ -170,7 +170,11 @@ fn the_wall_limit_ends_a_command_that_ignores_sigterm() {
     let (out, r) = lab.sh("trap '' TERM; exec -a zz-limits-stubborn sleep 30");
     check(&out, &r, "wall_timeout", "wall_seconds", 124);
     assert!(r["duration_seconds"].as_f64().unwrap() < 10.0, "{r:#}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("wall-clock limit"));
+    // Said once, on one line, and nothing else (issue 16).
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sealc: the run was stopped at the wall-clock limit (exit 124)\n"
+    );
     assert!(survivors("zz-limits-stubborn").is_empty());
 }
 

@@ -82,7 +82,7 @@ fn the_operation_table_agrees_with_the_shared_catalogue() {
         })
         .collect();
     for (op, parent) in sealc::sbpl::eval::modelled_operations() {
-        assert_eq!(table.get(op), Some(parent), "{op}");
+        assert_eq!(table.get(op), Some(&parent), "{op}");
     }
 }
 
@@ -128,9 +128,20 @@ fn explain_answers_and_exit_codes() {
     let amb = run(&["amb.sb", "--op", "file-write-data", "/x/y"]);
     assert_eq!(amb.code, 3);
     assert!(amb.stdout.starts_with("ambiguous\n"), "{}", amb.stdout);
-    let und = run(&["seal.sb", "--op", "iokit-open", "/x"]);
+    // A Linux-only operation: modelled, but not by a seatbelt profile.
+    let und = run(&["seal.sb", "--op", "rmdir", "/x"]);
     assert_eq!(und.code, 3);
     assert!(und.stdout.starts_with("undetermined"));
+    // A name no seal models is bad input, with the list.
+    let unknown = run(&["seal.sb", "--op", "iokit-open", "/x"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .starts_with("error: `iokit-open` is not an operation sealc models\n"),
+        "{}",
+        unknown.stderr
+    );
     let bad = run(&["bad.sb", "--op", "file-read-data", "/x"]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("line 2, column 1"), "{}", bad.stderr);

@@ -223,17 +223,44 @@ struct Network {
     proxy: Option<String>,
 }
 
-/// One bubblewrap option with its arguments, and the reason for it.
+/// One bubblewrap option with its arguments, the spec entry it comes
+/// from (none for what every seal has), and the reason for it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Step {
     pub args: Vec<String>,
+    /// The spec entry, as the seatbelt profile's comments name it:
+    /// `filesystem.write "${run}/ws"`, `network.mode = "none"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
     pub why: String,
 }
 
 fn step<const N: usize>(args: [&str; N], why: String) -> Step {
     Step {
         args: args.iter().map(|a| a.to_string()).collect(),
+        spec: None,
         why,
+    }
+}
+
+impl Step {
+    /// The step comes from this spec entry.
+    fn from(mut self, entry: String) -> Step {
+        self.spec = Some(entry);
+        self
+    }
+}
+
+/// A root's spec entry: its list and its text as written.
+fn entry_of(r: &crate::ir::Root) -> String {
+    format!("{} \"{}\"", r.kind.key(), crate::diag::visible(&r.origin))
+}
+
+/// The base's spec entry.
+fn base_entry(base: Base) -> String {
+    match base {
+        Base::AllowDefault => "target.base = \"allow-default\"".into(),
+        Base::DenyDefault => "target.base = \"deny-default\"".into(),
     }
 }
 
@@ -281,16 +308,22 @@ fn host_views(ir: &Ir, paths: &[((usize, u8, String), Step)]) -> impl Fn(&str) -
 pub fn steps(ir: &Ir) -> Vec<Step> {
     let mut out = Vec::new();
     match ir.base {
-        Base::AllowDefault => out.push(step(
-            ["--ro-bind", "/", "/"],
-            "base allow-default: the host, read-only".into(),
-        )),
+        Base::AllowDefault => out.push(
+            step(
+                ["--ro-bind", "/", "/"],
+                "base allow-default: the host, read-only".into(),
+            )
+            .from(base_entry(ir.base)),
+        ),
         Base::DenyDefault => {
             for r in SYSTEM_ROOTS {
-                out.push(step(
-                    ["--ro-bind-try", r, r],
-                    "base deny-default: system files, read-only, when present".into(),
-                ));
+                out.push(
+                    step(
+                        ["--ro-bind-try", r, r],
+                        "base deny-default: system files, read-only, when present".into(),
+                    )
+                    .from(base_entry(ir.base)),
+                );
             }
         }
     }
@@ -342,6 +375,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             format!("`{}` ({})", root.origin, dest)
         };
         let key = |order: u8| (depth(&dest), order, dest.clone());
+        let entry = entry_of(root);
         match root.kind {
             RootKind::DenyRead | RootKind::MetadataOnly => {
                 let what = if root.kind == RootKind::DenyRead {
@@ -370,7 +404,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         } else {
                             format!("{what} {from}: stat works, its contents are gone")
                         };
-                        paths.push((key(0), step(["--tmpfs", &dest], why)));
+                        paths.push((key(0), step(["--tmpfs", &dest], why).from(entry)));
                         hidden_dirs.push(dest.clone());
                     }
                     Some(PathKind::File | PathKind::Other) => paths.push((
@@ -378,7 +412,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         step(
                             ["--ro-bind", EMPTY_FILE, &dest],
                             format!("{what} {from}: replaced by an empty file"),
-                        ),
+                        )
+                        .from(entry),
                     )),
                 }
             }
@@ -399,7 +434,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         step(
                             ["--ro-bind", &dest, &dest],
                             format!("allow_read {from}: bound back, read-only"),
-                        ),
+                        )
+                        .from(entry),
                     ));
                 }
             }
@@ -410,7 +446,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         step(
                             ["--bind", &dest, &dest],
                             format!("write {from}: bound read-write"),
-                        ),
+                        )
+                        .from(entry),
                     ));
                 }
             }
@@ -421,7 +458,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         step(
                             ["--dev-bind", &dest, &dest],
                             format!("write_devices {from}: the host's device, writable"),
-                        ),
+                        )
+                        .from(entry),
                     ));
                 }
             }
@@ -448,7 +486,10 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             (LinkKind::Symlink, Some(target)) => step(["--symlink", target, &entry.path], why),
             _ => step(["--ro-bind", &entry.path, &entry.path], why),
         };
-        paths.push(((depth(&entry.path), 4, entry.path.clone()), s));
+        paths.push((
+            (depth(&entry.path), 4, entry.path.clone()),
+            s.from("launcher.path".into()),
+        ));
     }
     // A root written through a symlink that the sandbox would not show
     // (it lies in a hidden directory, or outside the deny-default base):
@@ -476,7 +517,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     root.kind.key().trim_start_matches("filesystem."),
                     root.origin
                 ),
-            ),
+            )
+            .from(entry_of(root)),
         ));
     }
     paths.extend(links);
@@ -492,12 +534,22 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     hidden_dirs.sort();
     hidden_dirs.dedup();
     for d in &hidden_dirs {
-        let why = if d == "/" {
-            "base deny-default: the sandbox's own root stays read-only".to_string()
+        let (why, entry) = if d == "/" {
+            (
+                "base deny-default: the sandbox's own root stays read-only".to_string(),
+                Some(base_entry(ir.base)),
+            )
         } else {
-            format!("`{d}` stays read-only once the mounts inside it are made")
+            // The entry of the stand-in that stays read-only.
+            let stand_in = out.iter().find(|s| s.args[..] == ["--tmpfs", d.as_str()]);
+            (
+                format!("`{d}` stays read-only once the mounts inside it are made"),
+                stand_in.and_then(|s| s.spec.clone()),
+            )
         };
-        out.push(step(["--remount-ro", d], why));
+        let mut s = step(["--remount-ro", d], why);
+        s.spec = entry;
+        out.push(s);
     }
     out.push(step(
         ["--remount-ro", "/dev"],
@@ -534,19 +586,20 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         "own System V IPC and POSIX message queues".into(),
     ));
     out.push(step(["--unshare-uts"], "own hostname".into()));
+    let net_entry = format!("network.mode = \"{}\"", ir.network.mode.as_str());
     match ir.network.mode {
         NetMode::None => out.push(step(
             ["--unshare-net"],
             "network none: own network namespace, with only its own loopback".into(),
-        )),
+        ).from(net_entry)),
         NetMode::Proxy => out.push(step(
             ["--unshare-net"],
             "network proxy: own network namespace; `sealc exec` bridges only the proxy port".into(),
-        )),
+        ).from(net_entry)),
         NetMode::Allowlist => out.push(step(
             ["--unshare-net"],
             "network allowlist: own network namespace; `sealc exec` bridges only the proxy port, to its own proxy, which lets through only the listed hosts and ports".into(),
-        )),
+        ).from(net_entry)),
         NetMode::Open => {}
     }
     out.push(step(

@@ -4,19 +4,26 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use super::{Format, BAD_INPUT, OK, UNDECIDED};
 use crate::diag::quote;
+use crate::sbpl::eval::Target;
 
 /// Which rule of a seatbelt profile (or step of a seal.bwrap.json) decides an operation on a path or endpoint.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The profile (SBPL).
-    profile: PathBuf,
-    /// The operation, e.g. `file-read-data`.
-    #[arg(long)]
-    op: String,
+    /// The seal: a seatbelt profile (SBPL) or a seal.bwrap.json.
+    #[arg(required_unless_present = "list_ops")]
+    profile: Option<PathBuf>,
+    /// The operation, e.g. `file-read-data` (`--list-ops` lists them).
+    #[arg(long, required_unless_present = "list_ops")]
+    op: Option<String>,
     /// The path the operation is applied to.
-    #[arg(required_unless_present = "remote", conflicts_with = "remote")]
+    #[arg(
+        required_unless_present_any = ["remote", "list_ops"],
+        conflicts_with = "remote"
+    )]
     path: Option<String>,
     /// An outbound TCP endpoint instead of a path.
     #[arg(long, value_name = "HOST:PORT")]
@@ -41,12 +48,34 @@ pub struct Args {
     /// A profile parameter, as `sandbox-exec -D K=V`.
     #[arg(short = 'D', value_name = "K=V")]
     params: Vec<String>,
+    /// List the operations modelled, one per line, and which seal answers
+    /// each (seal.sb, seal.bwrap.json).
+    #[arg(long, conflicts_with_all = ["profile", "op", "path", "remote", "to", "cwd", "record", "params"])]
+    list_ops: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if a.list_ops {
+        return list_ops(a.format, out);
+    }
+    let (Some(profile), Some(op)) = (a.profile, a.op) else {
+        return BAD_INPUT; // clap requires both without `--list-ops`
+    };
+    if crate::ops::find(&op).is_none() {
+        let (near, all) = crate::ops::unknown(&op);
+        let near = near
+            .map(|m| format!("; did you mean `{m}`?"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            err,
+            "error: {} is not an operation sealc models{near}\n  the operations modelled: {all}\n  (`sealc explain --list-ops` says which seal answers each)",
+            quote(&op)
+        );
+        return BAD_INPUT;
+    }
     let asked = Asked {
         path: a.path,
         to: a.to,
@@ -54,8 +83,53 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         record: a.record,
     };
     explain(
-        &a.profile, &a.op, asked, a.remote, &a.params, a.format, out, err,
+        &profile, &op, asked, a.remote, &a.params, a.format, out, err,
     )
+}
+
+/// `sealc explain --list-ops`: every operation, and which seal answers it.
+fn list_ops(format: Format, out: &mut dyn Write) -> i32 {
+    use crate::ops::{Seatbelt, OPERATIONS};
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for o in OPERATIONS {
+        let mut by = Vec::new();
+        let mut shown = Vec::new();
+        match o.seatbelt {
+            Seatbelt::Parent(_) => {
+                by.push(crate::backend::SEATBELT);
+                shown.push(crate::backend::SEATBELT.to_string());
+            }
+            Seatbelt::Alias(a) => {
+                by.push(crate::backend::SEATBELT);
+                shown.push(format!("{} (as {a})", crate::backend::SEATBELT));
+            }
+            Seatbelt::No => {}
+        }
+        if let Some(q) = o.linux {
+            by.push(crate::backend::BWRAP);
+            shown.push(format!("{} ({})", crate::backend::BWRAP, q.subject()));
+        }
+        text.push_str(&format!("{:<26}{}\n", o.name, shown.join(", ")));
+        json.push(serde_json::json!({
+            "name": o.name,
+            "answered_by": by,
+            "alias_of": match o.seatbelt { Seatbelt::Alias(a) => Some(a), _ => None },
+            "bwrap_subject": o.linux.map(|q| q.subject()),
+        }));
+    }
+    let _ = match format {
+        Format::Text => write!(out, "{text}"),
+        Format::Json => write!(
+            out,
+            "{}",
+            crate::record::canonical_json(&serde_json::json!({
+                "schema": "sealc.ops/v1",
+                "operations": json,
+            }))
+        ),
+    };
+    OK
 }
 
 /// The paths of an `explain` question, as given.
@@ -77,19 +151,141 @@ struct Checked {
 }
 
 impl Checked {
-    /// Add the lines and fields that say how the path was read.
-    fn annotate(&self, text: &mut String, json: &mut serde_json::Value) {
+    /// Add the lines that say how the path was read.
+    fn annotate(&self, text: &mut String) {
         if self.path != self.asked {
             text.push_str(&format!("  checked as {}\n", quote(&self.path)));
-            json["checked"] = serde_json::Value::String(self.path.clone());
         }
         for n in &self.notes {
             text.push_str(&format!("  note: {n}\n"));
         }
-        if !self.notes.is_empty() {
-            json["notes"] = serde_json::json!(self.notes);
+    }
+}
+
+/// The schema name of `sealc explain --format json`.
+pub const SCHEMA: &str = "sealc.explain/v1";
+
+/// What decided: a rule of the profile or a step of the plan, and the spec
+/// entry it comes from. One shape for both seal kinds.
+#[derive(Serialize)]
+struct By {
+    /// The seatbelt profile's line; `None` for a step.
+    line: Option<usize>,
+    /// The rule's text, or the step's arguments joined by spaces.
+    rule: String,
+    /// `seal.sb` or `seal.bwrap.json`.
+    source: &'static str,
+    /// The spec entry the rule or step comes from, as the spec writes it
+    /// (`filesystem.write "${ws}"`); `None` for what every seal has.
+    spec_entry: Option<String>,
+    /// The plan's step number (from 1); `None` for a rule.
+    step: Option<usize>,
+    /// The reason the seal gives: the comment above the rule, or the
+    /// step's `why`.
+    why: Option<String>,
+}
+
+/// One reading of an ambiguous profile.
+#[derive(Serialize)]
+struct Reading {
+    answer: &'static str,
+    decided_by: Option<By>,
+}
+
+#[derive(Serialize)]
+struct Readings {
+    filtered_first: Reading,
+    source_order: Reading,
+}
+
+#[derive(Serialize)]
+struct Undetermined {
+    construct: String,
+    line: Option<usize>,
+}
+
+/// `sealc explain --format json` (`sealc.explain/v1`): every field always
+/// present, `null` or empty where it does not apply.
+#[derive(Serialize)]
+struct Said {
+    /// Other steps the answer names (a move across mounts names both).
+    also: Vec<By>,
+    /// `allow`, `deny`, `ambiguous` or `undetermined`.
+    answer: &'static str,
+    /// The path as the kernel reaches it, when not the one asked.
+    checked: Option<String>,
+    decided_by: Option<By>,
+    /// The model's own sentence, when it gives one.
+    detail: Option<String>,
+    notes: Vec<String>,
+    op: String,
+    path: Option<String>,
+    /// Both readings, when they disagree.
+    readings: Option<Readings>,
+    remote: Option<String>,
+    schema: &'static str,
+    /// `seal.sb` or `seal.bwrap.json`.
+    seal: &'static str,
+    to: Option<String>,
+    undetermined: Option<Undetermined>,
+}
+
+impl Said {
+    fn new(
+        seal: &'static str,
+        op: &str,
+        target: &Target,
+        to: Option<&str>,
+        checked: &Checked,
+    ) -> Said {
+        let (path, remote) = match target {
+            Target::Path(_) => (Some(checked.asked.clone()), None),
+            Target::Remote { host, port } => (None, Some(format!("{host}:{port}"))),
+        };
+        Said {
+            also: Vec::new(),
+            answer: "undetermined",
+            checked: (path.is_some() && checked.path != checked.asked)
+                .then(|| checked.path.clone()),
+            decided_by: None,
+            detail: None,
+            notes: checked.notes.clone(),
+            op: op.to_string(),
+            path,
+            readings: None,
+            remote,
+            schema: SCHEMA,
+            seal,
+            to: to.map(str::to_string),
+            undetermined: None,
         }
     }
+}
+
+/// The lines that name the spec entries behind the deciding rules or steps.
+fn entry_lines(by: &[&By]) -> String {
+    let one = |b: &By, of: String| match (&b.spec_entry, &b.why) {
+        (Some(e), _) => format!("  spec entry{of}: {e}\n"),
+        (None, Some(w)) => format!("  no spec entry{of} (every seal has it): {w}\n"),
+        (None, None) => format!("  no spec entry{of}\n"),
+    };
+    match by {
+        [b] => one(b, String::new()),
+        many => many
+            .iter()
+            .map(|b| one(b, format!(" of `{}`", b.rule)))
+            .collect(),
+    }
+}
+
+fn write_said(said: &Said, text: String, format: Format, out: &mut dyn Write) {
+    let _ = match format {
+        Format::Text => write!(out, "{text}"),
+        Format::Json => {
+            let v = serde_json::to_value(said).unwrap_or(serde_json::Value::Null);
+            write!(out, "{}", crate::record::canonical_json(&v))
+        }
+    };
 }
 
 /// The links the record knows (`--record`, or `seal.json` beside the
@@ -185,7 +381,7 @@ fn explain(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    use crate::sbpl::eval::{Decision, Model, Target, Verdict};
+    use crate::sbpl::eval::{Decision, Model, Verdict};
     let text = match std::fs::read_to_string(profile) {
         Ok(t) => t,
         Err(e) => {
@@ -288,69 +484,113 @@ fn explain(
         }
     }
     let model = Model::new(&parsed, &defs);
-    let verdict = model.query(op, &target);
-    let rule_json = |d: &Decision| {
-        serde_json::json!({
-            "action": d.action.as_str(),
-            "line": d.rule.as_ref().map(|r| r.line),
-            "rule": d.rule.as_ref().map(|r| r.text.clone()),
+    let seal = crate::backend::SEATBELT;
+    let mut said = Said::new(seal, op, &target, None, &checked);
+    let by = |d: &Decision| {
+        d.rule.as_ref().map(|r| {
+            let why = crate::sbpl::origin::comment_above(&text, r.line);
+            By {
+                line: Some(r.line),
+                rule: r.text.clone(),
+                source: seal,
+                spec_entry: crate::sbpl::origin::spec_entry(why.as_deref(), &r.text),
+                step: None,
+                why,
+            }
         })
     };
     let rule_text = |d: &Decision| match &d.rule {
         Some(r) => format!("line {}: {}", r.line, r.text),
         None => "no rule matched and no default is written (seatbelt allows)".to_string(),
     };
-    let (code, text_out, json_out) = match &verdict {
-        Verdict::Decided(d) => (
-            OK,
-            format!("{}\n  decided by {}\n", d.action.as_str(), rule_text(d)),
-            serde_json::json!({ "answer": d.action.as_str(), "decided_by": rule_json(d) }),
-        ),
-        Verdict::Ambiguous { filtered_first, source_order } => (
-            UNDECIDED,
-            format!(
-                "ambiguous\n  filtered-first reading: {} by {}\n  source-order reading:   {} by {}\n",
-                filtered_first.action.as_str(),
-                rule_text(filtered_first),
-                source_order.action.as_str(),
-                rule_text(source_order)
+    let seatbelt_models =
+        crate::ops::find(op).is_some_and(|o| o.seatbelt != crate::ops::Seatbelt::No);
+    let verdict = if seatbelt_models {
+        model.query(op, &target)
+    } else {
+        Verdict::Undetermined {
+            construct: format!(
+                "`{op}`: a seatbelt profile does not model it (a seal.bwrap.json does)"
             ),
-            serde_json::json!({
-                "answer": "ambiguous",
-                "filtered_first": rule_json(filtered_first),
-                "source_order": rule_json(source_order),
-            }),
-        ),
-        Verdict::Undetermined { construct, line } => (
-            UNDECIDED,
-            format!("undetermined\n  cannot evaluate {construct} (line {line})\n"),
-            serde_json::json!({ "answer": "undetermined", "construct": construct, "line": line }),
-        ),
+            line: 0,
+        }
     };
-    let (mut text_out, mut json_out) = (text_out, json_out);
-    checked.annotate(&mut text_out, &mut json_out);
-    let _ = match format {
-        Format::Text => write!(out, "{text_out}"),
-        Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
+    let (code, mut text_out) = match &verdict {
+        Verdict::Decided(d) => {
+            said.answer = d.action.as_str();
+            said.decided_by = by(d);
+            if d.rule.is_none() {
+                said.detail = Some(rule_text(d));
+            }
+            let mut t = format!("{}\n  decided by {}\n", d.action.as_str(), rule_text(d));
+            t.push_str(&entry_lines(&said.decided_by.iter().collect::<Vec<_>>()));
+            (OK, t)
+        }
+        Verdict::Ambiguous {
+            filtered_first,
+            source_order,
+        } => {
+            said.answer = "ambiguous";
+            said.readings = Some(Readings {
+                filtered_first: Reading {
+                    answer: filtered_first.action.as_str(),
+                    decided_by: by(filtered_first),
+                },
+                source_order: Reading {
+                    answer: source_order.action.as_str(),
+                    decided_by: by(source_order),
+                },
+            });
+            (
+                UNDECIDED,
+                format!(
+                    "ambiguous\n  filtered-first reading: {} by {}\n  source-order reading:   {} by {}\n",
+                    filtered_first.action.as_str(),
+                    rule_text(filtered_first),
+                    source_order.action.as_str(),
+                    rule_text(source_order)
+                ),
+            )
+        }
+        Verdict::Undetermined { construct, line } => {
+            let line = (*line > 0).then_some(*line);
+            said.detail = Some(match line {
+                Some(l) => format!("cannot evaluate {construct} (line {l})"),
+                None => format!("cannot evaluate {construct}"),
+            });
+            said.undetermined = Some(Undetermined {
+                construct: construct.clone(),
+                line,
+            });
+            (
+                UNDECIDED,
+                format!(
+                    "undetermined\n  {}\n",
+                    said.detail.as_deref().unwrap_or_default()
+                ),
+            )
+        }
     };
+    checked.annotate(&mut text_out);
+    write_said(&said, text_out, format, out);
     code
 }
 
-/// `sealc explain seal.bwrap.json ...`: the mount model's answer and the
-/// step that decides it.
+/// `sealc explain seal.bwrap.json ...`: the mount model's answer, the
+/// step that decides it, and the spec entry that step comes from.
 #[allow(clippy::too_many_arguments)]
 fn explain_bwrap(
     profile: &Path,
     text: &str,
     op: &str,
-    target: &crate::sbpl::eval::Target,
+    target: &Target,
     to: Option<&str>,
     checked: &Checked,
     format: Format,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    use crate::sbpl::eval::Target;
+    use crate::mounts::Question;
     let model = match crate::mounts::Model::from_artifact(text.as_bytes()) {
         Ok(m) => m,
         Err(e) => {
@@ -362,47 +602,62 @@ fn explain_bwrap(
             return BAD_INPUT;
         }
     };
+    let seal = crate::backend::BWRAP;
+    let mut said = Said::new(seal, op, target, to, checked);
+    let question = crate::mounts::question_of(op);
     let answer = match target {
         Target::Path(p) => model.ask(op, p, to),
-        Target::Remote { host, port } if op.starts_with("network") => {
+        Target::Remote { host, port } if question == Some(Question::Connect) => {
             Some(model.connect(host, *port))
         }
         Target::Remote { .. } => None,
     };
-    let (code, text_out, json_out) = match answer {
+    let (code, mut text_out) = match answer {
         Some(a) => {
-            let action = if a.allowed { "allow" } else { "deny" };
-            (
-                OK,
-                format!("{action}\n  decided by {}\n", a.why),
-                serde_json::json!({ "answer": action, "decided_by": a.why }),
-            )
+            let mut named = model.steps_named(&a).into_iter().map(|s| By {
+                line: None,
+                rule: s.text.clone(),
+                source: seal,
+                spec_entry: s.spec.clone(),
+                step: Some(s.number),
+                why: (!s.why.is_empty()).then(|| s.why.clone()),
+            });
+            said.answer = if a.allowed { "allow" } else { "deny" };
+            said.decided_by = named.next();
+            said.also = named.collect();
+            said.detail = Some(a.why.clone());
+            let mut t = format!("{}\n  decided by {}\n", said.answer, a.why);
+            let by: Vec<&By> = said.decided_by.iter().chain(&said.also).collect();
+            t.push_str(&entry_lines(&by));
+            (OK, t)
         }
-        None if matches!(target, Target::Path(_)) => {
-            let how = match (crate::mounts::question_of(op), to) {
-                (Some(crate::mounts::Question::Move(_)), None) => {
+        None => {
+            let how = match (question, target, to) {
+                (Some(Question::Move(_)), Target::Path(_), None) => {
                     format!("`{op}` needs the new name: `--to PATH`")
                 }
-                (Some(_), Some(_)) => format!("`{op}` takes one path, without `--to`"),
-                _ => format!("seal.bwrap.json does not model `{op}` on a path"),
+                (Some(Question::Connect), Target::Path(_), _) => {
+                    format!("`{op}` is asked of an endpoint: `--remote HOST:PORT`")
+                }
+                (Some(_), Target::Path(_), _) => {
+                    format!("`{op}` takes one path, without `--to`")
+                }
+                (Some(_), Target::Remote { .. }, _) => {
+                    format!("seal.bwrap.json answers `{op}` on a path, not an endpoint")
+                }
+                (None, _, _) => format!(
+                    "seal.bwrap.json does not model `{op}` (a seatbelt profile does; `sealc explain --list-ops` lists what each answers)"
+                ),
             };
-            (
-                UNDECIDED,
-                format!("undetermined\n  {how}\n"),
-                serde_json::json!({ "answer": "undetermined", "construct": op }),
-            )
+            said.detail = Some(how.clone());
+            said.undetermined = Some(Undetermined {
+                construct: op.to_string(),
+                line: None,
+            });
+            (UNDECIDED, format!("undetermined\n  {how}\n"))
         }
-        None => (
-            UNDECIDED,
-            format!("undetermined\n  seal.bwrap.json does not model `{op}` on this target\n"),
-            serde_json::json!({ "answer": "undetermined", "construct": op }),
-        ),
     };
-    let (mut text_out, mut json_out) = (text_out, json_out);
-    checked.annotate(&mut text_out, &mut json_out);
-    let _ = match format {
-        Format::Text => write!(out, "{text_out}"),
-        Format::Json => write!(out, "{}", crate::record::canonical_json(&json_out)),
-    };
+    checked.annotate(&mut text_out);
+    write_said(&said, text_out, format, out);
     code
 }

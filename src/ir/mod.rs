@@ -1568,19 +1568,25 @@ impl Lower<'_> {
                     continue;
                 }
             };
-            let op_ok = !op.value.is_empty()
-                && op
-                    .value
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'*');
-            if !op_ok {
+            if crate::ops::find(&op.value).is_none() {
+                // The list itself is `sealc explain --list-ops`: wrapped in
+                // a diagnostic, its names would break at their hyphens.
+                let (near, _) = crate::ops::unknown(&op.value);
+                let list = format!(
+                    "`sealc explain --list-ops` lists the {} operations modelled, and which seal answers each",
+                    crate::ops::OPERATIONS.len()
+                );
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::assert::shape",
-                        format!("{} is not an operation name", quote(&op.value)),
+                        "sealc::assert::op",
+                        format!("{} is not an operation sealc models", quote(&op.value)),
                     )
                     .at(op.span.clone())
-                    .help("name a seatbelt operation such as `file-read-data`"),
+                    .label("not a modelled operation")
+                    .help(match near {
+                        Some(m) => format!("did you mean `{m}`? {list}"),
+                        None => list,
+                    }),
                 );
                 continue;
             }

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use super::parse::{print_expr, Expr, Node, Profile};
 use super::regex::Regex;
+use crate::ops::Seatbelt;
 
 /// What a rule does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,76 +86,45 @@ impl Verdict {
     }
 }
 
-/// The fallback parent of each operation modelled: the file, network and
-/// process families and their terminal siblings (macOS 10.15 table).
-const PARENTS: &[(&str, &str)] = &[
-    ("file*", "default"),
-    ("file-chroot", "file*"),
-    ("file-clone", "default"),
-    ("file-ioctl", "file*"),
-    ("file-issue-extension", "file*"),
-    ("file-link", "default"),
-    ("file-map-executable", "default"),
-    ("file-mknod", "file*"),
-    ("file-mount", "file*"),
-    ("file-mount-update", "file-mount"),
-    ("file-read*", "file*"),
-    ("file-read-data", "file-read*"),
-    ("file-read-metadata", "file-read*"),
-    ("file-read-xattr", "file-read*"),
-    ("file-revoke", "file*"),
-    ("file-search", "file*"),
-    ("file-test-existence", "default"),
-    ("file-unmount", "file*"),
-    ("file-write*", "file*"),
-    ("file-write-acl", "file-write*"),
-    ("file-write-create", "file-write*"),
-    ("file-write-data", "file-write*"),
-    ("file-write-finderinfo", "file-write*"),
-    ("file-write-flags", "file-write*"),
-    ("file-write-mode", "file-write*"),
-    ("file-write-owner", "file-write*"),
-    ("file-write-setugid", "default"),
-    ("file-write-times", "file-write*"),
-    ("file-write-unlink", "file-write*"),
-    ("file-write-xattr", "file-write*"),
-    ("network*", "default"),
-    ("network-bind", "network-inbound"),
-    ("network-inbound", "network*"),
-    ("network-outbound", "network*"),
-    ("process*", "default"),
-    ("process-exec*", "process*"),
-    ("process-exec-interpreter", "process-exec*"),
-    ("process-fork", "process*"),
-];
+/// The fallback parent of `op`, as the operation table ([`crate::ops`])
+/// gives it for seatbelt (macOS 10.15 table).
+fn parent_of(op: &str) -> Option<&'static str> {
+    match crate::ops::find(op)?.seatbelt {
+        Seatbelt::Parent(p) => Some(p),
+        _ => None,
+    }
+}
 
 /// Operation aliases of the prelude.
 fn canonical_op(op: &str) -> &str {
-    match op {
-        "process-exec" => "process-exec*",
-        "file-unlink" => "file-write-unlink",
-        other => other,
+    match crate::ops::find(op).map(|o| o.seatbelt) {
+        Some(Seatbelt::Alias(to)) => to,
+        _ => op,
     }
 }
 
 /// The operation and its fallback chain, ending at `default`; `None` for an
 /// operation not modelled.
 pub fn chain(op: &str) -> Option<Vec<&'static str>> {
-    let mut cur = PARENTS.iter().find(|(o, _)| *o == canonical_op(op))?.0;
+    let op = crate::ops::find(canonical_op(op))?.name;
+    let mut cur = op;
     let mut out = vec![cur];
-    while let Some((_, p)) = PARENTS.iter().find(|(o, _)| *o == cur) {
+    while let Some(p) = parent_of(cur) {
         out.push(p);
-        if *p == "default" {
+        if p == "default" {
             break;
         }
         cur = p;
     }
-    Some(out)
+    (out.len() > 1).then_some(out)
 }
 
 /// The modelled operations, with their parents (for cross-checks).
-pub fn modelled_operations() -> &'static [(&'static str, &'static str)] {
-    PARENTS
+pub fn modelled_operations() -> Vec<(&'static str, &'static str)> {
+    crate::ops::OPERATIONS
+        .iter()
+        .filter_map(|o| Some((o.name, parent_of(o.name)?)))
+        .collect()
 }
 
 #[derive(Clone, Debug)]

@@ -4,5 +4,6 @@
 //! profiles can be proved off macOS.
 
 pub mod eval;
+pub mod origin;
 pub mod parse;
 mod regex;

@@ -49,8 +49,6 @@ pub fn looks_secret(name: &str) -> bool {
 
 /// A seal name.
 pub const NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
-/// A seatbelt operation name.
-pub const OP_PATTERN: &str = r"^[a-z*-]+$";
 
 /// Codex's system config directory (its system, managed and requirements layers).
 pub const CODEX_SYSTEM_DIR: &str = "/etc/codex";
@@ -464,13 +462,13 @@ pub struct CodexProvider {
 pub struct Assert {
     #[schemars(skip)]
     pub span: Span,
-    /// Operation that must be allowed, e.g. `file-write-data`.
+    /// Operation that must be allowed, e.g. `file-write-data` (`sealc explain --list-ops` lists them).
     #[serde(default)]
-    #[schemars(pattern(OP_PATTERN))]
+    #[schemars(extend("enum" = crate::ops::names()))]
     pub allow: Option<Spanned<String>>,
-    /// Operation that must be denied, e.g. `file-read-data`.
+    /// Operation that must be denied, e.g. `file-read-data` (`sealc explain --list-ops` lists them).
     #[serde(default)]
-    #[schemars(pattern(OP_PATTERN))]
+    #[schemars(extend("enum" = crate::ops::names()))]
     pub deny: Option<Spanned<String>>,
     /// Paths the verdict holds for.
     #[serde(default)]
