@@ -24,7 +24,12 @@ pub struct Args {
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let mut cmd = Cli::command();
+    // The internal commands (`__init`, `__confine`) are hidden from help,
+    // but clap_complete would still offer them: leave them out.
+    let full = Cli::command();
+    let mut cmd = clap::Command::new("sealc")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
     let mut script = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "sealc", &mut script);
     match out.write_all(&script) {

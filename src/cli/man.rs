@@ -108,7 +108,9 @@ fn page(cmd: &clap::Command) -> Vec<u8> {
     let plain = cmd.clone().after_help(None).after_long_help(None);
     let mut bytes = Vec::new();
     // Writing to a Vec cannot fail.
-    let _ = clap_mangen::Man::new(plain).render(&mut bytes);
+    let _ = clap_mangen::Man::new(plain)
+        .source(concat!("sealc ", env!("CARGO_PKG_VERSION")))
+        .render(&mut bytes);
     if let Some(after) = after {
         let mut roff = Roff::default();
         let mut open = false;
