@@ -23,6 +23,7 @@ const CREDENTIALS: &[&str] = &[
     ".config/gh",
     ".docker",
     ".kube",
+    ".codex",
 ];
 
 /// Run sealc in `dir` with exactly `env`.
@@ -80,11 +81,10 @@ impl Lab {
     /// The host a user has: the credential directories and the scratch
     /// directories exist.
     fn furnish(&self) {
-        for d in CREDENTIALS.iter().chain(&[
-            ".codex",
-            ".cache/sealc/scratch/home",
-            ".cache/sealc/scratch/tmp",
-        ]) {
+        for d in CREDENTIALS
+            .iter()
+            .chain(&[".cache/sealc/scratch/home", ".cache/sealc/scratch/tmp"])
+        {
             std::fs::create_dir_all(self.t.join("home").join(d)).unwrap();
         }
     }
