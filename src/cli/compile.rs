@@ -11,9 +11,9 @@ use crate::facts::{parse_var_flag, RealHost, VarFlags};
 const AFTER_HELP: &str = "\
 Exit codes:
   0  written (or, with --check, what is on disk is what would be written)
-  1  what is on disk differs: --check found a file that differs or is
-     missing, or an existing output differs and --force was not given;
-     nothing written
+  1  what is on disk differs: --check found a file that differs, is missing
+     or is stale (the other platform's), or an existing output differs and
+     --force was not given; nothing written
   2  bad input: the spec, a --var, a flag, or a file that cannot be read
      or written; nothing written
 

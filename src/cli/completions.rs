@@ -29,6 +29,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let full = Cli::command();
     let mut cmd = clap::Command::new("sealc")
         .version(env!("CARGO_PKG_VERSION"))
+        .args(full.get_arguments().cloned())
         .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
     let mut script = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "sealc", &mut script);

@@ -21,7 +21,9 @@ Exit codes:
   124  the wall-clock limit                152  the CPU limit (SIGXCPU)
   153  the file-size limit (SIGXFSZ)
   125  the command ran, but the Codex config in CODEX_HOME changed
-  127  the sandbox, or the command in it, could not start
+  122  the sandbox (or one of its layers) could not be built; nothing ran
+  126  the command is in the sandbox but could not be executed
+  127  the command is not in the sandbox
   (docs/limits.md; --report FILE says which)
 
 Example:

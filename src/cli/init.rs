@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::render_diagnostics;
 use super::{PlatformArg, BAD_INPUT, DIFFERS, OK};
 use crate::diag::{quote, Diagnostic};
 
@@ -69,12 +70,14 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     }
     let display = a.out.display().to_string();
     let fail = |err: &mut dyn Write, d: Diagnostic, code: i32| {
-        let _ = write!(err, "{}", crate::diag::render(&d.into(), &display, ""));
+        let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
         code
     };
     match std::fs::read(&a.out) {
         Ok(existing) if existing == text.as_bytes() => {
-            let _ = writeln!(err, "{display} already holds this starter spec");
+            if !super::quiet() {
+                let _ = writeln!(err, "{display} already holds this starter spec");
+            }
             return OK;
         }
         Ok(_) if !a.force => {
@@ -102,6 +105,9 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         )
         .help("check that the directory exists and is writable");
         return fail(err, d, BAD_INPUT);
+    }
+    if super::quiet() {
+        return OK;
     }
     let _ = writeln!(err, "wrote {display}; next:");
     let _ = writeln!(

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 use clap_mangen::roff::{roman, Roff};
 
-use super::{Cli, BAD_INPUT, OK};
-use crate::diag::{quote, render as render_diagnostics, Diagnostic};
+use super::{render_diagnostics, Cli, BAD_INPUT, OK};
+use crate::diag::{quote, Diagnostic};
 
 pub(super) const AFTER_HELP: &str = "\
 Exit codes:
@@ -35,7 +35,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if let Some(dir) = &a.dir {
         return match write_pages(dir, &pages) {
             Ok(()) => {
-                for (name, _) in &pages {
+                for (name, _) in pages.iter().filter(|_| !super::quiet()) {
                     let _ = writeln!(out, "{}", dir.join(name).display());
                 }
                 OK
