@@ -12,11 +12,12 @@ use crate::facts::RealHost;
 
 const AFTER_HELP: &str = "\
 Exit codes:
-  N    the command's own exit code (128+N: killed by signal N)
+  N    the command's own exit code (128+S when it was killed by signal S)
   1    drift: the record, its artifacts, the host or the installed Codex
        config differ, or --expect names another seal; nothing started
-  2    bad input, nothing started: an unreadable record, stdio, --user, a
-       missing secret, a --report path that cannot be written
+  2    bad input, nothing started: an unreadable record, a seal for the
+       other platform, stdio, --user, a missing secret, a --report path
+       that cannot be written
   120  the memory limit was reached        121  the output limit
   124  the wall-clock limit                152  the CPU limit (SIGXCPU)
   153  the file-size limit (SIGXFSZ)
