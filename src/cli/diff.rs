@@ -19,8 +19,19 @@ use crate::describe::{Change, Effect};
 use crate::diag::{render, visible};
 use crate::record::canonical_json;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  the two seals allow the same
+  1  they differ (each change is listed)
+  2  bad input: a record cannot be read, is not a record, or its spec
+     does not compile with this sealc
+
+Example:
+  sealc diff old/seal.json seal/seal.json";
+
 /// Compare what two seals allow: paths, hosts, ports, env names, limits, Codex settings.
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// The record before the change (seal.json).
     old: PathBuf,

@@ -10,8 +10,29 @@ use super::{parse_expect, BAD_INPUT, DIFFERS, OK};
 use crate::diag::quote;
 use crate::facts::RealHost;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  N    the command's own exit code (128+S when it was killed by signal S)
+  1    drift: the record, its artifacts, the host or the installed Codex
+       config differ, or --expect names another seal; nothing started
+  2    bad input, nothing started: an unreadable record, a seal for the
+       other platform, stdio, --user, a missing secret, a --report path
+       that cannot be written
+  120  the memory limit was reached        121  the output limit
+  124  the wall-clock limit                152  the CPU limit (SIGXCPU)
+  153  the file-size limit (SIGXFSZ)
+  125  the command ran, but the Codex config in CODEX_HOME changed
+  122  the sandbox (or one of its layers) could not be built; nothing ran
+  126  the command is in the sandbox but could not be executed
+  127  the command is not in the sandbox
+  (docs/limits.md; --report FILE says which)
+
+Example:
+  sealc exec seal/seal.json --expect sha256:<binding> -- sh -c 'echo hi'";
+
 /// Verify a record, then run a command under its seal (exit 1 on drift: nothing starts).
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// The record (seal.json).
     record: PathBuf,

@@ -10,8 +10,18 @@ use super::{Format, BAD_INPUT, OK, UNDECIDED};
 use crate::diag::quote;
 use crate::sbpl::eval::Target;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  decided: allowed or denied (the answer is printed)
+  2  bad input: the profile, the record, the operation or a path
+  3  ambiguous or undetermined
+
+Example:
+  sealc explain seal/seal.bwrap.json --op file-write-data \"$PWD/notes.md\"";
+
 /// Which rule of a seatbelt profile (or step of a seal.bwrap.json) decides an operation on a path or endpoint.
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// The seal: a seatbelt profile (SBPL) or a seal.bwrap.json.
     #[arg(required_unless_present = "list_ops")]

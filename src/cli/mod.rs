@@ -12,11 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod compile;
+mod completions;
 mod diff;
 mod exec;
 mod explain;
+mod init;
 mod inside;
 mod lint;
+mod man;
 mod schema;
 mod show;
 mod verify;
@@ -30,11 +33,22 @@ pub const BAD_INPUT: i32 = 2;
 /// Exit code of `explain` when the answer is ambiguous or undetermined.
 pub const UNDECIDED: i32 = 3;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  ok
+  1  what is on disk differs, drift, or a spec with errors (lint)
+  2  bad input: a flag, a spec, a record, a file that cannot be read or written
+  Each command's --help lists its own; `exec` passes its command's through.
+
+Example:
+  sealc init && sealc lint seal.toml --platform both && sealc compile seal.toml --var checkout=\"$PWD\"";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sealc",
     version,
-    about = "Compile seal specs to sandbox profiles, env allowlists and Codex configs"
+    about = "Compile seal specs to sandbox profiles, env allowlists and Codex configs",
+    after_help = AFTER_HELP
 )]
 struct Cli {
     /// Colour in diagnostics: `auto` (when stderr is a terminal and
@@ -95,6 +109,10 @@ enum Command {
     Schema(schema::Args),
     Show(show::Args),
     Diff(diff::Args),
+    #[command(name = "init")]
+    Starter(init::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -181,6 +199,9 @@ pub fn run(
         Command::Schema(a) => schema::run(a, out, err),
         Command::Show(a) => show::run(a, out, err),
         Command::Diff(a) => diff::run(a, out, err),
+        Command::Starter(a) => init::run(a, out, err),
+        Command::Completions(a) => completions::run(a, out, err),
+        Command::Man(a) => man::run(a, out, err),
     }
 }
 

@@ -4,8 +4,17 @@ use std::io::Write;
 
 use super::OK;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  the schema was printed
+  2  bad input: an unknown schema name
+
+Example:
+  sealc schema spec > seal-spec.schema.json";
+
 /// Print a JSON Schema (also committed under schemas/).
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Which schema.
     #[arg(value_enum, default_value = "spec")]

@@ -7,8 +7,19 @@ use super::{parse_expect, Format};
 use crate::diag::quote;
 use crate::facts::RealHost;
 
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  verified
+  1  drift: an artifact, the binding, an invariant, the sealc version, the
+     --expect binding, a --live fact or the --codex-config differs
+  2  unusable input: the record cannot be read or is not a canonical record
+
+Example:
+  sealc verify seal/seal.json --expect sha256:<the binding you reviewed>";
+
 /// Recompile a record and compare: digests, binding, invariants, and the artifact files.
 #[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// The record (seal.json).
     record: PathBuf,
