@@ -34,7 +34,7 @@ impl Severity {
 pub const CODES: &[(&str, &str, &str)] = &[
     (
         "sealc::spec::toml",
-        "the spec is not valid TOML",
+        "the spec is not valid TOML; only the first syntax error is reported, since the parser's guesses past it make the rest unreliable, and nothing else about the spec is checked until it parses",
         "name = \"unterminated",
     ),
     (

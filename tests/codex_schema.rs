@@ -68,6 +68,16 @@ fn the_schemas_of_tested_releases_are_in_the_repository() {
     }
     // The oldest tested release is always checked against its schema.
     assert!(versions.contains(&sealc::backend::codex::TESTED[0].to_string()));
+    // Where the shared conformance set is checked out beside the repository,
+    // each copy is still its file (nothing here depends on it being there).
+    let shared = root().join("../shared/conformance/codex-config");
+    for v in &versions {
+        let file = format!("config.schema.rust-v{v}.json");
+        if let Ok(theirs) = std::fs::read(shared.join(&file)) {
+            let ours = std::fs::read(schema_dir().join(&file)).unwrap();
+            assert!(ours == theirs, "{file} differs from {}", shared.display());
+        }
+    }
 }
 
 #[test]

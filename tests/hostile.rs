@@ -85,3 +85,67 @@ fn every_hostile_spec_is_refused_cleanly() {
     }
     assert_goldens(failures);
 }
+
+/// A TOML syntax error is reported alone: one diagnostic, with its code, a
+/// span and a lowercase message, whatever the parser's recovery made of the
+/// rest of the file (one missing `]` once gave 79 diagnostics).
+#[test]
+fn a_toml_syntax_error_is_the_only_diagnostic() {
+    let mut failures = Vec::new();
+    let mut check = |what: &str, src: &str| {
+        let lint = sealc::lint::lint(src);
+        let parse = sealc::spec::parse(src).err().unwrap_or_default();
+        for (how, diags) in [("lint", &lint), ("parse", &parse)] {
+            match diags.0.as_slice() {
+                [d] if d.code == "sealc::spec::toml"
+                    && d.span.is_some()
+                    && d.message
+                        .strip_prefix("invalid TOML: ")
+                        .is_some_and(|m| m.starts_with(|c: char| !c.is_uppercase())) => {}
+                ds => failures.push(format!(
+                    "{what} ({how}): {:?}",
+                    ds.iter().map(|d| (d.code, &d.message)).collect::<Vec<_>>()
+                )),
+            }
+        }
+    };
+    let shapes = toml_files(&root().join("tests/hostile"))
+        .into_iter()
+        .filter(|f| {
+            let name = f.file_name().unwrap().to_string_lossy();
+            name.starts_with("toml-") || name.starts_with("duplicate-")
+        })
+        .collect::<Vec<_>>();
+    assert!(shapes.len() >= 8, "{shapes:?}");
+    for f in &shapes {
+        check(
+            &f.display().to_string(),
+            &std::fs::read_to_string(f).unwrap(),
+        );
+    }
+    // Every example spec with one bracket, brace or quote deleted: whenever
+    // that breaks the TOML, the break is the one diagnostic.
+    let mut specs = toml_files(&root().join("specs"));
+    specs.extend(toml_files(&root().join("tests/golden")));
+    let mut broken = 0;
+    for spec in specs {
+        let src = std::fs::read_to_string(&spec).unwrap();
+        for (at, c) in src.char_indices() {
+            if !matches!(c, '[' | ']' | '{' | '}' | '"' | ',') {
+                continue;
+            }
+            let cut = format!("{}{}", &src[..at], &src[at + 1..]);
+            if toml::from_str::<toml::Table>(&cut).is_ok() {
+                continue;
+            }
+            broken += 1;
+            let line = src[..at].matches('\n').count() + 1;
+            check(
+                &format!("{} without the `{c}` of line {line}", spec.display()),
+                &cut,
+            );
+        }
+    }
+    assert!(broken >= 300, "only {broken} deletions broke the TOML");
+    assert_goldens(failures);
+}

@@ -1,6 +1,6 @@
 //! The SBPL grammar and evaluator from the outside: construct fixtures,
 //! rejected inputs with their positions, round trips of sealc's own output,
-//! the operation table against the shared catalogue, a no-panic property,
+//! the operation table against the macOS 10.15 catalogue (`tests/data/sbpl/`), a no-panic property,
 //! and `sealc explain`.
 
 mod common;
@@ -62,17 +62,30 @@ fn every_profile_sealc_emits_round_trips() {
     assert!(n >= 5);
 }
 
+/// The macOS 10.15 operation table, from `tests/data/sbpl/` (kept in the
+/// repository with its provenance, so nothing outside it is needed and
+/// nothing is skipped), checked against the sha256 its PROVENANCE.md lists.
+fn catalina_table() -> String {
+    let dir = root().join("tests/data/sbpl");
+    let provenance = std::fs::read_to_string(dir.join("PROVENANCE.md")).unwrap();
+    let sha = provenance
+        .lines()
+        .find_map(|l| l.strip_prefix("| sbpl-operations-catalina.tsv |"))
+        .and_then(|l| l.rsplit('|').nth(1))
+        .map(str::trim)
+        .expect("PROVENANCE.md lists the table's sha256");
+    let bytes = std::fs::read(dir.join("sbpl-operations-catalina.tsv")).unwrap();
+    assert_eq!(
+        format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&bytes)),
+        sha,
+        "tests/data/sbpl/sbpl-operations-catalina.tsv is not the copy PROVENANCE.md describes"
+    );
+    String::from_utf8(bytes).unwrap()
+}
+
 #[test]
-fn the_operation_table_agrees_with_the_shared_catalogue() {
-    let tsv = root().join("../shared/design/sbpl-operations-catalina.tsv");
-    let Ok(text) = std::fs::read_to_string(&tsv) else {
-        assert!(
-            std::env::var_os("SEALC_REQUIRE_SHARED").is_none(),
-            "{} is missing",
-            tsv.display()
-        );
-        return;
-    };
+fn the_operation_table_agrees_with_the_catalina_catalogue() {
+    let text = catalina_table();
     let table: BTreeMap<&str, &str> = text
         .lines()
         .skip(1)
@@ -81,8 +94,22 @@ fn the_operation_table_agrees_with_the_shared_catalogue() {
             Some((*cols.get(1)?, *cols.get(4)?))
         })
         .collect();
-    for (op, parent) in sealc::sbpl::eval::modelled_operations() {
+    assert!(table.len() >= 140, "{} operations", table.len());
+    let modelled = sealc::sbpl::eval::modelled_operations();
+    assert!(!modelled.is_empty());
+    for (op, parent) in modelled {
         assert_eq!(table.get(op), Some(&parent), "{op}");
+    }
+    // Where the shared design notes are checked out beside the repository,
+    // the copy is still theirs (nothing here depends on them being there).
+    let shared = root().join("../shared/design/sbpl-operations-catalina.tsv");
+    if let Ok(theirs) = std::fs::read_to_string(&shared) {
+        assert_eq!(
+            text,
+            theirs,
+            "tests/data/sbpl differs from {}",
+            shared.display()
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! The TOML walker: `toml`'s spanned document tree → [`Spec`], collecting
-//! every problem (cargo-deny style) instead of stopping at the first.
+//! every problem (cargo-deny style) instead of stopping at the first. TOML
+//! syntax is the exception: only its first error is reported.
 
 use std::collections::BTreeMap;
 
@@ -13,26 +14,136 @@ type Val<'i> = TSpanned<DeValue<'i>>;
 
 pub(super) fn parse(text: &str) -> Result<Spec, Diagnostics> {
     let (doc, errors) = DeTable::parse_recoverable(text);
+    // Only the first syntax error: the parser's recovery is a guess, and any
+    // later error may be a consequence of it (one missing `]` turns the rest
+    // of the file into array elements). The spec itself is then not read.
+    if let Some(e) = errors.first() {
+        return Err(syntax_error(text, e).into());
+    }
     let mut cx = Cx::default();
-    for e in errors {
-        let span = e.span().unwrap_or(0..0);
-        let msg = e.message().trim_end_matches('.').to_string();
-        let msg = crate::diag::lowercase_first(&msg);
-        cx.push(
-            Diagnostic::error("sealc::spec::toml", format!("invalid TOML: {msg}"))
-                .at(span)
-                .help("fix the TOML syntax; see https://toml.io"),
-        );
-    }
-    if cx.diags.has_errors() {
-        return Err(cx.diags.sorted());
-    }
     let root_span = doc.span();
     let spec = cx.spec(doc.get_ref(), root_span);
     match spec {
         Some(spec) if !cx.diags.has_errors() => Ok(spec),
         _ => Err(cx.diags.sorted()),
     }
+}
+
+/// The 1-based line of the innermost bracket still open at `pos` when it is
+/// `open` (`[` or `{`): a small scan of the text before a syntax error, which
+/// the parser read without complaint, skipping comments and strings.
+fn opened_on_line(text: &str, pos: usize, open: u8) -> Option<usize> {
+    let b = &text.as_bytes()[..pos.min(text.len())];
+    let mut stack = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            q @ (b'"' | b'\'') => {
+                let triple = b[i..].starts_with(&[q, q, q]);
+                i += if triple { 3 } else { 1 };
+                while i < b.len() {
+                    if q == b'"' && b[i] == b'\\' {
+                        i += 2;
+                    } else if triple && b[i..].starts_with(&[q, q, q]) {
+                        // A closing `"""` may be followed by one or two more quotes.
+                        i += 3;
+                        while i < b.len() && b[i] == q {
+                            i += 1;
+                        }
+                        break;
+                    } else if !triple && (b[i] == q || b[i] == b'\n') {
+                        i += 1;
+                        break;
+                    } else {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            c @ (b'[' | b'{') => stack.push((c, i)),
+            b']' | b'}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    match stack.last() {
+        Some(&(c, at)) if c == open => Some(text[..at].matches('\n').count() + 1),
+        _ => None,
+    }
+}
+
+/// The diagnostic for a TOML syntax error, with a help that names the likely
+/// mistake for the common shapes.
+fn syntax_error(text: &str, e: &toml::de::Error) -> Diagnostic {
+    let span = e.span().unwrap_or(0..0);
+    let msg = crate::diag::lowercase_first(e.message().trim_end_matches('.'));
+    let msg = match text.get(span.clone()) {
+        Some(key) if msg == "duplicate key" && !key.is_empty() => {
+            // On a header line, the table is what repeats.
+            let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[line_start..].lines().next().unwrap_or("").trim_start();
+            match line.find(']') {
+                Some(end) if line.starts_with('[') => {
+                    let end = end + usize::from(line[end + 1..].starts_with(']'));
+                    format!("duplicate table {}", quote(&line[..=end]))
+                }
+                _ => format!("duplicate key {}", quote(key)),
+            }
+        }
+        _ => msg,
+    };
+    let starts = |p: &[&str]| p.iter().any(|p| msg.starts_with(p));
+    let opened = |open, what: &str| match opened_on_line(text, span.start, open) {
+        Some(line) => format!("{what} opened on line {line}"),
+        None => what.to_string(),
+    };
+    let help = if msg.contains("array") {
+        format!(
+            "an array separates its elements with `,` and ends with `]`: \
+             is the `]` of {} missing, or a `,`?",
+            opened(b'[', "the array")
+        )
+    } else if starts(&[
+        "missing comma between key-value pairs",
+        "unclosed inline table",
+    ]) {
+        format!(
+            "an inline table separates its pairs with `,` and ends with `}}` on the \
+             line it starts: is the `}}` of {} missing, or a `,`?",
+            opened(b'{', "the inline table")
+        )
+    } else if starts(&["unclosed table"]) {
+        "a table header is a name in brackets on a line of its own, like `[filesystem]`".to_string()
+    } else if starts(&[
+        "invalid basic string",
+        "invalid literal string",
+        "invalid multi-line",
+    ]) {
+        "a string ends with the quote it starts with, on the same line \
+         (only `\"\"\"` and `'''` strings span lines): is the closing quote missing?"
+            .to_string()
+    } else if starts(&["missing escaped value", "invalid escape"]) {
+        "in a `\"...\"` string `\\` starts an escape such as `\\n`: write `\\\\` \
+         for a backslash, or use a literal string `'...'`, which has no escapes"
+            .to_string()
+    } else if starts(&["duplicate"]) {
+        "a key is set once per table, and a `[table]` header appears once: \
+         remove or merge the repeat"
+            .to_string()
+    } else {
+        "fix the TOML syntax; see https://toml.io".to_string()
+    };
+    Diagnostic::error("sealc::spec::toml", format!("invalid TOML: {msg}"))
+        .at(span)
+        .help(help)
 }
 
 #[derive(Default)]
