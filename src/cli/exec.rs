@@ -34,11 +34,8 @@ Example:
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The record (seal.json).
-    record: PathBuf,
-    /// Directory of the artifact files (default: the record's directory).
-    #[arg(long, value_name = "DIR")]
-    artifacts: Option<PathBuf>,
+    #[command(flatten)]
+    seal: super::SealArgs,
     /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
     #[arg(long)]
     dry_run: bool,
@@ -69,9 +66,8 @@ pub struct Args {
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     exec(
-        &a.record,
+        &a.seal,
         &ExecOpts {
-            artifacts: a.artifacts.as_deref(),
             dry_run: a.dry_run,
             user: a.user.as_deref(),
             expect: a.expect.as_deref(),
@@ -86,7 +82,6 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
 }
 
 struct ExecOpts<'a> {
-    artifacts: Option<&'a Path>,
     dry_run: bool,
     user: Option<&'a str>,
     expect: Option<&'a str>,
@@ -126,7 +121,7 @@ impl Write for Tee<'_> {
 
 /// `sealc exec`, and its run report.
 fn exec(
-    record: &Path,
+    seal: &super::SealArgs,
     opts: &ExecOpts<'_>,
     command: &[OsString],
     out: &mut dyn Write,
@@ -158,7 +153,7 @@ fn exec(
         inner: err,
         text: Vec::new(),
     };
-    let code = exec_run(record, opts, command, out, &mut tee, &mut ctx);
+    let code = exec_run(seal, opts, command, out, &mut tee, &mut ctx);
     let Some(path) = opts.report.filter(|_| !opts.dry_run) else {
         return code;
     };
@@ -228,14 +223,14 @@ fn exec_user(
 
 /// `sealc exec`: verify exactly as `sealc verify` does, then run.
 fn exec_run(
-    record: &Path,
+    seal: &super::SealArgs,
     opts: &ExecOpts<'_>,
     command: &[OsString],
     out: &mut dyn Write,
     err: &mut dyn Write,
     ctx: &mut ExecCtx,
 ) -> i32 {
-    let (artifacts, dry_run, expect) = (opts.artifacts, opts.dry_run, opts.expect);
+    let (record, dry_run, expect) = (seal.record.as_path(), opts.dry_run, opts.expect);
     let mut overrides = std::collections::BTreeMap::new();
     for r in opts.resolve {
         match crate::proxy::parse_resolve(r) {
@@ -260,11 +255,7 @@ fn exec_run(
             return BAD_INPUT;
         }
     };
-    let dir = match artifacts {
-        Some(d) => d.to_path_buf(),
-        None => record.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let files = seal.files();
     let outcome = crate::verify::verify(&bytes, &files);
     if let (Some(want), Some(rec)) = (expect, &outcome.record) {
         if rec.binding != want {

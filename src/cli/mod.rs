@@ -153,6 +153,38 @@ impl From<PlatformSel> for crate::platform::Select {
     }
 }
 
+/// `RECORD [--artifacts DIR]`: a record and where its artifact files are,
+/// for every command that reads a compiled seal back.
+#[derive(clap::Args, Debug)]
+struct SealArgs {
+    /// The record (seal.json).
+    record: std::path::PathBuf,
+    /// Directory of the artifact files (default: the record's directory).
+    #[arg(long, value_name = "DIR")]
+    artifacts: Option<std::path::PathBuf>,
+}
+
+impl SealArgs {
+    /// Where the artifact files are read from.
+    fn artifact_dir(&self) -> std::path::PathBuf {
+        match &self.artifacts {
+            Some(d) => d.clone(),
+            None => self
+                .record
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// An artifact file by its name in the record (only the names
+    /// recompilation produces are ever asked for).
+    fn files(&self) -> impl Fn(&str) -> Option<Vec<u8>> {
+        let dir = self.artifact_dir();
+        move |name: &str| std::fs::read(dir.join(name)).ok()
+    }
+}
+
 /// Run with the process's arguments and streams.
 pub fn main() -> i32 {
     let stdout = std::io::stdout();

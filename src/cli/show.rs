@@ -6,7 +6,7 @@
 //! does not verify is still shown, under a header that says so, and exits 1.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
@@ -30,11 +30,8 @@ Example:
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The record (seal.json).
-    record: PathBuf,
-    /// Directory of the artifact files to verify (default: the record's directory).
-    #[arg(long, value_name = "DIR")]
-    artifacts: Option<PathBuf>,
+    #[command(flatten)]
+    seal: super::SealArgs,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -101,11 +98,7 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let dir = match &a.artifacts {
-        Some(d) => d.clone(),
-        None => a.record.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    let loaded = match load(&a.record, Some(&dir)) {
+    let loaded = match load(&a.seal.record, Some(&a.seal.artifact_dir())) {
         Ok(l) => l,
         Err(d) => {
             let _ = write!(err, "{}", render(&d.into(), "", ""));

@@ -1,7 +1,7 @@
 //! `sealc verify`: recompile a record and compare.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{parse_expect, Format};
 use crate::diag::quote;
@@ -21,11 +21,8 @@ Example:
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The record (seal.json).
-    record: PathBuf,
-    /// Directory of the artifact files (default: the record's directory).
-    #[arg(long, value_name = "DIR")]
-    artifacts: Option<PathBuf>,
+    #[command(flatten)]
+    seal: super::SealArgs,
     /// Also re-resolve the facts on this host and report each one.
     #[arg(long)]
     live: bool,
@@ -46,8 +43,7 @@ pub struct Args {
 pub(super) fn run(a: Args, out: &mut dyn Write, _err: &mut dyn Write) -> i32 {
     let format = a.format;
     let opts = VerifyArgs {
-        record: a.record,
-        artifacts: a.artifacts,
+        seal: a.seal,
         live: a.live,
         expect: a.expect,
         codex_config: a.codex_config.zip(a.workspace),
@@ -66,8 +62,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, _err: &mut dyn Write) -> i32 {
 }
 
 struct VerifyArgs {
-    record: PathBuf,
-    artifacts: Option<PathBuf>,
+    seal: super::SealArgs,
     live: bool,
     expect: Option<String>,
     codex_config: Option<(PathBuf, PathBuf)>,
@@ -77,24 +72,19 @@ struct VerifyArgs {
 /// then verify; the live and Codex-config checks come after.
 fn verify(a: &VerifyArgs) -> crate::verify::Report {
     use crate::facts::Host as _;
-    let bytes = match std::fs::read(&a.record) {
+    let bytes = match std::fs::read(&a.seal.record) {
         Ok(b) => b,
         Err(e) => {
             return crate::verify::Report {
                 unusable: Some(format!(
                     "cannot read the record {}: {e}",
-                    quote(&a.record.display().to_string())
+                    quote(&a.seal.record.display().to_string())
                 )),
                 ..Default::default()
             }
         }
     };
-    let dir = match &a.artifacts {
-        Some(d) => d.clone(),
-        None => a.record.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    // Only the artifact names recompilation produces are ever opened.
-    let files = |name: &str| std::fs::read(dir.join(name)).ok();
+    let files = a.seal.files();
     let outcome = crate::verify::verify(&bytes, &files);
     let mut report = outcome.report;
     if let (Some(want), Some(record)) = (&a.expect, &outcome.record) {
