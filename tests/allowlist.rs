@@ -314,6 +314,8 @@ P=${{HTTPS_PROXY#http://}}
 echo "socks $({curl} --socks5-hostname $P http://allowed.test:{web}/socks)"
 {curl} --socks5-hostname $P http://evil.test:{web}/ 2>/dev/null; echo "socks-evil exit=$?"
 /usr/bin/python3 -c '{CLIENTS_PY}' {web}
+echo "lower $(env -u ALL_PROXY -u all_proxy -u HTTP_PROXY {curl} http://allowed.test:{web}/lower)"
+echo "proxy-vars $(for v in http_proxy https_proxy all_proxy; do [ "${{!v}}" = "$HTTPS_PROXY" ] && echo -n "$v "; done)[${{NO_PROXY-unset}}][${{no_proxy-unset}}]"
 exit 7
 "#
     );
@@ -383,6 +385,14 @@ exit 7
         format!("200 HELLO GET /py-tunnel HTTP/1.1 host=allowed.test:{web}")
     );
     assert_eq!(one("py-private"), "Tunnel connection failed: 403 Forbidden");
+    // curl takes a proxy for `http://` from `http_proxy` (or `all_proxy`)
+    // in lowercase only: with every other form gone it still goes through.
+    assert_eq!(
+        one("lower"),
+        format!("HELLO GET /lower HTTP/1.1 host=allowed.test:{web}")
+    );
+    // Each variable also in lowercase; the bypass lists set, and empty.
+    assert_eq!(one("proxy-vars"), "http_proxy https_proxy all_proxy [][]");
     assert_eq!(
         lab.other_count.total.load(Ordering::SeqCst),
         0,
@@ -448,6 +458,7 @@ exit 7
         ("http", "evil.test", &w, "refused"),
         ("connect", "allowed.test", &w, "allowed"),
         ("connect", "private.test", &w, "refused"),
+        ("http", "allowed.test", &w, "allowed"),
     ];
     let got: Vec<(&str, &str, &str, &str)> = entries
         .iter()
