@@ -93,6 +93,7 @@ fn proxy(ports: [u16; 2]) -> (sealc::proxy::Running, u16) {
         policy: Policy::new(&hosts, ports, [Cidr::parse("127.0.0.1/32").unwrap()]),
         listen: String::new(),
         audit: Audit::new(None, resolve),
+        timeouts: Default::default(),
     };
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap().port();
