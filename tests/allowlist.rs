@@ -173,7 +173,7 @@ ws = {{ required = true }}
 write = ["${{ws}}"]
 [network]
 mode = "allowlist"
-hosts = ["allowed.test", "private.test", "*.suffix.test"]
+hosts = ["allowed.test", "private.test", "*.suffix.test", "192.0.2.7"]
 ports = [{web}, {echo_port}]
 allow_ranges = ["127.0.0.1/32"]
 [env]
@@ -740,4 +740,49 @@ fn a_record_that_does_not_verify_gets_a_report_without_a_binding() {
     assert_eq!(r["schema"], "sealc.run/v1");
     assert!(r["binding"].is_null());
     assert_eq!(r["network"], serde_json::json!([]));
+}
+
+#[test]
+fn dry_run_shows_the_allowlist_the_proxy_will_enforce() {
+    if !prerequisites() {
+        return;
+    }
+    let lab = Lab::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(lab.t.join("ws"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["exec", "--dry-run"])
+        .arg(lab.t.join("seal/seal.json"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ports = [lab.web, lab.echo];
+    ports.sort();
+    assert_eq!(
+        plan["layers"]["network"],
+        serde_json::json!({
+            "mode": "allowlist",
+            "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
+            "proxy": "127.0.0.1:3128",
+            "allowlist": {
+                "hosts": ["allowed.test", "private.test"],
+                "suffixes": ["*.suffix.test"],
+                "ip_literals": ["192.0.2.7"],
+                "ports": ports,
+                "allow_ranges": ["127.0.0.1/32"],
+            },
+            "limits": {
+                "head_timeout_s": 10.0,
+                "idle_timeout_s": 300.0,
+                "max_connections": 1024,
+                "max_head_bytes": 16384,
+            },
+        })
+    );
+    // Nothing ran: no report, no connection.
+    assert!(!lab.report().exists());
+    assert_eq!(lab.echo_count.total.load(Ordering::SeqCst), 0);
 }

@@ -92,6 +92,53 @@ impl Default for Timeouts {
     }
 }
 
+/// What `sealc exec --dry-run` (and the run report's `layers`) says of the
+/// network: the mode, what decides where connections go, and in
+/// `allowlist` mode what the run's own proxy (`own`, the one the run
+/// starts) lets through, with its limits.
+pub fn layer(net: &crate::ir::NetIr, own: Option<&Own>) -> serde_json::Value {
+    use crate::spec::NetMode;
+    let mode = net.mode.as_str();
+    let listen = net.proxy.as_ref().map(|p| format!("{}:{}", p.host, p.port));
+    let built;
+    let own = match own {
+        Some(o) => o,
+        None => {
+            built = Own::new(net);
+            &built
+        }
+    };
+    match net.mode {
+        NetMode::Allowlist => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
+            "proxy": listen,
+            "allowlist": own.policy.describe(),
+            "limits": {
+                "head_timeout_s": own.timeouts.head.as_secs_f64(),
+                "idle_timeout_s": own.timeouts.idle.as_secs_f64(),
+                "max_connections": MAX_CONNECTIONS,
+                "max_head_bytes": http::MAX_HEAD,
+            },
+        }),
+        NetMode::Proxy => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "the proxy at `network.proxy`, not sealc: `hosts` and `ports` are only recorded",
+            "proxy": listen,
+            "hosts": net.hosts,
+            "ports": net.ports,
+        }),
+        NetMode::None => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "the seal: nothing gets out",
+        }),
+        NetMode::Open => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "nothing: no network rule",
+        }),
+    }
+}
+
 /// A refusal line for sealc's stderr.
 pub type Log = Box<dyn Fn(&str) + Send + Sync>;
 
