@@ -642,13 +642,8 @@ where
             {
                 conn.moved(&conn.up, to_upstream.len());
                 conn.set(|s| s.relaying = true);
-                let idle = relay(client, upstream, &conn, shared.timeouts.idle).await;
-                conn.set(|s| {
-                    s.relaying = false;
-                    if idle {
-                        s.cut = Some("idle");
-                    }
-                });
+                relay(client, upstream, &conn, shared.timeouts.idle).await;
+                conn.set(|s| s.relaying = false);
             }
         }
         Err(r) => answer(&mut client, &shared, &conn, r).await,
@@ -881,24 +876,19 @@ const LINGER: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 1 << 20;
 
 /// Relay both ways until both directions end, or until no byte has moved
-/// either way for `idle` (then true: the caller drops both sockets, which
-/// cuts the relay). When one side is done sending, the other is told (a
-/// half close), and the other direction goes on.
-async fn relay<A, B>(client: A, upstream: B, conn: &Conn, idle: Duration) -> bool
+/// either way for `idle`: then the cut is recorded first, and both sockets
+/// are closed (so whoever sees the end finds it recorded). When one side is
+/// done sending, the other is told (a half close), and the other direction
+/// goes on.
+async fn relay<A, B>(client: A, upstream: B, conn: &Conn, idle: Duration)
 where
     A: Socket + AsyncRead + AsyncWrite + Unpin,
     B: Socket + AsyncRead + AsyncWrite + Unpin,
 {
-    either(
-        async {
-            copy_both(client, upstream, conn).await;
-            false
-        },
-        async {
-            quiet_for(conn, idle).await;
-            true
-        },
-    )
+    either(copy_both(client, upstream, conn), async {
+        quiet_for(conn, idle).await;
+        conn.set(|s| s.cut = Some("idle"));
+    })
     .await
 }
 
@@ -1510,5 +1500,58 @@ mod tests {
         assert!(conns.iter().all(|c| c.decision == Decision::Refused
             && c.reason.as_deref() == Some("no complete request head within 0.3s")));
         running.stop();
+    }
+
+    #[test]
+    fn an_idle_tunnel_from_the_bridge_socket_is_cut_too() {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let (echo, open) = upstream();
+        let dir = std::env::temp_dir().join(format!("sealc-proxy-idle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bridge.sock");
+        let own = Own {
+            policy: Policy::new(
+                &["allowed.test".to_string()],
+                [echo],
+                [policy::Cidr::parse("127.0.0.1/32").unwrap()],
+            ),
+            audit: Audit::new(
+                None,
+                [("allowed.test".to_string(), "127.0.0.1".parse().unwrap())].into(),
+            ),
+            timeouts: Timeouts {
+                head: HEAD_TIMEOUT,
+                idle: Duration::from_millis(500),
+            },
+            ..Own::default()
+        };
+        let running = own.serve_unix(UnixListener::bind(&path).unwrap()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(c, "CONNECT allowed.test:{echo} HTTP/1.1\r\n\r\nping").unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 256];
+        while !got.ends_with(b"ping") {
+            let n = c.read(&mut b).unwrap();
+            assert!(n > 0, "{got:?}");
+            got.extend_from_slice(&b[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200 "));
+        // Then nothing either way: the proxy ends it.
+        let mut rest = Vec::new();
+        let end = c.read_to_end(&mut rest);
+        assert!(end.is_ok() && rest.is_empty(), "{end:?} {rest:?}");
+        let t0 = Instant::now();
+        while open.load(Ordering::SeqCst) > 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(open.load(Ordering::SeqCst), 0, "the upstream saw the end");
+        let conns = own.audit.connections();
+        assert_eq!(conns.len(), 1);
+        assert_eq!(conns[0].cut, Some("idle"));
+        assert_eq!((conns[0].bytes_up, conns[0].bytes_down), (4, 4));
+        running.stop();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
