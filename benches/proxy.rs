@@ -14,13 +14,19 @@
 //! Targets (issue 14): throughput at least 80% of direct; under 1 ms added
 //! per connection.
 //!
+//! Both paths do the same work at their ends: the same 64 KiB writes from
+//! the same buffer, the same sink reading 64 KiB at a time, `TCP_NODELAY`
+//! on every socket (the proxy sets it on both of its own), default socket
+//! buffers everywhere. What the tunnel adds (a second connection, the
+//! proxy's pipe) is the proxy's own cost, as in a real run.
+//!
 //! Where the threads run decides a loopback transfer's speed as much as
 //! anything (on one core the data stays in its cache; across two it moves),
 //! so the client runs on CPU 0 and the servers on CPU 1 (`split`, default)
 //! or CPU 0 (`same`); the proxy's thread is not pinned.
 //!
 //! Other work on the machine decides too, and not evenly: on a shared
-//! 2-core machine, with builds running beside it, the same binary measured
+//! 2-core machine, with builds running beside it, the same proxy measured
 //! the tunnel at 39% and at 142% of direct minutes apart (a tunnel has three
 //! busy threads against direct's two, so it takes a larger share of a
 //! crowded machine, and the others' bursts land on either path). So the
