@@ -38,7 +38,10 @@
 //! with `shared`), it runs as it is, and says so; expect a wide spread.
 //! Besides the ratio of the medians (the target), it prints the median of
 //! the per-round ratios (each direct round against the tunnel round next to
-//! it), which drifting load moves less.
+//! it), which drifting load moves less. Even so, on two CPUs a run lands in
+//! one of two modes, by where the scheduler puts the proxy's thread: with
+//! the servers (the tunnel above direct) or with the client (about 60%);
+//! see the README's benchmark paragraph.
 //!
 //!   cargo bench --bench proxy [-- ROUNDS] [same] [shared]   (default 40; open: 50x that)
 
