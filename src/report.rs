@@ -91,6 +91,11 @@ pub struct Connection {
     pub bytes_down: u64,
     /// From the agent's connection to its end (or the end of the run).
     pub duration_ms: f64,
+    /// When sealc cut an allowed connection before both sides were done:
+    /// `idle` (no byte either way for the proxy's idle timeout), or
+    /// `run_ended` (still open when the command ended). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<&'static str>,
 }
 
 impl Report {

@@ -173,7 +173,7 @@ ws = {{ required = true }}
 write = ["${{ws}}"]
 [network]
 mode = "allowlist"
-hosts = ["allowed.test", "private.test", "*.suffix.test"]
+hosts = ["allowed.test", "private.test", "*.suffix.test", "192.0.2.7"]
 ports = [{web}, {echo_port}]
 allow_ranges = ["127.0.0.1/32"]
 [env]
@@ -314,6 +314,8 @@ P=${{HTTPS_PROXY#http://}}
 echo "socks $({curl} --socks5-hostname $P http://allowed.test:{web}/socks)"
 {curl} --socks5-hostname $P http://evil.test:{web}/ 2>/dev/null; echo "socks-evil exit=$?"
 /usr/bin/python3 -c '{CLIENTS_PY}' {web}
+echo "lower $(env -u ALL_PROXY -u all_proxy -u HTTP_PROXY {curl} http://allowed.test:{web}/lower)"
+echo "proxy-vars $(for v in http_proxy https_proxy all_proxy; do [ "${{!v}}" = "$HTTPS_PROXY" ] && echo -n "$v "; done)[${{NO_PROXY-unset}}][${{no_proxy-unset}}]"
 exit 7
 "#
     );
@@ -383,6 +385,14 @@ exit 7
         format!("200 HELLO GET /py-tunnel HTTP/1.1 host=allowed.test:{web}")
     );
     assert_eq!(one("py-private"), "Tunnel connection failed: 403 Forbidden");
+    // curl takes a proxy for `http://` from `http_proxy` (or `all_proxy`)
+    // in lowercase only: with every other form gone it still goes through.
+    assert_eq!(
+        one("lower"),
+        format!("HELLO GET /lower HTTP/1.1 host=allowed.test:{web}")
+    );
+    // Each variable also in lowercase; the bypass lists set, and empty.
+    assert_eq!(one("proxy-vars"), "http_proxy https_proxy all_proxy [][]");
     assert_eq!(
         lab.other_count.total.load(Ordering::SeqCst),
         0,
@@ -448,6 +458,7 @@ exit 7
         ("http", "evil.test", &w, "refused"),
         ("connect", "allowed.test", &w, "allowed"),
         ("connect", "private.test", &w, "refused"),
+        ("http", "allowed.test", &w, "allowed"),
     ];
     let got: Vec<(&str, &str, &str, &str)> = entries
         .iter()
@@ -729,4 +740,49 @@ fn a_record_that_does_not_verify_gets_a_report_without_a_binding() {
     assert_eq!(r["schema"], "sealc.run/v1");
     assert!(r["binding"].is_null());
     assert_eq!(r["network"], serde_json::json!([]));
+}
+
+#[test]
+fn dry_run_shows_the_allowlist_the_proxy_will_enforce() {
+    if !prerequisites() {
+        return;
+    }
+    let lab = Lab::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(lab.t.join("ws"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["exec", "--dry-run"])
+        .arg(lab.t.join("seal/seal.json"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ports = [lab.web, lab.echo];
+    ports.sort();
+    assert_eq!(
+        plan["layers"]["network"],
+        serde_json::json!({
+            "mode": "allowlist",
+            "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
+            "proxy": "127.0.0.1:3128",
+            "allowlist": {
+                "hosts": ["allowed.test", "private.test"],
+                "suffixes": ["*.suffix.test"],
+                "ip_literals": ["192.0.2.7"],
+                "ports": ports,
+                "allow_ranges": ["127.0.0.1/32"],
+            },
+            "limits": {
+                "head_timeout_s": 10.0,
+                "idle_timeout_s": 300.0,
+                "max_connections": 1024,
+                "max_head_bytes": 16384,
+            },
+        })
+    );
+    // Nothing ran: no report, no connection.
+    assert!(!lab.report().exists());
+    assert_eq!(lab.echo_count.total.load(Ordering::SeqCst), 0);
 }

@@ -597,7 +597,10 @@ fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Wr
 /// What `--dry-run` says of the sandbox's layers.
 fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::Value {
     if ir.platform != crate::spec::Platform::Linux {
-        return serde_json::json!({ "seatbelt": "the verified profile, by sandbox-exec -p" });
+        return serde_json::json!({
+            "seatbelt": "the verified profile, by sandbox-exec -p",
+            "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
+        });
     }
     let abi = crate::exec::landlock_abi();
     let landlock = crate::backend::bwrap::landlock(ir);
@@ -614,6 +617,7 @@ fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::V
     serde_json::json!({
         "landlock": { "abi": abi, "applied": applied, "policy": landlock },
         "namespaces": "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`",
+        "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
         "seccomp": crate::backend::bwrap::refused(ir),
         "skipped": plan.skipped,
     })

@@ -221,8 +221,20 @@ pub const BWRAP: &str = "/usr/bin/bwrap";
 pub const DEFAULT_PROXY_HOST: &str = "127.0.0.1";
 /// See [`DEFAULT_PROXY_HOST`].
 pub const DEFAULT_PROXY_PORT: u16 = 3128;
-/// The proxy variables set in proxy mode.
-pub const PROXY_VARS: [&str; 4] = ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"];
+/// The proxy variables set in `proxy` and `allowlist` mode, each also in
+/// lowercase: programs differ in which they read (curl takes `http_proxy`
+/// only in lowercase). The bypass lists (`NO_PROXY`, `no_proxy`) are set
+/// empty: nothing goes around the proxy.
+pub const PROXY_VARS: [&str; 8] = [
+    "ALL_PROXY",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "all_proxy",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
 /// The reasoning efforts Codex accepts.
 pub const REASONING_EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 /// The longest timeout accepted: one week.
@@ -1146,10 +1158,13 @@ impl Lower<'_> {
         }
         if let (true, Some(p)) = (net.mode.proxied(), &net.proxy) {
             let url = format!("http://{}:{}", p.host, p.port);
-            for v in ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"] {
-                vars.insert(v.to_string(), url.clone());
+            for v in PROXY_VARS {
+                let bypass = v.eq_ignore_ascii_case("NO_PROXY");
+                vars.insert(
+                    v.to_string(),
+                    if bypass { String::new() } else { url.clone() },
+                );
             }
-            vars.insert("NO_PROXY".to_string(), String::new());
         }
         let secrets = e
             .secret

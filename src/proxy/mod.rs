@@ -8,14 +8,16 @@
 //!
 //! Per connection: read one request head (at most [`http::MAX_HEAD`] bytes
 //! and [`http::MAX_HEADERS`] fields, within [`HEAD_TIMEOUT`] in all, so a
-//! slow client cannot hold a slot), parse it with `httparse`, and take its
+//! slow or silent client cannot hold a slot), parse it with `httparse`, and take its
 //! target: `CONNECT host:port`, or an absolute `http://` URL (or, when the
 //! first byte is 5, a SOCKS5 `CONNECT`: [`socks`]). The host is
 //! normalized and checked against the [`policy::Policy`] with the port; a
 //! name is resolved here, on the host, every answer checked (no rebinding
 //! into the host's network), and the proxy connects to an address it
 //! checked, never resolving again. Then bytes are relayed both ways until
-//! both sides are done. A plain-HTTP request is sent on as one request
+//! both sides are done, or until no byte has moved either way for
+//! [`IDLE_TIMEOUT`] (a tunnel left open, or half closed and silent), when
+//! sealc cuts it and records why. A plain-HTTP request is sent on as one request
 //! (`Connection: close`); redirects and everything else in a response go
 //! back to the client, which would have to ask again, through the same
 //! checks: the proxy itself never follows anything.
@@ -47,6 +49,8 @@ use policy::{Host, Policy};
 
 /// How long a client has to send its whole request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a relay may go with no byte either way before sealc cuts it.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long resolving a name may take.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting to one address may take.
@@ -59,13 +63,80 @@ const NOFILE: u64 = 16384;
 const BUF: usize = 256 * 1024;
 
 /// The proxy of one run: the allowlist from the verified seal, the address
-/// the agent reaches it at, and the run's [`Audit`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// the agent reaches it at, the run's [`Audit`], and its timeouts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Own {
     pub policy: Policy,
     /// The loopback `host:port` of the seal (`network.proxy`).
     pub listen: String,
     pub audit: Audit,
+    pub timeouts: Timeouts,
+}
+
+/// How long the proxy waits for a client (tests shorten them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// For the whole request head (or SOCKS5 greeting and request), from
+    /// the moment the client connected: [`HEAD_TIMEOUT`].
+    pub head: Duration,
+    /// With no byte either way, before a relay is cut: [`IDLE_TIMEOUT`].
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            head: HEAD_TIMEOUT,
+            idle: IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// What `sealc exec --dry-run` (and the run report's `layers`) says of the
+/// network: the mode, what decides where connections go, and in
+/// `allowlist` mode what the run's own proxy (`own`, the one the run
+/// starts) lets through, with its limits.
+pub fn layer(net: &crate::ir::NetIr, own: Option<&Own>) -> serde_json::Value {
+    use crate::spec::NetMode;
+    let mode = net.mode.as_str();
+    let listen = net.proxy.as_ref().map(|p| format!("{}:{}", p.host, p.port));
+    let built;
+    let own = match own {
+        Some(o) => o,
+        None => {
+            built = Own::new(net);
+            &built
+        }
+    };
+    match net.mode {
+        NetMode::Allowlist => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
+            "proxy": listen,
+            "allowlist": own.policy.describe(),
+            "limits": {
+                "head_timeout_s": own.timeouts.head.as_secs_f64(),
+                "idle_timeout_s": own.timeouts.idle.as_secs_f64(),
+                "max_connections": MAX_CONNECTIONS,
+                "max_head_bytes": http::MAX_HEAD,
+            },
+        }),
+        NetMode::Proxy => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "the proxy at `network.proxy`, not sealc: `hosts` and `ports` are only recorded",
+            "proxy": listen,
+            "hosts": net.hosts,
+            "ports": net.ports,
+        }),
+        NetMode::None => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "the seal: nothing gets out",
+        }),
+        NetMode::Open => serde_json::json!({
+            "mode": mode,
+            "enforced_by": "nothing: no network rule",
+        }),
+    }
 }
 
 /// A refusal line for sealc's stderr.
@@ -146,6 +217,7 @@ impl Audit {
             start: Instant::now(),
             up: AtomicU64::new(0),
             down: AtomicU64::new(0),
+            last: AtomicU64::new(0),
             state: Mutex::new(State::default()),
         });
         let mut all = lock(&self.0.conns);
@@ -191,6 +263,8 @@ struct Conn {
     start: Instant,
     up: AtomicU64,
     down: AtomicU64,
+    /// When a byte last moved either way, in nanoseconds after `start`.
+    last: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -202,6 +276,9 @@ struct State {
     decision: Decision,
     reason: Option<String>,
     ended: Option<Instant>,
+    /// Relaying now: if the task is dropped, the run ended under it.
+    relaying: bool,
+    cut: Option<&'static str>,
 }
 
 impl Default for State {
@@ -215,6 +292,8 @@ impl Default for State {
             decision: Decision::Refused,
             reason: Some("no request before the connection ended".into()),
             ended: None,
+            relaying: false,
+            cut: None,
         }
     }
 }
@@ -235,7 +314,15 @@ impl Conn {
             bytes_up: self.up.load(Ordering::Relaxed),
             bytes_down: self.down.load(Ordering::Relaxed),
             duration_ms: ms,
+            cut: s.cut,
         }
+    }
+
+    /// Count `k` bytes that went one way (`n`: `up` or `down`), now.
+    fn moved(&self, n: &AtomicU64, k: usize) {
+        n.fetch_add(k as u64, Ordering::Relaxed);
+        let at = self.start.elapsed().as_nanos() as u64;
+        self.last.fetch_max(at, Ordering::Relaxed);
     }
 
     fn set(&self, f: impl FnOnce(&mut State)) {
@@ -251,6 +338,10 @@ impl Drop for Ending {
     fn drop(&mut self) {
         self.0.set(|s| {
             s.ended.get_or_insert_with(Instant::now);
+            if s.relaying {
+                s.relaying = false;
+                s.cut.get_or_insert("run_ended");
+            }
         });
     }
 }
@@ -311,6 +402,7 @@ impl Own {
     /// The proxy of a verified seal's network policy.
     pub fn new(net: &crate::ir::NetIr) -> Own {
         Own {
+            timeouts: Timeouts::default(),
             policy: Policy::new(
                 &net.hosts,
                 net.ports.iter().copied(),
@@ -379,6 +471,7 @@ impl Own {
         let shared = Arc::new(Shared {
             policy: self.policy.clone(),
             audit: self.audit.clone(),
+            timeouts: self.timeouts,
             active: Arc::new(AtomicUsize::new(0)),
         });
         let thread = std::thread::Builder::new()
@@ -439,6 +532,7 @@ fn raise_nofile() {
 struct Shared {
     policy: Policy,
     audit: Audit,
+    timeouts: Timeouts,
     active: Arc<AtomicUsize>,
 }
 
@@ -510,13 +604,13 @@ where
     let mut buf = Vec::with_capacity(1024);
     // The whole request (an HTTP head, or a SOCKS5 greeting and request)
     // within one deadline.
-    let deadline = tokio::time::Instant::now() + HEAD_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + shared.timeouts.head;
     let late = || {
         refused(
             408,
             format!(
-                "no complete request head within {}s",
-                HEAD_TIMEOUT.as_secs()
+                "no complete request head within {}",
+                seconds(shared.timeouts.head)
             ),
         )
     };
@@ -546,13 +640,19 @@ where
             if client.write_all(&to_client).await.is_ok()
                 && upstream.write_all(&to_upstream).await.is_ok()
             {
-                conn.up
-                    .fetch_add(to_upstream.len() as u64, Ordering::Relaxed);
-                relay(client, upstream, &conn).await;
+                conn.moved(&conn.up, to_upstream.len());
+                conn.set(|s| s.relaying = true);
+                relay(client, upstream, &conn, shared.timeouts.idle).await;
+                conn.set(|s| s.relaying = false);
             }
         }
         Err(r) => answer(&mut client, &shared, &conn, r).await,
     }
+}
+
+/// `10s`, or `0.2s`.
+fn seconds(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
 }
 
 /// Read the first bytes of a request.
@@ -775,11 +875,38 @@ const LINGER: Duration = Duration::from_secs(1);
 /// Most bytes read and dropped from a refused client meanwhile.
 const LINGER_BYTES: usize = 1 << 20;
 
-/// Relay both ways until both directions end, counting bytes. When one
-/// side is done sending, the other is told (a half close), and the other
-/// direction goes on. On Linux through pipes with `splice`, or, when no
-/// pipe can be had (out of descriptors), through a buffer.
-async fn relay<A, B>(client: A, upstream: B, conn: &Conn)
+/// Relay both ways until both directions end, or until no byte has moved
+/// either way for `idle`: then the cut is recorded first, and both sockets
+/// are closed (so whoever sees the end finds it recorded). When one side is
+/// done sending, the other is told (a half close), and the other direction
+/// goes on.
+async fn relay<A, B>(client: A, upstream: B, conn: &Conn, idle: Duration)
+where
+    A: Socket + AsyncRead + AsyncWrite + Unpin,
+    B: Socket + AsyncRead + AsyncWrite + Unpin,
+{
+    either(copy_both(client, upstream, conn), async {
+        quiet_for(conn, idle).await;
+        conn.set(|s| s.cut = Some("idle"));
+    })
+    .await
+}
+
+/// Returns once no byte has moved either way for `idle`.
+async fn quiet_for(conn: &Conn, idle: Duration) {
+    loop {
+        let last = conn.start + Duration::from_nanos(conn.last.load(Ordering::Relaxed));
+        let due = last + idle;
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+    }
+}
+
+/// Both directions, counting bytes: on Linux through pipes with `splice`,
+/// or, when no pipe can be had (out of descriptors), through a buffer.
+async fn copy_both<A, B>(client: A, upstream: B, conn: &Conn)
 where
     A: Socket + AsyncRead + AsyncWrite + Unpin,
     B: Socket + AsyncRead + AsyncWrite + Unpin,
@@ -788,11 +915,11 @@ where
     if let (Ok(up), Ok(down)) = (splice::Pipe::new(), splice::Pipe::new()) {
         both(
             async {
-                let _ = up.copy(&client, &upstream, &conn.up).await;
+                let _ = up.copy(&client, &upstream, conn, &conn.up).await;
                 let _ = rustix::net::shutdown(&upstream, rustix::net::Shutdown::Write);
             },
             async {
-                let _ = down.copy(&upstream, &client, &conn.down).await;
+                let _ = down.copy(&upstream, &client, conn, &conn.down).await;
                 let _ = rustix::net::shutdown(&client, rustix::net::Shutdown::Write);
             },
         )
@@ -801,10 +928,15 @@ where
     }
     let (cr, cw) = tokio::io::split(client);
     let (ur, uw) = tokio::io::split(upstream);
-    both(copy(cr, uw, &conn.up), copy(ur, cw, &conn.down)).await;
+    both(copy(cr, uw, conn, &conn.up), copy(ur, cw, conn, &conn.down)).await;
 }
 
-async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut r: R, mut w: W, n: &AtomicU64) {
+async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    mut r: R,
+    mut w: W,
+    conn: &Conn,
+    n: &AtomicU64,
+) {
     let mut buf = vec![0u8; BUF];
     loop {
         match r.read(&mut buf).await {
@@ -813,7 +945,7 @@ async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut r: R, mut w: W, n
                 if w.write_all(&buf[..k]).await.is_err() {
                     break;
                 }
-                n.fetch_add(k as u64, Ordering::Relaxed);
+                conn.moved(n, k);
             }
         }
     }
@@ -870,12 +1002,12 @@ impl Socket for tokio::net::UnixStream {
 #[cfg(target_os = "linux")]
 mod splice {
     use std::io;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
 
     use rustix::pipe::{PipeFlags, SpliceFlags};
     use tokio::io::Interest;
 
-    use super::{Socket, BUF};
+    use super::{Conn, Socket, BUF};
 
     /// A pipe the bytes of one direction go through.
     pub(super) struct Pipe {
@@ -896,6 +1028,7 @@ mod splice {
             &self,
             src: &impl Socket,
             dst: &impl Socket,
+            conn: &Conn,
             n: &AtomicU64,
         ) -> io::Result<()> {
             let Pipe { r, w, cap } = self;
@@ -921,7 +1054,7 @@ mod splice {
                     }) {
                         Ok(k) => {
                             left -= k;
-                            n.fetch_add(k as u64, Ordering::Relaxed);
+                            conn.moved(n, k);
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                         Err(e) => return Err(e),
@@ -930,6 +1063,19 @@ mod splice {
             }
         }
     }
+}
+
+/// The first of two futures to finish (without tokio's macros); the other
+/// is dropped.
+async fn either<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
+    let (mut a, mut b) = (pin!(a), pin!(b));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = a.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        b.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// Run two futures to completion together (without tokio's macros).
@@ -991,15 +1137,19 @@ mod tests {
     }
 
     fn proxy(port: u16) -> (Running, u16, Audit) {
+        proxy_with(&[port], Timeouts::default())
+    }
+
+    fn proxy_with(ports: &[u16], timeouts: Timeouts) -> (Running, u16, Audit) {
         let hosts = vec!["allowed.test".to_string(), "private.test".to_string()];
         let mut own = Own {
             policy: Policy::new(
                 &hosts,
-                [port],
+                ports.iter().copied(),
                 [policy::Cidr::parse("127.0.0.1/32").unwrap()],
             ),
-            listen: String::new(),
-            audit: Audit::default(),
+            timeouts,
+            ..Own::default()
         };
         let resolve = [
             ("allowed.test".to_string(), "127.0.0.1".parse().unwrap()),
@@ -1194,6 +1344,8 @@ mod tests {
         assert_eq!(conns[0].bytes_up, 4);
         assert_eq!(conns[0].bytes_down, 4);
         assert_eq!(conns[0].protocol, "connect");
+        // Still open when the proxy stopped: cut by the end of the run.
+        assert_eq!(conns[0].cut, Some("run_ended"));
         assert_eq!(conns[1].protocol, "http");
         assert!(conns[1].bytes_down > 0);
         assert_eq!(
@@ -1213,5 +1365,193 @@ mod tests {
         assert!(conns[2..]
             .iter()
             .all(|c| c.decision == Decision::Refused && c.bytes_up == 0));
+    }
+
+    /// An upstream that reads until the client is done sending, then
+    /// neither answers nor closes until the test ends (a half-open peer).
+    fn silent_upstream() -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for mut c in l.incoming().flatten() {
+                let mut buf = [0u8; 4096];
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+                held.push(c);
+            }
+        });
+        port
+    }
+
+    fn open_tunnel(at: u16, port: u16) -> TcpStream {
+        let (c, head) = ask(at, &format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        c
+    }
+
+    fn ping(c: &mut TcpStream) {
+        c.write_all(b"ping").unwrap();
+        let mut echo = [0u8; 4];
+        c.read_exact(&mut echo).unwrap();
+        assert_eq!(&echo, b"ping");
+    }
+
+    /// Reads until the proxy closes (not until the read timeout): what came
+    /// before the end.
+    fn until_closed(c: &mut TcpStream) -> Vec<u8> {
+        let mut got = Vec::new();
+        if let Err(e) = c.read_to_end(&mut got) {
+            assert!(
+                !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ),
+                "still open: {e}"
+            );
+        }
+        got
+    }
+
+    #[test]
+    fn idle_and_half_open_tunnels_are_cut_and_recorded_busy_ones_are_not() {
+        let (echo, open) = upstream();
+        let silent = silent_upstream();
+        let idle = Duration::from_millis(1500);
+        let (running, at, audit) = proxy_with(
+            &[echo, silent],
+            Timeouts {
+                head: HEAD_TIMEOUT,
+                idle,
+            },
+        );
+        // 0: used, then left open and silent both ways.
+        let mut quiet = open_tunnel(at, echo);
+        ping(&mut quiet);
+        // 1: the client is done sending (a half close); the host never
+        // answers nor closes.
+        let mut half = open_tunnel(at, silent);
+        half.write_all(b"last words").unwrap();
+        half.shutdown(std::net::Shutdown::Write).unwrap();
+        // 2: bytes keep moving, in gaps well under the idle timeout, for
+        // longer than it.
+        let mut busy = open_tunnel(at, echo);
+        let t0 = Instant::now();
+        while t0.elapsed() < idle * 3 {
+            ping(&mut busy);
+            std::thread::sleep(idle / 15);
+        }
+        // The two idle ones were cut: each client sees the end, and so
+        // does the echoing host behind the first.
+        assert_eq!(until_closed(&mut quiet), b"");
+        assert_eq!(until_closed(&mut half), b"");
+        ping(&mut busy);
+        drop(busy);
+        let t1 = Instant::now();
+        while open.load(Ordering::SeqCst) > 0 && t1.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(open.load(Ordering::SeqCst), 0, "the upstreams saw the end");
+        let conns = audit.connections();
+        assert_eq!(conns.len(), 3);
+        let cut: Vec<Option<&str>> = conns.iter().map(|c| c.cut).collect();
+        assert_eq!(cut, [Some("idle"), Some("idle"), None]);
+        assert!(conns.iter().all(|c| c.decision == Decision::Allowed));
+        assert_eq!((conns[0].bytes_up, conns[0].bytes_down), (4, 4));
+        assert_eq!((conns[1].bytes_up, conns[1].bytes_down), (10, 0));
+        assert!(conns[2].bytes_up > 4 * 15);
+        // Cut after the idle timeout, not before.
+        assert!(conns[0].duration_ms >= idle.as_millis() as f64);
+        running.stop();
+    }
+
+    #[test]
+    fn a_client_that_never_finishes_its_request_is_answered_408() {
+        let (port, _) = upstream();
+        let (running, at, audit) = proxy_with(
+            &[port],
+            Timeouts {
+                head: Duration::from_millis(300),
+                idle: IDLE_TIMEOUT,
+            },
+        );
+        // Silent from the start, and a head that never ends.
+        let mut silent = TcpStream::connect(("127.0.0.1", at)).unwrap();
+        silent
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut partial = TcpStream::connect(("127.0.0.1", at)).unwrap();
+        partial
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        partial
+            .write_all(format!("CONNECT allowed.test:{port} HTTP/1.1\r\nX: ").as_bytes())
+            .unwrap();
+        for c in [&mut silent, &mut partial] {
+            let got = String::from_utf8(until_closed(c)).unwrap();
+            assert!(got.starts_with("HTTP/1.1 408 "), "{got}");
+            assert!(
+                got.ends_with("no complete request head within 0.3s\n"),
+                "{got}"
+            );
+        }
+        let conns = audit.connections();
+        assert_eq!(conns.len(), 2);
+        assert!(conns.iter().all(|c| c.decision == Decision::Refused
+            && c.reason.as_deref() == Some("no complete request head within 0.3s")));
+        running.stop();
+    }
+
+    #[test]
+    fn an_idle_tunnel_from_the_bridge_socket_is_cut_too() {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let (echo, open) = upstream();
+        let dir = std::env::temp_dir().join(format!("sealc-proxy-idle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bridge.sock");
+        let own = Own {
+            policy: Policy::new(
+                &["allowed.test".to_string()],
+                [echo],
+                [policy::Cidr::parse("127.0.0.1/32").unwrap()],
+            ),
+            audit: Audit::new(
+                None,
+                [("allowed.test".to_string(), "127.0.0.1".parse().unwrap())].into(),
+            ),
+            timeouts: Timeouts {
+                head: HEAD_TIMEOUT,
+                idle: Duration::from_millis(500),
+            },
+            ..Own::default()
+        };
+        let running = own.serve_unix(UnixListener::bind(&path).unwrap()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(c, "CONNECT allowed.test:{echo} HTTP/1.1\r\n\r\nping").unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 256];
+        while !got.ends_with(b"ping") {
+            let n = c.read(&mut b).unwrap();
+            assert!(n > 0, "{got:?}");
+            got.extend_from_slice(&b[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200 "));
+        // Then nothing either way: the proxy ends it.
+        let mut rest = Vec::new();
+        let end = c.read_to_end(&mut rest);
+        assert!(end.is_ok() && rest.is_empty(), "{end:?} {rest:?}");
+        let t0 = Instant::now();
+        while open.load(Ordering::SeqCst) > 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(open.load(Ordering::SeqCst), 0, "the upstream saw the end");
+        let conns = own.audit.connections();
+        assert_eq!(conns.len(), 1);
+        assert_eq!(conns[0].cut, Some("idle"));
+        assert_eq!((conns[0].bytes_up, conns[0].bytes_down), (4, 4));
+        running.stop();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -304,6 +304,19 @@ impl Policy {
         p
     }
 
+    /// What it lets through, as `--dry-run` shows it: names matched exactly,
+    /// `*.` suffix entries, IP literals, ports, and the special ranges a
+    /// name's answers may lie in.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "hosts": self.exact,
+            "suffixes": self.below.iter().map(|s| format!("*.{s}")).collect::<Vec<_>>(),
+            "ip_literals": self.ips.iter().map(|ip| Host::Ip(*ip).to_string()).collect::<Vec<_>>(),
+            "ports": self.ports,
+            "allow_ranges": self.allow_ranges.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+        })
+    }
+
     /// May a client ask for `host:port`?
     pub fn check_target(&self, host: &Host, port: u16) -> Result<(), Refusal> {
         let listed = match host {

@@ -264,7 +264,7 @@ pub struct Network {
     #[serde(default)]
     #[schemars(extend("default" = "none"))]
     pub mode: Option<Spanned<NetMode>>,
-    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`); the port may be a `${var}`. Sets `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`. Required in `proxy` mode; in `allowlist` mode the address the agent reaches sealc's proxy at (default `127.0.0.1:3128`).
+    /// Loopback `host:port` of the proxy (`127.0.0.1`, `localhost` or `[::1]`); the port may be a `${var}`. Sets `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and their lowercase forms to it, `NO_PROXY` and `no_proxy` empty. Required in `proxy` mode; in `allowlist` mode the address the agent reaches sealc's proxy at (default `127.0.0.1:3128`).
     #[serde(default)]
     #[schemars(pattern(PROXY_PATTERN), extend("examples" = ["127.0.0.1:${proxy_port}"]))]
     pub proxy: Option<Spanned<String>>,
