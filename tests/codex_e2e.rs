@@ -210,6 +210,10 @@ fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
             ("HTTP_PROXY", format!("http://127.0.0.1:{}", standin.port)),
             ("ALL_PROXY", format!("http://127.0.0.1:{}", standin.port)),
             ("NO_PROXY", String::new()),
+            ("https_proxy", format!("http://127.0.0.1:{}", standin.port)),
+            ("http_proxy", format!("http://127.0.0.1:{}", standin.port)),
+            ("all_proxy", format!("http://127.0.0.1:{}", standin.port)),
+            ("no_proxy", String::new()),
         ];
         for (k, v) in &allowlist {
             assert!(
