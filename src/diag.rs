@@ -387,6 +387,11 @@ deny_read = [\"${ws}/link\"]",
         "an existing output differs and `--force` was not given",
         "# sealc compile spec.toml, after seal/seal.sb was edited",
     ),
+    (
+        "sealc::out::in-write-root",
+        "the seal is written inside one of its own write roots, where the agent could rewrite it for the next run",
+        "# sealc compile spec.toml --var ws=$PWD (the default --out seal is inside ${ws})",
+    ),
 ];
 
 /// One problem, with everything needed to render it.

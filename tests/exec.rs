@@ -1206,6 +1206,9 @@ for i, (op, a, b) in enumerate(probes):
                 .env("PATH", "/usr/bin:/bin")
                 .arg("exec")
                 .arg(t.join("seal/seal.json"))
+                // The seal sits inside the write root `$T` of some specs:
+                // pinned, it still runs (unpinned, it would be refused).
+                .args(["--expect", &c.record.binding])
                 .args(["--", "/usr/bin/python3", "-c", RUNNER, &ts, &json])
                 .output()
                 .unwrap();
@@ -1336,6 +1339,102 @@ sys("unshare", 272, 0x10000000)
                  io_uring: refused\nkeyctl: refused\nunshare: refused\n"
             ),
             "{all}"
+        );
+    }
+}
+
+/// A seal compiled into its own write root is one the agent can rewrite:
+/// from inside, it compiles a laxer seal over the reviewed one (the new
+/// record verifies as well as the old). Compile warns; `sealc exec` runs
+/// such a record only when pinned with `--expect`, so the rewritten one
+/// never runs.
+#[test]
+fn a_seal_inside_its_own_write_root_runs_only_pinned() {
+    if !bwrap_works() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(t.join("ws")).unwrap();
+    std::fs::create_dir_all(t.join("private")).unwrap();
+    std::fs::write(t.join("private/key"), "PRIVATE-KEY-5e0d\n").unwrap();
+    let spec = |deny: &str| {
+        format!(
+            "version = 1\nname = \"self\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [{deny}]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n",
+            ws = t.join("ws").display()
+        )
+    };
+    std::fs::write(
+        t.join("spec.toml"),
+        spec(&format!("\"{}\"", t.join("private").display())),
+    )
+    .unwrap();
+    // The laxer spec the agent will compile, left where it can read it.
+    std::fs::write(t.join("ws/lax.toml"), spec("")).unwrap();
+    let sealc = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = sealc(&["compile", "spec.toml", "--out", "ws/seal"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("sealc::out::in-write-root"), "{said}");
+    let binding = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .and_then(|l| l.split("binding ").nth(1))
+        .unwrap()
+        .to_string();
+    // Unpinned: refused, nothing started.
+    let out = sealc(&["exec", "ws/seal/seal.json", "--", "/bin/echo", "STARTED"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is inside the write root"),
+        "{}",
+        text(&out)
+    );
+    // Pinned: it runs, and the agent rewrites its own seal from inside.
+    let attack = format!(
+        "cd {ws} && {sealc} compile lax.toml --out seal --force -q; echo REWRITTEN=$?",
+        ws = t.join("ws").display(),
+        sealc = env!("CARGO_BIN_EXE_sealc")
+    );
+    let out = sealc(&[
+        "exec",
+        "ws/seal/seal.json",
+        "--expect",
+        &binding,
+        "--",
+        "/bin/sh",
+        "-c",
+        &attack,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("REWRITTEN=0"),
+        "{}",
+        text(&out)
+    );
+    // The rewritten record verifies, but it never runs: not unpinned (in a
+    // write root), not pinned (another binding).
+    let key = t.join("private/key").display().to_string();
+    for extra in [vec![], vec!["--expect", binding.as_str()]] {
+        let mut args = vec!["exec", "ws/seal/seal.json"];
+        args.extend(extra);
+        args.extend(["--", "/bin/cat", key.as_str()]);
+        let out = sealc(&args);
+        assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("PRIVATE-KEY"),
+            "{}",
+            text(&out)
         );
     }
 }

@@ -120,6 +120,20 @@ fn compile(
             return BAD_INPUT;
         }
     };
+    // A seal inside its own write root: the agent could rewrite it, and
+    // `sealc exec` refuses to run it without `--expect`.
+    if let Some(w) = super::exec::write_root_holding(&compiled.ir, &resolved(dir)) {
+        let d = Diagnostic::warning(
+            "sealc::out::in-write-root",
+            format!(
+                "the seal goes to {}, inside the write root {}, where the agent could rewrite it for the next run",
+                quote(&dir.display().to_string()),
+                quote(&w)
+            ),
+        )
+        .help("compile with `--out` outside every write root; `sealc exec` runs this one only with `--expect sha256:<binding>`");
+        let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+    }
     // Every warning in full; advice (style, redundancy: nothing that changes
     // what the seal allows) as one line that says where to see it.
     let (advice, warnings): (Vec<_>, Vec<_>) = compiled
@@ -360,4 +374,24 @@ fn write_all_atomically(
         }
     }
     Ok(())
+}
+
+/// `dir` made absolute, links resolved as far as it exists (the rest as
+/// given): where the files will really be.
+fn resolved(dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return abs,
+        }
+    }
 }

@@ -359,6 +359,25 @@ fn exec_run(
         );
         return BAD_INPUT;
     }
+    // The record is the seal: one the agent can rewrite is one it picks for
+    // the next run (a fresh compile verifies as well as the reviewed one),
+    // unless that run pins the reviewed binding.
+    if expect.is_none() {
+        let real = std::fs::canonicalize(record).unwrap_or_else(|_| record.to_path_buf());
+        if let Some(w) = write_root_holding(&compiled.ir, &real) {
+            let _ = writeln!(
+                err,
+                "error: the record {} is inside the write root {}, where the agent could rewrite it for the next run, so nothing was started",
+                quote(&display),
+                quote(&w)
+            );
+            let _ = writeln!(
+                err,
+                "help: compile with `--out` outside every write root, or pin the seal you reviewed with `--expect sha256:<binding>`"
+            );
+            return BAD_INPUT;
+        }
+    }
     let needs_bridge =
         compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();
     let profile = recompiled
@@ -657,4 +676,18 @@ fn wrong_platform(target: crate::spec::Platform) -> Option<String> {
             host.display_name()
         )
     })
+}
+
+/// The write root (as written in the spec) that holds `path`, if any.
+pub(super) fn write_root_holding(ir: &crate::ir::Ir, path: &Path) -> Option<String> {
+    let path = path.to_string_lossy();
+    ir.roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .find(|r| {
+            r.real
+                .as_deref()
+                .is_some_and(|real| crate::ir::is_within(&path, real))
+        })
+        .map(|r| r.origin.clone())
 }
