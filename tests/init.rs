@@ -74,7 +74,12 @@ impl Lab {
     fn furnish(&self) {
         for d in CREDENTIALS
             .iter()
-            .chain(&[".cache/sealc/scratch/home", ".cache/sealc/scratch/tmp"])
+            .chain(&[
+                ".cache/sealc/agent/home",
+                ".cache/sealc/agent/tmp",
+                ".cache/sealc/codex-agent/home",
+                ".cache/sealc/codex-agent/tmp",
+            ])
         {
             std::fs::create_dir_all(self.t.join("home").join(d)).unwrap();
         }
@@ -292,7 +297,7 @@ fn a_starter_on_a_bare_home_compiles_and_names_each_absent_root() {
     // itself is the denied root, so no credential directory is named.
     assert_eq!(found.len(), 2, "{stderr}");
     assert!(found.iter().all(|c| c == "sealc::root::absent"), "{stderr}");
-    for d in ["scratch/home", "scratch/tmp"] {
+    for d in ["sealc/agent/home", "sealc/agent/tmp"] {
         assert!(stderr.contains(&format!("{d}`")), "{d}: {stderr}");
     }
 }
@@ -336,7 +341,7 @@ fn a_starter_runs_a_command_under_sealc_exec() {
     assert!(
         stdout.contains(&format!(
             "home {}",
-            lab.path("home/.cache/sealc/scratch/home")
+            lab.path("home/.cache/sealc/agent/home")
         )),
         "{}",
         text(&r)
