@@ -546,11 +546,23 @@ fn exec_run(
                 let _ = std::fs::remove_dir(&b.dir);
             }
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
+            if plan.bubblewrap && std::fs::metadata(&plan.program).is_err() {
+                let _ = writeln!(err, "help: {}", no_bwrap_help(&plan.program));
+            }
             crate::exec::SANDBOX_FAILED
         }
     };
     audit.fill(&mut ctx.network);
     code
+}
+
+/// What to do when the seal's bubblewrap is not on this host (compile
+/// warns of it too: `sealc::exec::no-bwrap`).
+fn no_bwrap_help(program: &str) -> String {
+    format!(
+        "bubblewrap {} is not on this host: install bubblewrap 0.8 or newer (`apt-get install bubblewrap`), or set `[exec] bwrap` in the spec to where it is; then compile the seal again (its digest is part of the seal)",
+        quote(program)
+    )
 }
 
 /// Where `sealc exec` installs the Codex config: a Codex seal's

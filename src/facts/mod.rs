@@ -249,6 +249,9 @@ pub fn gather_all(
         BTreeMap::new()
     };
     let builders = builders(spec, src, &vars, linux, host);
+    if linux && host.platform() == Some(Platform::Linux) {
+        no_bwrap(spec, &builders, &mut diags);
+    }
 
     let mut launcher = Vec::new();
     if let Some(l) = &spec.launcher {
@@ -483,6 +486,46 @@ fn builders(
             (p, chain)
         })
         .collect()
+}
+
+/// A Linux seal compiled on a Linux host where its bubblewrap is not a
+/// program (absent, or a chain that ends elsewhere than at a file): the
+/// seal compiles, but `sealc exec` cannot start it here.
+fn no_bwrap(spec: &Spec, builders: &BTreeMap<String, Vec<ChainLink>>, diags: &mut Diagnostics) {
+    let given = spec.exec.bwrap.as_ref();
+    let Some((path, chain)) = builders
+        .iter()
+        .find(|(p, _)| p.as_str() != crate::backend::env::ENV_BIN)
+    else {
+        return;
+    };
+    if chain.last().is_some_and(|l| l.kind == LinkKind::File) {
+        return;
+    }
+    let what = if chain.is_empty() {
+        "does not exist on this host"
+    } else {
+        "does not lead to a program on this host"
+    };
+    let key = if given.is_some() {
+        "correct `[exec] bwrap`"
+    } else {
+        "set `[exec] bwrap` to where it is"
+    };
+    diags.push(
+        Diagnostic::warning(
+            "sealc::exec::no-bwrap",
+            format!(
+                "bubblewrap {} {what}, so `sealc exec` cannot run this seal here",
+                quote(path)
+            ),
+        )
+        .at_opt(given.map(|g| g.span.clone()))
+        .label("not found while compiling")
+        .help(format!(
+            "install bubblewrap 0.8 or newer (`apt-get install bubblewrap`), or {key}; then compile again: its digest is part of the seal"
+        )),
+    );
 }
 
 /// The vars whose value is used as a path: a path of the spec (a root, the

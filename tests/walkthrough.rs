@@ -1,0 +1,127 @@
+//! Findings of a new user's walkthrough of compile and exec: each message
+//! says what happened and what to run next, and the command it names does
+//! what it says.
+
+mod common;
+
+use common::*;
+
+/// Rendered diagnostics with their line wrapping undone, so a test can look
+/// for a phrase wherever the renderer broke the line.
+fn flat(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let l = l.trim();
+            l.strip_prefix("│").map_or(l, str::trim)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Linux seal whose bubblewrap is not on this host: compile warns (and
+/// says how to get it), and `sealc exec` says the same when it cannot start
+/// it. No write root, so nothing is prepared before the start fails.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_missing_bubblewrap_is_told_at_compile_and_at_exec() {
+    let spec = "version = 1\nname = \"nb\"\n[target]\nplatform = \"linux\"\n[exec]\nbwrap = \"/nonexistent/sealc-test/bwrap\"\n";
+    let out = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = flat(&out.stderr);
+    for phrase in [
+        "sealc::exec::no-bwrap",
+        "`sealc exec` cannot run this seal here",
+        "apt-get install bubblewrap",
+        "then compile again",
+    ] {
+        assert!(said.contains(phrase), "{phrase}: {said}");
+    }
+
+    let out = Sealc::new()
+        .in_dir(out.dir)
+        .args(["exec", "seal/seal.json", "--", "/bin/true"])
+        .run();
+    assert_eq!(out.code, 122, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("error: cannot start `/nonexistent/sealc-test/bwrap`"),
+        "{}",
+        out.stderr
+    );
+    let help = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("help: "))
+        .unwrap_or_else(|| panic!("no help line:\n{}", out.stderr));
+    assert!(help.contains("apt-get install bubblewrap"), "{help}");
+    assert!(help.contains("`[exec] bwrap`"), "{help}");
+    assert!(help.contains("compile the seal again"), "{help}");
+}
+
+/// Where bubblewrap is, or for a macOS seal, compile says nothing of it.
+#[test]
+fn a_present_bubblewrap_or_a_macos_seal_gets_no_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let bwrap = dir.path().join("bwrap");
+    std::fs::write(&bwrap, "stand-in bwrap").unwrap();
+    for (platform, program) in [
+        ("linux", bwrap.display().to_string()),
+        ("macos", "/nonexistent/sealc-test/bwrap".to_string()),
+    ] {
+        let spec = format!(
+            "version = 1\nname = \"nb\"\n[target]\nplatform = {platform:?}\n[exec]\nbwrap = {program:?}\n"
+        );
+        let out = Sealc::new()
+            .file("s.toml", spec)
+            .args(["compile", "s.toml"])
+            .run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            !out.stderr.contains("sealc::exec::no-bwrap"),
+            "{platform}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The warning is the host's: the same spec on an in-memory host that plays
+/// Linux is warned about, on one that plays no platform it is not, and
+/// neither the artifacts nor the record differ.
+#[test]
+fn the_missing_bubblewrap_warning_depends_on_the_host_only() {
+    use sealc::facts::FakeHost;
+    use sealc::spec::Platform;
+    let spec = "version = 1\nname = \"nb\"\n[target]\nplatform = \"linux\"\n";
+    let linux = sealc::compile(
+        "s.toml",
+        spec,
+        &Vec::new(),
+        &FakeHost::new().running(Platform::Linux),
+    )
+    .unwrap();
+    let none = sealc::compile("s.toml", spec, &Vec::new(), &FakeHost::new()).unwrap();
+    let codes = |c: &sealc::Compiled| c.warnings.0.iter().map(|d| d.code).collect::<Vec<_>>();
+    assert!(
+        codes(&linux).contains(&"sealc::exec::no-bwrap"),
+        "{:?}",
+        codes(&linux)
+    );
+    assert!(
+        !codes(&none).contains(&"sealc::exec::no-bwrap"),
+        "{:?}",
+        codes(&none)
+    );
+    let bwrap = FakeHost::new()
+        .running(Platform::Linux)
+        .file("/usr/bin/bwrap", b"bwrap");
+    let present = sealc::compile("s.toml", spec, &Vec::new(), &bwrap).unwrap();
+    assert!(
+        !codes(&present).contains(&"sealc::exec::no-bwrap"),
+        "{:?}",
+        codes(&present)
+    );
+    assert_eq!(linux.files, none.files);
+}
