@@ -125,3 +125,59 @@ fn the_missing_bubblewrap_warning_depends_on_the_host_only() {
     );
     assert_eq!(linux.files, none.files);
 }
+
+/// Compile's one line of advice names a command, and that command shows
+/// exactly as many advice as the line counts: `sealc lint` for the target
+/// the seal was compiled for (platform differences included). Advice that
+/// only this host's var values give (lint reads no host) is shown in full.
+#[test]
+fn the_advice_note_counts_what_its_lint_command_shows() {
+    let spec = std::fs::read_to_string(root().join("specs/probe-rep.toml")).unwrap();
+    let home = root().join("tests/fixtures/demo-home");
+    for platform in ["linux", "macos"] {
+        let out = Sealc::new()
+            .file("probe.toml", spec.as_str())
+            .args(["compile", "probe.toml", "--platform", platform])
+            .args(["--var", &format!("home={}", home.display())])
+            .args(["--var", &format!("checkout={}", root().display())])
+            .args(["--var", "run=/tmp/sealc-walkthrough-run"])
+            .args(["--var", "proxy_port=8080"])
+            .run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let note = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("note: "))
+            .unwrap_or_else(|| panic!("no note:\n{}", out.stderr));
+        let counted: usize = note
+            .strip_prefix("note: ")
+            .and_then(|n| n.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{note}"));
+        let command = note
+            .split('`')
+            .nth(1)
+            .unwrap_or_else(|| panic!("no command in {note}"));
+        assert_eq!(
+            command,
+            format!("sealc lint probe.toml --platform {platform}"),
+            "{note}"
+        );
+        let args: Vec<&str> = command.split(' ').skip(1).collect();
+        let lint = Sealc::new().in_dir(out.dir).args(args).run();
+        assert_eq!(lint.code, 0, "{}", lint.stderr);
+        let summary = lint.stdout.lines().last().unwrap_or_default().to_string();
+        assert!(
+            summary.ends_with(&format!(", {counted} advice")),
+            "{platform}: the note counts {counted}, `{command}` says {summary:?}"
+        );
+        // This host's values put `${home}` inside `${checkout}`: lint cannot
+        // know, so compile shows that advice itself.
+        assert!(
+            flat(&out.stderr).contains("`${home}` lies inside `${checkout}`"),
+            "{}",
+            out.stderr
+        );
+        assert!(!lint.stdout.contains("`${home}` lies inside `${checkout}`"));
+    }
+}

@@ -120,26 +120,43 @@ fn compile(
             return BAD_INPUT;
         }
     };
-    // Every warning in full; advice (style, redundancy: nothing that changes
-    // what the seal allows) as one line that says where to see it.
-    let (advice, warnings): (Vec<_>, Vec<_>) = compiled
+    // Every warning in full; advice (style, redundancy, platform
+    // differences: nothing that changes what the seal allows) as one line
+    // that names the command that shows exactly that advice: `sealc lint`
+    // for this target. Advice only this host's values give (lint reads no
+    // host) is not in that command's, so it is shown in full here.
+    let target = compiled.ir.platform;
+    let linted: Vec<crate::diag::Diagnostic> = crate::lint::lint_for(&src, Some(select(target)))
+        .0
+        .into_iter()
+        .filter(|d| d.severity == crate::diag::Severity::Advice)
+        .collect();
+    let same = |a: &crate::diag::Diagnostic, b: &crate::diag::Diagnostic| {
+        a.code == b.code && a.message == b.message && a.span == b.span
+    };
+    let shown: Vec<_> = compiled
         .warnings
         .0
         .iter()
+        .filter(|d| {
+            d.severity != crate::diag::Severity::Advice
+                || !(super::quiet() || linted.iter().any(|l| same(l, d)))
+        })
         .cloned()
-        .partition(|d| d.severity == crate::diag::Severity::Advice);
-    if !warnings.is_empty() {
+        .collect();
+    if !shown.is_empty() {
         let _ = write!(
             err,
             "{}",
-            render_diagnostics(&Diagnostics(warnings), &display, &src)
+            render_diagnostics(&Diagnostics(shown), &display, &src)
         );
     }
-    if !advice.is_empty() && !super::quiet() {
+    if !linted.is_empty() && !super::quiet() {
         let _ = writeln!(
             err,
-            "note: {} advice for {display} (style and redundancy; `sealc lint {display}` shows it)",
-            advice.len()
+            "note: {} advice for {display} (style, redundancy and platform differences; `{}` shows it)",
+            linted.len(),
+            lint_command(&display, target)
         );
     }
 
@@ -312,6 +329,36 @@ fn compile(
         compiled.record.binding
     );
     OK
+}
+
+/// `sealc lint` for one target platform.
+fn select(p: crate::spec::Platform) -> crate::platform::Select {
+    match p {
+        crate::spec::Platform::Linux => crate::platform::Select::Linux,
+        crate::spec::Platform::Macos => crate::platform::Select::Macos,
+    }
+}
+
+/// The lint command whose advice is what compile counts for `target`.
+fn lint_command(spec: &str, target: crate::spec::Platform) -> String {
+    format!(
+        "sealc lint {} --platform {}",
+        shell_word(spec),
+        target.as_str()
+    )
+}
+
+/// One shell word for `s`: as it is when it needs no quoting, otherwise in
+/// single quotes (a `'` inside written `'\''`).
+pub(super) fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Write every file to a temp file beside its target, then rename each into
