@@ -181,3 +181,87 @@ fn the_advice_note_counts_what_its_lint_command_shows() {
         assert!(!lint.stdout.contains("`${home}` lies inside `${checkout}`"));
     }
 }
+
+/// Host drift: the help is the whole command that compiles the seal again
+/// over the drifted one (`--force`, the recorded platform and var values),
+/// and how to review the change with `sealc diff` first. Each command it
+/// names does what it says.
+#[test]
+fn drift_help_gives_commands_that_work() {
+    let spec = "version = 1\nname = \"d\"\n[target]\nplatform = \"linux\"\n[vars]\nws = { required = true }\n[filesystem]\ndeny_read = [\"${ws}/secret\"]\nwrite = [\"${ws}\"]\n";
+    let out = Sealc::new()
+        .file("d.toml", spec)
+        .file("ws/.keep", "")
+        .args(["compile", "d.toml", "--var", "ws=ws", "--platform", "linux"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The denied root appears after compiling: the host drifted.
+    std::fs::create_dir(out.path("ws/secret")).unwrap();
+    let exec = |dir| {
+        Sealc::new()
+            .in_dir(dir)
+            .args(["exec", "seal/seal.json", "--dry-run", "--", "/bin/true"])
+            .run()
+    };
+    let drifted = exec(out.dir);
+    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    let helps: Vec<&str> = drifted
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("help: "))
+        .collect();
+    assert_eq!(helps.len(), 2, "{}", drifted.stderr);
+    let command = |line: &str, after: &str| -> Vec<String> {
+        let tail = &line[line
+            .find(after)
+            .unwrap_or_else(|| panic!("{after} in {line}"))..];
+        let cmd = tail.split('`').nth(1).unwrap().to_string();
+        assert!(!cmd.contains('\''), "plain words expected: {cmd}");
+        cmd.split(' ').skip(1).map(str::to_string).collect()
+    };
+    let recompile = command(helps[0], "compiled from): ");
+    assert_eq!(&recompile[..2], ["compile", "d.toml"], "{recompile:?}");
+    assert!(recompile.contains(&"--force".to_string()), "{recompile:?}");
+    assert!(
+        recompile.windows(2).any(|w| w == ["--platform", "linux"]),
+        "{recompile:?}"
+    );
+    let ws = drifted.dir.path().canonicalize().unwrap().join("ws");
+    assert!(
+        recompile.contains(&format!("ws={}", ws.display())),
+        "{recompile:?}"
+    );
+    assert!(helps[1].contains("sealc diff "), "{}", helps[1]);
+
+    // The review first: compile into the new directory, without `--force`,
+    // and compare.
+    let new_dir = helps[1]
+        .split("(`--out ")
+        .nth(1)
+        .and_then(|t| t.split('`').next())
+        .unwrap_or_else(|| panic!("no new directory in {}", helps[1]))
+        .to_string();
+    let mut into_new: Vec<String> = recompile
+        .iter()
+        .filter(|w| *w != "--force")
+        .cloned()
+        .collect();
+    let at = into_new.iter().position(|w| w == "--out").unwrap();
+    into_new[at + 1] = new_dir;
+    let review = Sealc::new().in_dir(drifted.dir).args(&into_new).run();
+    assert_eq!(review.code, 0, "{}", review.stderr);
+    let diff = command(helps[1], "and run ");
+    let diffed = Sealc::new().in_dir(review.dir).args(&diff).run();
+    assert!(
+        diffed.code == 0 || diffed.code == 1,
+        "{diff:?}: {}",
+        diffed.stderr
+    );
+
+    // Then over the drifted seal: it compiles (no "exists and differs"),
+    // and the seal runs again.
+    let again = Sealc::new().in_dir(diffed.dir).args(&recompile).run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let ok = exec(again.dir);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
