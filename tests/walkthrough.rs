@@ -265,3 +265,58 @@ fn drift_help_gives_commands_that_work() {
     let ok = exec(again.dir);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
 }
+
+/// A secret-looking `pass` name: compile says its value *is* recorded, and
+/// where, and writes those files readable by their owner only; lint still
+/// says it *would be*. Without a recorded value the seal's files keep the
+/// ordinary mode, as reviewers read them.
+#[test]
+fn a_recorded_secret_looking_pass_is_said_so_and_written_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    const SPEC: &str = "version = 1\nname = \"sp\"\n[target]\nplatform = \"linux\"\n[env]\npass = [\"GITHUB_TOKEN\"]\n";
+    let mode = |out: &Out, f: &str| {
+        std::fs::metadata(out.path("seal").join(f))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let out = Sealc::new()
+        .file("s.toml", SPEC)
+        .env("GITHUB_TOKEN", "ghp_walkthrough")
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = flat(&out.stderr);
+    assert!(
+        said.contains("its value is recorded in env.json, seal.json and codex/config.toml, written readable by you only (mode 0600)"),
+        "{said}"
+    );
+    assert!(!said.contains("would be written"), "{said}");
+    for f in ["env.json", "seal.json", "codex/config.toml"] {
+        assert_eq!(mode(&out, f), 0o600, "{f}");
+        let text = std::fs::read_to_string(out.path("seal").join(f)).unwrap();
+        assert!(text.contains("ghp_walkthrough"), "{f} records the value");
+    }
+    let lint = Sealc::new().in_dir(out.dir).args(["lint", "s.toml"]).run();
+    let linted = flat(&lint.stdout);
+    assert!(linted.contains("its value would be written"), "{linted}");
+    assert!(!linted.contains("is recorded in"), "{linted}");
+
+    // Compiled again with the name unset: nothing recorded, the ordinary
+    // mode again (the seal's other artifact's), and the warning says so.
+    let again = Sealc::new()
+        .in_dir(lint.dir)
+        .args(["compile", "s.toml", "--force"])
+        .run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let said = flat(&again.stderr);
+    assert!(
+        said.contains("not set while compiling, so nothing was recorded"),
+        "{said}"
+    );
+    let ordinary = mode(&again, "seal.bwrap.json");
+    for f in ["env.json", "seal.json", "codex/config.toml"] {
+        assert_eq!(mode(&again, f), ordinary, "{f}");
+    }
+}

@@ -263,7 +263,15 @@ fn compile(
         let _ = writeln!(err, "error: nothing written");
         return DIFFERS;
     }
-    if let Err(e) = write_all_atomically(dir, &compiled.files) {
+    // A secret-looking `pass` value is in these files: readable by their
+    // owner only (the warning says so). Otherwise the seal is for reviewers
+    // to read, as any file.
+    let private: Vec<&str> = if crate::recorded_secret_looking(&compiled.facts).is_empty() {
+        Vec::new()
+    } else {
+        crate::PASS_VALUE_FILES.to_vec()
+    };
+    if let Err(e) = write_all_atomically(dir, &compiled.files, &private) {
         let d = Diagnostic::error(
             "sealc::io::write",
             format!(
@@ -364,10 +372,14 @@ pub(super) fn shell_word(s: &str) -> String {
 /// Write every file to a temp file beside its target, then rename each into
 /// place, the record last. If any temp file cannot be written, every temp file
 /// is removed and nothing is renamed.
+/// The files named in `private` are made readable and writable by their
+/// owner only (0600), also when their bytes are unchanged.
 fn write_all_atomically(
     dir: &Path,
     files: &std::collections::BTreeMap<String, Vec<u8>>,
+    private: &[&str],
 ) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let result = (|| {
         // The record goes last, so it never describes artifacts not yet in place.
@@ -386,7 +398,16 @@ fn write_all_atomically(
                 .unwrap_or_default();
             let tmp = parent.join(format!(".{file_name}.sealc-tmp-{}", std::process::id()));
             staged.push((tmp.clone(), target));
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            if private.contains(&name.as_str()) {
+                options.mode(0o600);
+            }
+            let mut f = options.open(&tmp)?;
+            if private.contains(&name.as_str()) {
+                // A temp file left by an earlier run keeps its mode.
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
             f.write_all(bytes)?;
             f.sync_all()?;
         }
