@@ -320,3 +320,83 @@ fn a_recorded_secret_looking_pass_is_said_so_and_written_0600() {
         assert_eq!(mode(&again, f), ordinary, "{f}");
     }
 }
+
+const LAUNCHED: &str = "version = 1\nname = \"l\"\n[vars]\ncodex = { required = true, help = \"the Codex binary\" }\n[launcher]\npath = \"${codex}\"\n";
+
+/// `--var codex="$(command -v codex)"` without Codex installed: the flag is
+/// `--var codex=`. The help says the value is empty and why it may be, not
+/// "pass a directory", and `${codex}` is not also called undeclared.
+#[test]
+fn an_empty_var_flag_says_so_and_nothing_else() {
+    let out = Sealc::new()
+        .file("s.toml", LAUNCHED)
+        .args(["compile", "s.toml", "--var", "codex="])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let said = flat(&out.stderr);
+    assert!(
+        said.contains("`--var codex=` gives a path var an empty value"),
+        "{said}"
+    );
+    assert!(said.contains("the value is empty"), "{said}");
+    assert!(said.contains("is `codex` installed"), "{said}");
+    assert!(!said.contains("directory"), "{said}");
+    assert!(!said.contains("names no declared var"), "{said}");
+    assert!(said.contains("1 problem found"), "{said}");
+
+    // No flag at all: the missing value, and no knock-on either.
+    let out = Sealc::new()
+        .file("s.toml", LAUNCHED)
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let said = flat(&out.stderr);
+    assert!(said.contains("required var `codex` has no value"), "{said}");
+    assert!(!said.contains("names no declared var"), "{said}");
+    assert!(said.contains("1 problem found"), "{said}");
+
+    // A reference to a var that really is not declared still is one.
+    let out = Sealc::new()
+        .file(
+            "s.toml",
+            LAUNCHED.replace("path = \"${codex}\"", "path = \"${codx}/x\""),
+        )
+        .args(["compile", "s.toml", "--var", "codex=/bin/sh"])
+        .run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        flat(&out.stderr).contains("`${codx}` names no declared var"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `${HOME}` with no var for it: environment variables are not expanded;
+/// the help declares a var that reads it, and following it compiles.
+#[test]
+fn an_environment_variable_reference_is_answered_with_a_var_that_reads_it() {
+    const SPEC: &str = "version = 1\nname = \"h\"\n[filesystem]\ndeny_read = [\"${HOME}/.ssh\"]\n";
+    for cmd in ["lint", "compile"] {
+        let out = Sealc::new()
+            .file("s.toml", SPEC)
+            .args([cmd, "s.toml"])
+            .run();
+        assert_ne!(out.code, 0, "{cmd}: {}", out.stderr);
+        let said = flat(&format!("{}{}", out.stdout, out.stderr));
+        assert!(
+            said.contains("environment variables are not expanded unless a var reads them"),
+            "{cmd}: {said}"
+        );
+        assert!(
+            said.contains("declare `[vars] home = { env = \"HOME\" }` and write `${home}`"),
+            "{cmd}: {said}"
+        );
+        assert!(!said.contains("required = true"), "{cmd}: {said}");
+    }
+    let fixed = SPEC.replace("${HOME}", "${home}") + "[vars]\nhome = { env = \"HOME\" }\n";
+    let out = Sealc::new()
+        .file("s.toml", fixed)
+        .args(["compile", "s.toml"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -306,6 +306,16 @@ pub fn gather_all(
         }
     }
 
+    // A declared var without a value has its own error (no value, a refused
+    // `--var`); a `${var}` that uses it is not also "undeclared".
+    diags.0.retain(|d| {
+        let knock_on = d.code == "sealc::var::undeclared"
+            && d.message
+                .strip_prefix("`${")
+                .and_then(|m| m.split_once("}`"))
+                .is_some_and(|(name, _)| spec.vars.contains_key(name) && !vars.contains_key(name));
+        !knock_on
+    });
     (
         Facts {
             absent_writes,
@@ -598,9 +608,13 @@ fn flag_path(name: &str, value: &str, host: &dyn Host) -> Result<String, Diagnos
             trimmed.to_string()
         }
     } else if value.is_empty() {
+        let name = crate::diag::visible(name);
         return Err(bad(
             format!("`{}` gives a path var an empty value", flag(value)),
-            format!("pass a directory: `{}`", flag("/path")),
+            format!(
+                "the value is empty, as a `$(...)` that printed nothing leaves it (with `$(command -v {name})`: is `{name}` installed and on `PATH`?); pass a path: `{}`",
+                flag("/path")
+            ),
         ));
     } else {
         let Some(cwd) = host.cwd().filter(|c| c.starts_with('/')) else {
