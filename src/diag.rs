@@ -283,6 +283,11 @@ deny_read = [\"${ws}/link\"]",
         "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
     ),
     (
+        "sealc::exec::no-bwrap",
+        "a Linux seal is compiled on a Linux host where its bubblewrap (`[exec] bwrap`, default `/usr/bin/bwrap`) does not exist, so `sealc exec` cannot run it here (a warning)",
+        "# on a Linux host without /usr/bin/bwrap: sealc compile spec.toml --platform linux",
+    ),
+    (
         "sealc::codex::version",
         "`codex.version` is not a tested Codex release or a range over them",
         "[codex]\nversion = \"0.150.0\"",

@@ -100,9 +100,64 @@ pub fn compile_for(
     all.0.retain(|d| {
         d.code != "sealc::env::absent" || d.span.as_ref().is_none_or(|s| !secret_spans.contains(s))
     });
-    all.extend(smells);
+    all.0.extend(
+        smells
+            .0
+            .into_iter()
+            .map(|d| recorded_now(d, &spec, &c.facts)),
+    );
     c.warnings = all.sorted();
     Ok(c)
+}
+
+/// The files a `pass` value is written into.
+pub const PASS_VALUE_FILES: [&str; 3] = [backend::ENV, record::FILE, backend::CODEX];
+
+/// The `pass` names that look like secrets and whose value this compile
+/// recorded: [`PASS_VALUE_FILES`] are then written readable by their owner
+/// only.
+pub fn recorded_secret_looking(facts: &Facts) -> Vec<&str> {
+    facts
+        .env
+        .iter()
+        .filter(|(k, v)| v.is_some() && spec::looks_secret(k))
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+/// Lint's secret-looking `pass` finding, said as it stands after this
+/// compile: the value is recorded (or, not set, was not).
+fn recorded_now(d: diag::Diagnostic, spec: &spec::Spec, facts: &Facts) -> diag::Diagnostic {
+    if d.code != "sealc::lint::secret_pass" {
+        return d;
+    }
+    let Some(name) = spec
+        .env
+        .pass
+        .iter()
+        .find(|p| d.span.as_ref() == Some(&p.span))
+        .map(|p| p.value.as_str())
+    else {
+        return d;
+    };
+    let [env, rec, codex] = PASS_VALUE_FILES;
+    match facts.env.get(name) {
+        Some(Some(_)) => diag::Diagnostic {
+            label: Some(format!(
+                "its value is recorded in {env}, {rec} and {codex}, written readable by you only (mode 0600)"
+            )),
+            help: Some(format!(
+                "list `{name}` under `env.secret` instead (the runner supplies it, nothing records it), compile again, and delete copies of these files made meanwhile"
+            )),
+            ..d
+        },
+        _ => diag::Diagnostic {
+            label: Some(format!(
+                "not set while compiling, so nothing was recorded; once set, its value would be written to {env}, {rec} and {codex}"
+            )),
+            ..d
+        },
+    }
 }
 
 /// Compile spec text against recorded facts, reading nothing from the host.

@@ -134,26 +134,43 @@ fn compile(
         .help("compile with `--out` outside every write root; `sealc exec` runs this one only with `--expect sha256:<binding>`");
         let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
     }
-    // Every warning in full; advice (style, redundancy: nothing that changes
-    // what the seal allows) as one line that says where to see it.
-    let (advice, warnings): (Vec<_>, Vec<_>) = compiled
+    // Every warning in full; advice (style, redundancy, platform
+    // differences: nothing that changes what the seal allows) as one line
+    // that names the command that shows exactly that advice: `sealc lint`
+    // for this target. Advice only this host's values give (lint reads no
+    // host) is not in that command's, so it is shown in full here.
+    let target = compiled.ir.platform;
+    let linted: Vec<crate::diag::Diagnostic> = crate::lint::lint_for(&src, Some(select(target)))
+        .0
+        .into_iter()
+        .filter(|d| d.severity == crate::diag::Severity::Advice)
+        .collect();
+    let same = |a: &crate::diag::Diagnostic, b: &crate::diag::Diagnostic| {
+        a.code == b.code && a.message == b.message && a.span == b.span
+    };
+    let shown: Vec<_> = compiled
         .warnings
         .0
         .iter()
+        .filter(|d| {
+            d.severity != crate::diag::Severity::Advice
+                || !(super::quiet() || linted.iter().any(|l| same(l, d)))
+        })
         .cloned()
-        .partition(|d| d.severity == crate::diag::Severity::Advice);
-    if !warnings.is_empty() {
+        .collect();
+    if !shown.is_empty() {
         let _ = write!(
             err,
             "{}",
-            render_diagnostics(&Diagnostics(warnings), &display, &src)
+            render_diagnostics(&Diagnostics(shown), &display, &src)
         );
     }
-    if !advice.is_empty() && !super::quiet() {
+    if !linted.is_empty() && !super::quiet() {
         let _ = writeln!(
             err,
-            "note: {} advice for {display} (style and redundancy; `sealc lint {display}` shows it)",
-            advice.len()
+            "note: {} advice for {display} (style, redundancy and platform differences; `{}` shows it)",
+            linted.len(),
+            lint_command(&display, target)
         );
     }
 
@@ -260,7 +277,15 @@ fn compile(
         let _ = writeln!(err, "error: nothing written");
         return DIFFERS;
     }
-    if let Err(e) = write_all_atomically(dir, &compiled.files) {
+    // A secret-looking `pass` value is in these files: readable by their
+    // owner only (the warning says so). Otherwise the seal is for reviewers
+    // to read, as any file.
+    let private: Vec<&str> = if crate::recorded_secret_looking(&compiled.facts).is_empty() {
+        Vec::new()
+    } else {
+        crate::PASS_VALUE_FILES.to_vec()
+    };
+    if let Err(e) = write_all_atomically(dir, &compiled.files, &private) {
         let d = Diagnostic::error(
             "sealc::io::write",
             format!(
@@ -328,13 +353,47 @@ fn compile(
     OK
 }
 
+/// `sealc lint` for one target platform.
+fn select(p: crate::spec::Platform) -> crate::platform::Select {
+    match p {
+        crate::spec::Platform::Linux => crate::platform::Select::Linux,
+        crate::spec::Platform::Macos => crate::platform::Select::Macos,
+    }
+}
+
+/// The lint command whose advice is what compile counts for `target`.
+fn lint_command(spec: &str, target: crate::spec::Platform) -> String {
+    format!(
+        "sealc lint {} --platform {}",
+        shell_word(spec),
+        target.as_str()
+    )
+}
+
+/// One shell word for `s`: as it is when it needs no quoting, otherwise in
+/// single quotes (a `'` inside written `'\''`).
+pub(super) fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// Write every file to a temp file beside its target, then rename each into
 /// place, the record last. If any temp file cannot be written, every temp file
 /// is removed and nothing is renamed.
+/// The files named in `private` are made readable and writable by their
+/// owner only (0600), also when their bytes are unchanged.
 fn write_all_atomically(
     dir: &Path,
     files: &std::collections::BTreeMap<String, Vec<u8>>,
+    private: &[&str],
 ) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let result = (|| {
         // The record goes last, so it never describes artifacts not yet in place.
@@ -353,7 +412,16 @@ fn write_all_atomically(
                 .unwrap_or_default();
             let tmp = parent.join(format!(".{file_name}.sealc-tmp-{}", std::process::id()));
             staged.push((tmp.clone(), target));
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            if private.contains(&name.as_str()) {
+                options.mode(0o600);
+            }
+            let mut f = options.open(&tmp)?;
+            if private.contains(&name.as_str()) {
+                // A temp file left by an earlier run keeps its mode.
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
             f.write_all(bytes)?;
             f.sync_all()?;
         }

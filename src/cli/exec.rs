@@ -313,7 +313,7 @@ fn exec_run(
             err,
             "error: this host no longer matches the facts {display} was compiled against, so nothing was started"
         );
-        for help in drift_help(&drift) {
+        for help in drift_help(&drift, rec, &seal.record) {
             let _ = writeln!(err, "help: {help}");
         }
         return DIFFERS;
@@ -565,11 +565,23 @@ fn exec_run(
                 let _ = std::fs::remove_dir(&b.dir);
             }
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
+            if plan.bubblewrap && std::fs::metadata(&plan.program).is_err() {
+                let _ = writeln!(err, "help: {}", no_bwrap_help(&plan.program));
+            }
             crate::exec::SANDBOX_FAILED
         }
     };
     audit.fill(&mut ctx.network);
     code
+}
+
+/// What to do when the seal's bubblewrap is not on this host (compile
+/// warns of it too: `sealc::exec::no-bwrap`).
+fn no_bwrap_help(program: &str) -> String {
+    format!(
+        "bubblewrap {} is not on this host: install bubblewrap 0.8 or newer (`apt-get install bubblewrap`), or set `[exec] bwrap` in the spec to where it is; then compile the seal again (its digest is part of the seal)",
+        quote(program)
+    )
 }
 
 /// Where `sealc exec` installs the Codex config: a Codex seal's
@@ -644,21 +656,86 @@ fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::V
 
 /// What to do about host drift, by its kind. A denied root that a run moved
 /// is never answered with "compile again": the new seal would hide the decoy
-/// left in its place and expose what was moved.
-fn drift_help(drift: &[crate::drift::Drift]) -> Vec<&'static str> {
+/// left in its place and expose what was moved. Otherwise the help is the
+/// whole command that compiles the seal again over this one, and how to
+/// review the change before pinning the new binding.
+fn drift_help(
+    drift: &[crate::drift::Drift],
+    rec: &crate::record::Record,
+    record: &Path,
+) -> Vec<String> {
     use crate::drift::DriftKind;
     let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
     if has(DriftKind::Moved) {
-        return vec!["keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record"];
+        return vec!["keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record".into()];
     }
-    let mut help = Vec::new();
+    let mut first = Vec::new();
     if has(DriftKind::Builder) {
-        help.push("a program that starts the sandbox changed: make sure the new one is one you trust (a package upgrade), then compile the seal again on this host");
+        first.push("a program that starts the sandbox changed: make sure the new one is one you trust (a package upgrade)");
     }
     if has(DriftKind::Host) {
-        help.push("compile the seal again on this host, after the roots exist");
+        first.push("make sure the roots exist and are the ones you mean");
     }
-    help
+    if first.is_empty() {
+        return Vec::new();
+    }
+    let dir = record
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let new_dir = PathBuf::from(format!("{}.new", dir.display()));
+    let word = |p: &Path| super::compile::shell_word(&p.display().to_string());
+    let record_name = crate::record::FILE;
+    vec![
+        format!(
+            "{}, then compile the seal again on this host over this one (in the directory of `{}`, the spec it was compiled from): `{} --force`",
+            first.join("; "),
+            rec.spec.file,
+            recompile_command(rec, &dir)
+        ),
+        format!(
+            "to review the change before you pin the new binding with `--expect`, compile into another directory instead (`--out {}`, no `--force`) and run `sealc diff {} {}`",
+            word(&new_dir),
+            word(&dir.join(record_name)),
+            word(&new_dir.join(record_name)),
+        ),
+    ]
+}
+
+/// `sealc compile` of the record's spec with its platform and the var
+/// values it recorded (those this host would not give by itself), into
+/// `dir`.
+fn recompile_command(rec: &crate::record::Record, dir: &Path) -> String {
+    use super::compile::shell_word;
+    let mut words = vec![
+        "sealc".to_string(),
+        "compile".into(),
+        shell_word(&rec.spec.file),
+    ];
+    if let Some(p) = rec.facts.platform {
+        words.extend(["--platform".to_string(), p.as_str().to_string()]);
+    }
+    let here = crate::spec::parse(&rec.spec.text)
+        .map(|spec| {
+            crate::facts::gather_all(
+                &spec,
+                &rec.spec.text,
+                &Vec::new(),
+                rec.facts.platform,
+                &RealHost,
+            )
+            .0
+            .vars
+        })
+        .unwrap_or_default();
+    for (name, value) in &rec.facts.vars {
+        if here.get(name) != Some(value) {
+            words.extend(["--var".to_string(), shell_word(&format!("{name}={value}"))]);
+        }
+    }
+    words.extend(["--out".to_string(), shell_word(&dir.display().to_string())]);
+    words.join(" ")
 }
 
 /// A seal for the other platform: it cannot run here, and saying so beats

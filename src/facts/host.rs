@@ -32,6 +32,9 @@ pub trait Host {
     /// The current directory (None if it cannot be read or is not UTF-8):
     /// a relative `--var` path is resolved against it.
     fn cwd(&self) -> Option<String>;
+    /// The platform this host runs, when sealc knows it (Linux or macOS):
+    /// compile warns when a seal for it could not be started here.
+    fn platform(&self) -> Option<crate::spec::Platform>;
 }
 
 /// This machine.
@@ -98,6 +101,16 @@ impl Host for RealHost {
             .ok()
             .and_then(|p| p.into_os_string().into_string().ok())
     }
+
+    fn platform(&self) -> Option<crate::spec::Platform> {
+        if cfg!(target_os = "linux") {
+            Some(crate::spec::Platform::Linux)
+        } else if cfg!(target_os = "macos") {
+            Some(crate::spec::Platform::Macos)
+        } else {
+            None
+        }
+    }
 }
 
 /// An in-memory host: env vars, directories, files and symlinks given by the
@@ -113,6 +126,8 @@ pub struct FakeHost {
     pub inodes: BTreeMap<String, u64>,
     /// The current directory; none unless the test gives one.
     pub cwd: Option<String>,
+    /// The platform it plays; none unless the test gives one.
+    pub platform: Option<crate::spec::Platform>,
 }
 
 impl FakeHost {
@@ -137,6 +152,11 @@ impl FakeHost {
     }
     pub fn cwd(mut self, p: &str) -> Self {
         self.cwd = Some(p.into());
+        self
+    }
+    /// Play a Linux or macOS host.
+    pub fn running(mut self, p: crate::spec::Platform) -> Self {
+        self.platform = Some(p);
         self
     }
     /// Give a path another inode, as if it had been replaced.
@@ -256,6 +276,10 @@ impl Host for FakeHost {
 
     fn cwd(&self) -> Option<String> {
         self.cwd.clone()
+    }
+
+    fn platform(&self) -> Option<crate::spec::Platform> {
+        self.platform
     }
 }
 

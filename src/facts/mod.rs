@@ -249,6 +249,9 @@ pub fn gather_all(
         BTreeMap::new()
     };
     let builders = builders(spec, src, &vars, linux, host);
+    if linux && host.platform() == Some(Platform::Linux) {
+        no_bwrap(spec, &builders, &mut diags);
+    }
 
     let mut launcher = Vec::new();
     if let Some(l) = &spec.launcher {
@@ -303,6 +306,16 @@ pub fn gather_all(
         }
     }
 
+    // A declared var without a value has its own error (no value, a refused
+    // `--var`); a `${var}` that uses it is not also "undeclared".
+    diags.0.retain(|d| {
+        let knock_on = d.code == "sealc::var::undeclared"
+            && d.message
+                .strip_prefix("`${")
+                .and_then(|m| m.split_once("}`"))
+                .is_some_and(|(name, _)| spec.vars.contains_key(name) && !vars.contains_key(name));
+        !knock_on
+    });
     (
         Facts {
             absent_writes,
@@ -485,6 +498,46 @@ fn builders(
         .collect()
 }
 
+/// A Linux seal compiled on a Linux host where its bubblewrap is not a
+/// program (absent, or a chain that ends elsewhere than at a file): the
+/// seal compiles, but `sealc exec` cannot start it here.
+fn no_bwrap(spec: &Spec, builders: &BTreeMap<String, Vec<ChainLink>>, diags: &mut Diagnostics) {
+    let given = spec.exec.bwrap.as_ref();
+    let Some((path, chain)) = builders
+        .iter()
+        .find(|(p, _)| p.as_str() != crate::backend::env::ENV_BIN)
+    else {
+        return;
+    };
+    if chain.last().is_some_and(|l| l.kind == LinkKind::File) {
+        return;
+    }
+    let what = if chain.is_empty() {
+        "does not exist on this host"
+    } else {
+        "does not lead to a program on this host"
+    };
+    let key = if given.is_some() {
+        "correct `[exec] bwrap`"
+    } else {
+        "set `[exec] bwrap` to where it is"
+    };
+    diags.push(
+        Diagnostic::warning(
+            "sealc::exec::no-bwrap",
+            format!(
+                "bubblewrap {} {what}, so `sealc exec` cannot run this seal here",
+                quote(path)
+            ),
+        )
+        .at_opt(given.map(|g| g.span.clone()))
+        .label("not found while compiling")
+        .help(format!(
+            "install bubblewrap 0.8 or newer (`apt-get install bubblewrap`), or {key}; then compile again: its digest is part of the seal"
+        )),
+    );
+}
+
 /// The vars whose value is used as a path: a path of the spec (a root, the
 /// launcher, a program, the workspace, an assertion's path, another var's
 /// default) starts with `${name}`.
@@ -555,9 +608,13 @@ fn flag_path(name: &str, value: &str, host: &dyn Host) -> Result<String, Diagnos
             trimmed.to_string()
         }
     } else if value.is_empty() {
+        let name = crate::diag::visible(name);
         return Err(bad(
             format!("`{}` gives a path var an empty value", flag(value)),
-            format!("pass a directory: `{}`", flag("/path")),
+            format!(
+                "the value is empty, as a `$(...)` that printed nothing leaves it (with `$(command -v {name})`: is `{name}` installed and on `PATH`?); pass a path: `{}`",
+                flag("/path")
+            ),
         ));
     } else {
         let Some(cwd) = host.cwd().filter(|c| c.starts_with('/')) else {

@@ -130,6 +130,13 @@ pub fn interpolate(
                     .label("not in `[vars]`");
                     d = match did_you_mean(&r.name, vars.keys().map(String::as_str)) {
                         Some(m) => d.help(format!("did you mean `${{{m}}}`?")),
+                        None if looks_like_env(&r.name) => {
+                            let var = r.name.to_lowercase();
+                            d.help(format!(
+                                "environment variables are not expanded unless a var reads them: declare `[vars] {var} = {{ env = \"{}\" }}` and write `${{{var}}}`",
+                                r.name
+                            ))
+                        }
                         None => d.help(format!(
                             "declare it: `[vars] {} = {{ required = true }}`",
                             r.name
@@ -141,6 +148,15 @@ pub fn interpolate(
         }
     }
     Ok(out)
+}
+
+/// A name written as environment variables are (`HOME`, `XDG_CACHE_HOME`):
+/// upper case letters, digits and `_`, with a letter.
+fn looks_like_env(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 #[cfg(test)]
