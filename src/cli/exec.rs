@@ -465,6 +465,21 @@ fn exec_run(
             }
         }
     }
+    // A `PATH` entry the agent's user cannot search: its commands will not run.
+    if let Some(ids) = user {
+        let path = plan.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+        let entries = path.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut seen = std::collections::BTreeSet::new();
+        for dir in entries.split(':').filter(|d| !d.is_empty()) {
+            if seen.insert(dir) && crate::exec::user::searchable(dir, ids).is_err() {
+                let _ = writeln!(
+                    err,
+                    "sealc: warning: PATH entry `{dir}` cannot be searched by the agent's user ({}:{}): commands there will not run",
+                    ids.uid, ids.gid
+                );
+            }
+        }
+    }
     // Who owned each write root, to hand it back after the run.
     let owners = match user.map(|_| crate::exec::user::owners(&roots)).transpose() {
         Ok(o) => o,

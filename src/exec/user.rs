@@ -140,6 +140,17 @@ pub fn reachable(path: &str, ids: Ids) -> Result<(), String> {
     Ok(())
 }
 
+/// Can `ids` search the directory `dir` (list a name in it), and walk down
+/// to it? By the mode bits of `dir` and every directory above it. `Ok` for
+/// a directory that is absent or not absolute: nothing to warn of there.
+pub fn searchable(dir: &str, ids: Ids) -> Result<(), String> {
+    if !dir.starts_with('/') {
+        return Ok(());
+    }
+    // A name in it: `reachable` checks every directory above that.
+    reachable(&format!("{}/x", dir.trim_end_matches('/')), ids)
+}
+
 fn chown(fd: impl AsFd, ids: Ids) -> rustix::io::Result<()> {
     rustix::fs::chownat(
         fd,
