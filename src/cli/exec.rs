@@ -468,7 +468,9 @@ fn exec_run(
     // A `PATH` entry the agent's user cannot search: its commands will not run.
     if let Some(ids) = user {
         let path = plan.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-        let entries = path.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let entries = path
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut seen = std::collections::BTreeSet::new();
         for dir in entries.split(':').filter(|d| !d.is_empty()) {
             if seen.insert(dir) && crate::exec::user::searchable(dir, ids).is_err() {

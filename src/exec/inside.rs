@@ -16,9 +16,9 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -476,7 +476,10 @@ fn confine_and_exec(
         first.to_string_lossy(),
         denied.join(", ")
     );
-    (StartFailure::NotFound, io::Error::new(io::ErrorKind::NotFound, msg))
+    (
+        StartFailure::NotFound,
+        io::Error::new(io::ErrorKind::NotFound, msg),
+    )
 }
 
 /// The `[limits]` that are resource limits, as `setrlimit` values, soft and
