@@ -634,6 +634,9 @@ pub struct RunResult {
     pub cpu_seconds: Option<f64>,
     pub peak_memory_kib: Option<u64>,
     pub limits_reached: Vec<&'static str>,
+    /// A process of the sandbox was still there when `run` returned (its
+    /// pid 1 did not end after `SIGKILL`): nothing may be handed back.
+    pub survivors: bool,
 }
 
 impl RunResult {
@@ -800,14 +803,18 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
             let _ = io::Write::write_all(&mut w, &bytes);
         });
     }
-    // What bubblewrap and the inside report, read to the end.
-    let reports: Vec<(FdSource, std::thread::JoinHandle<String>)> = readers
+    // What bubblewrap and the inside report, read to the end; as soon as
+    // bubblewrap says the sandbox is built, a pidfd of its pid 1.
+    type Read = (String, Option<OwnedFd>);
+    let reports: Vec<(FdSource, std::thread::JoinHandle<Read>)> = readers
         .into_iter()
         .map(|(s, mut r)| {
+            let info = s == FdSource::Info;
             let h = std::thread::spawn(move || {
                 let mut text = String::new();
                 let _ = io::Read::read_to_string(&mut r, &mut text);
-                text
+                let init = if info { sandbox_init(&text) } else { None };
+                (text, init)
             });
             (s, h)
         })
@@ -1001,13 +1008,18 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     }
     let mut info = String::new();
     let mut status_text = String::new();
+    let mut init = None;
     for (s, h) in reports {
-        let text = h.join().unwrap_or_default();
+        let (text, fd) = h.join().unwrap_or_default();
         match s {
-            FdSource::Info => info = text,
+            FdSource::Info => (info, init) = (text, fd),
             _ => status_text = text,
         }
     }
+    // bubblewrap may be gone before its pid 1 (killed at a limit): the
+    // sandbox is over only when that has ended, which the kernel lets
+    // happen only after every other process of its pid namespace.
+    let survivors = init.is_some_and(|fd| !sandbox_ended(&fd));
     let status = match status {
         Some(Ok(s)) => s,
         Some(Err(e)) => return Err(e),
@@ -1046,7 +1058,55 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
         cpu_seconds: Some(cpu),
         peak_memory_kib: inside.then_some(peak_kib),
         limits_reached,
+        survivors,
     })
+}
+
+/// The sandbox's pid 1, from bubblewrap's `--info-fd` report: a pidfd,
+/// checked after opening to be of a process in the reported pid namespace
+/// (else that process has ended already and the number may be another's).
+fn sandbox_init(info: &str) -> Option<OwnedFd> {
+    let v: serde_json::Value = serde_json::from_str(info).ok()?;
+    let pid = i32::try_from(v.get("child-pid")?.as_u64()?).ok()?;
+    let fd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid)?,
+        rustix::process::PidfdFlags::empty(),
+    )
+    .ok()?;
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    let same = match v.get("pid-namespace").and_then(|n| n.as_u64()) {
+        Some(n) => ns == Path::new(&format!("pid:[{n}]")),
+        None => std::fs::read_link("/proc/self/ns/pid").is_ok_and(|own| own != ns),
+    };
+    same.then_some(fd)
+}
+
+/// Wait until the sandbox's pid 1 has ended, with `SIGKILL` if it is still
+/// there (after its pid namespace's other processes: the kernel ends them
+/// first); `false` when it has not ended after ten seconds.
+fn sandbox_ended(init: &OwnedFd) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let ended = |secs: u64| {
+        let until = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            let t = Timespec {
+                tv_sec: left.as_secs() as i64,
+                tv_nsec: left.subsec_nanos() as i64,
+            };
+            let mut fds = [PollFd::new(init, PollFlags::IN)];
+            match poll(&mut fds, Some(&t)) {
+                Ok(n) => return n > 0,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return false,
+            }
+        }
+    };
+    if ended(0) {
+        return true;
+    }
+    let _ = rustix::process::pidfd_send_signal(init, rustix::process::Signal::KILL);
+    ended(10)
 }
 
 /// How the run ended, from what sealc saw and what the inside reported:

@@ -612,6 +612,7 @@ for f in /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug /proc/latency
   [ "$n" -gt 0 ] && echo "READ $f ($n bytes)"
 done
 echo mine > $WS/made-inside
+stat -c 'MADE-BY %u' $WS/made-inside
 true
 "#;
     for who in CALLERS {
@@ -635,9 +636,16 @@ true
             !uid_line.is_empty() && !uid_line.split_whitespace().skip(1).any(|u| u == "0"),
             || lab.label(&format!("the agent runs as kernel uid 0: `{uid_line}`")),
         );
+        v.check(
+            so.lines()
+                .any(|l| l.starts_with("MADE-BY ") && l != "MADE-BY 0"),
+            || lab.label(&format!("a file made in a write root is root's:\n{all}")),
+        );
+        // After the run it is handed back to the write root's owner.
+        let ws_owner = std::fs::metadata(lab.path("ws")).map(|m| m.uid()).ok();
         match std::fs::metadata(lab.path("ws/made-inside")) {
-            Ok(m) => v.check(m.uid() != 0, || {
-                lab.label("a file made in a write root is root's on the host")
+            Ok(m) => v.check(Some(m.uid()) == ws_owner, || {
+                lab.label("a file made in a write root is not handed back to the root's owner")
             }),
             Err(_) => {
                 v.0.push(lab.label(&format!("made-inside was not written:\n{all}")))
@@ -652,7 +660,7 @@ true
     let out = output_within(
         lab.sh_cmd(
             &["--user", USER],
-            "echo SANDBOX-UP; grep '^Uid:' /proc/self/status; echo mine > $WS/made-inside",
+            "echo SANDBOX-UP; grep '^Uid:' /proc/self/status; echo mine > $WS/made-inside; stat -c 'MADE-BY %u' $WS/made-inside",
         ),
         None,
         DEADLINE,
@@ -670,8 +678,18 @@ true
         },
     );
     v.check(
-        std::fs::metadata(lab.path("ws/made-inside")).is_ok_and(|m| m.uid() == lab.env.uid),
-        || format!("`--user {USER}`: the file made inside is not {USER}'s"),
+        stdout(&out).lines().any(|l| l == format!("MADE-BY {uid}")),
+        || {
+            format!(
+                "`--user {USER}`: the file made inside is not {USER}'s:\n{}",
+                text(&out)
+            )
+        },
+    );
+    let ws_owner = std::fs::metadata(lab.path("ws")).map(|m| m.uid()).ok();
+    v.check(
+        std::fs::metadata(lab.path("ws/made-inside")).is_ok_and(|m| Some(m.uid()) == ws_owner),
+        || format!("`--user {USER}`: the file made inside is not handed back to the root's owner"),
     );
     v.done();
 }

@@ -100,6 +100,8 @@ struct ExecCtx {
     layers: serde_json::Value,
     limits: std::collections::BTreeMap<&'static str, crate::exec::report::Limit>,
     result: Option<crate::exec::RunResult>,
+    /// What could not be handed back to the write roots' owners.
+    hand_back: Vec<String>,
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -138,6 +140,7 @@ fn exec(
         layers: serde_json::Value::Null,
         limits: Default::default(),
         result: None,
+        hand_back: Vec::new(),
     };
     if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
         if let Err(e) = crate::report::check_path(path) {
@@ -186,6 +189,7 @@ fn exec(
         outcome: Some(outcome),
         peak_memory_kib: r.peak_memory_kib,
         resolve_overrides: ctx.network.resolve_overrides,
+        hand_back_errors: ctx.hand_back,
         schema: report::SCHEMA,
         started_at: report::rfc3339(started),
         stderr: r.stderr,
@@ -386,7 +390,7 @@ fn exec_run(
         .unwrap_or_default();
     let has_proc_entry = |p: &str| Path::new(p).exists();
     ctx.limits = crate::exec::report::limits(&compiled.ir);
-    let mut rt = crate::exec::Runtime {
+    let rt = crate::exec::Runtime {
         exe: &exe,
         bridge_dir: Path::new("<bridge-dir>"), // made below, once nothing can fail
         profile,
@@ -480,12 +484,85 @@ fn exec_run(
             }
         }
     }
+    // A `PATH` entry the agent's user cannot search: its commands will not run.
     if let Some(ids) = user {
-        if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
+        let path = plan.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+        let entries = path
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut seen = std::collections::BTreeSet::new();
+        for dir in entries.split(':').filter(|d| !d.is_empty()) {
+            if seen.insert(dir) && crate::exec::user::searchable(dir, ids).is_err() {
+                let _ = writeln!(
+                    err,
+                    "sealc: warning: PATH entry `{dir}` cannot be searched by the agent's user ({}:{}): commands there will not run",
+                    ids.uid, ids.gid
+                );
+            }
+        }
+    }
+    // Who owned each write root, to hand it back after the run.
+    let owners = match user.map(|_| crate::exec::user::owners(&roots)).transpose() {
+        Ok(o) => o,
+        Err(e) => {
             let _ = writeln!(err, "error: {e}, so nothing was started");
             return crate::exec::SANDBOX_FAILED;
         }
+    };
+    let code = 'run: {
+        if let Some(ids) = user {
+            if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
+                let _ = writeln!(err, "error: {e}, so nothing was started");
+                break 'run crate::exec::SANDBOX_FAILED;
+            }
+        }
+        run_handed(
+            &compiled.ir,
+            plan,
+            rt,
+            needs_bridge,
+            command,
+            ways,
+            overrides,
+            (installs, &codex_config),
+            out,
+            err,
+            ctx,
+        )
+    };
+    // Once nothing of the sandbox is left, also when the command failed or
+    // was stopped: each write root goes back to its owner.
+    if let (Some(ids), Some(owners)) = (user, owners) {
+        if ctx.result.as_ref().is_some_and(|r| r.survivors) {
+            ctx.hand_back.push(
+                "a process of the sandbox was still there, so the write roots were left to the agent's user".into(),
+            );
+        } else {
+            ctx.hand_back = crate::exec::user::hand_back(&owners, ids);
+        }
+        for p in &ctx.hand_back {
+            let _ = writeln!(err, "sealc: cannot hand back ownership: {p}");
+        }
     }
+    code
+}
+
+/// From the hand-over on: build the plan's bridge, run, check the Codex
+/// config after.
+#[allow(clippy::too_many_arguments)]
+fn run_handed(
+    ir: &crate::ir::Ir,
+    plan: crate::exec::Plan,
+    rt: crate::exec::Runtime<'_>,
+    needs_bridge: bool,
+    command: &[OsString],
+    ways: [crate::exec::stdio::Way; 3],
+    overrides: std::collections::BTreeMap<String, std::net::IpAddr>,
+    (installs, codex_config): (bool, &[u8]),
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    ctx: &mut ExecCtx,
+) -> i32 {
     let bridge_dir;
     let mut plan = if needs_bridge {
         bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
@@ -495,8 +572,11 @@ fn exec_run(
                 return crate::exec::SANDBOX_FAILED;
             }
         };
-        rt.bridge_dir = &bridge_dir;
-        match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+        let rt = crate::exec::Runtime {
+            bridge_dir: &bridge_dir,
+            ..rt
+        };
+        match crate::exec::plan(ir, command, &|n| std::env::var_os(n), &rt) {
             Ok(p) => p,
             Err(_) => return crate::exec::SANDBOX_FAILED,
         }
@@ -546,7 +626,7 @@ fn exec_run(
             }
             let mut code = result.exit_code();
             if installs {
-                let after = codex_after(&compiled.ir, &codex_config, code, err);
+                let after = codex_after(ir, codex_config, code, err);
                 ctx.codex_config = Some(
                     if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
                         "drift"

@@ -16,6 +16,7 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -414,19 +415,71 @@ fn confine_and_exec(
             )));
         }
     }
-    let mut cmd = Command::new(first);
-    cmd.args(rest);
-    if let Some(env) = env {
-        cmd.env_clear().envs(env);
-    }
-    let e = cmd.exec();
-    let kind = if e.kind() == io::ErrorKind::NotFound {
-        StartFailure::NotFound
-    } else {
-        StartFailure::NotExecutable
+    let exec = |program: &Path| {
+        let mut cmd = Command::new(program);
+        cmd.arg0(first).args(rest);
+        if let Some(env) = &env {
+            cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        cmd.exec()
     };
-    let shown = format!("`{}`: {e}", first.to_string_lossy());
-    (kind, io::Error::new(e.kind(), shown))
+    let shown = |e: io::Error| {
+        let kind = if e.kind() == io::ErrorKind::NotFound {
+            StartFailure::NotFound
+        } else {
+            StartFailure::NotExecutable
+        };
+        let msg = format!("`{}`: {e}", first.to_string_lossy());
+        (kind, io::Error::new(e.kind(), msg))
+    };
+    if first.as_bytes().contains(&b'/') {
+        return shown(exec(Path::new(first)));
+    }
+    // A bare name: searched over the command's `PATH` as `execvp` does (the
+    // first entry with a file that runs wins), except that entries the
+    // command's user cannot search make it not found (127) and are named,
+    // rather than a bare "permission denied" (126); a file found there but
+    // not executable stays 126.
+    let path = env
+        .as_ref()
+        .and_then(|e| e.iter().find(|(k, _)| k == "PATH"))
+        .map_or_else(|| OsString::from("/bin:/usr/bin"), |(_, v)| v.clone());
+    let mut denied: Vec<String> = Vec::new();
+    let mut refused = None;
+    for dir in path.as_bytes().split(|b| *b == b':') {
+        let dir = if dir.is_empty() { b".".as_slice() } else { dir };
+        let dir = Path::new(std::ffi::OsStr::from_bytes(dir));
+        let candidate = dir.join(first);
+        match std::fs::metadata(&candidate) {
+            Ok(m) if !m.is_dir() => {
+                let e = exec(&candidate);
+                if e.kind() != io::ErrorKind::PermissionDenied {
+                    return shown(e);
+                }
+                refused.get_or_insert(e);
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                denied.push(format!("`{}`", dir.display()));
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = refused {
+        return shown(e);
+    }
+    if denied.is_empty() {
+        return shown(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    let msg = format!(
+        "`{}`: not found in `PATH`, and the command's user cannot search {} there",
+        first.to_string_lossy(),
+        denied.join(", ")
+    );
+    (
+        StartFailure::NotFound,
+        io::Error::new(io::ErrorKind::NotFound, msg),
+    )
 }
 
 /// The `[limits]` that are resource limits, as `setrlimit` values, soft and

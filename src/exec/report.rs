@@ -121,6 +121,10 @@ pub struct Report {
     /// RFC 3339, UTC.
     pub ended_at: String,
     pub exit_code: i32,
+    /// Started by root: what could not be handed back to the write roots'
+    /// owners after the run (absent when everything was).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hand_back_errors: Vec<String>,
     pub layers: serde_json::Value,
     pub limits: BTreeMap<&'static str, Limit>,
     /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).

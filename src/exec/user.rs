@@ -140,6 +140,17 @@ pub fn reachable(path: &str, ids: Ids) -> Result<(), String> {
     Ok(())
 }
 
+/// Can `ids` search the directory `dir` (list a name in it), and walk down
+/// to it? By the mode bits of `dir` and every directory above it. `Ok` for
+/// a directory that is absent or not absolute: nothing to warn of there.
+pub fn searchable(dir: &str, ids: Ids) -> Result<(), String> {
+    if !dir.starts_with('/') {
+        return Ok(());
+    }
+    // A name in it: `reachable` checks every directory above that.
+    reachable(&format!("{}/x", dir.trim_end_matches('/')), ids)
+}
+
 fn chown(fd: impl AsFd, ids: Ids) -> rustix::io::Result<()> {
     rustix::fs::chownat(
         fd,
@@ -162,26 +173,110 @@ fn chown_single(fd: &OwnedFd, ids: Ids) -> rustix::io::Result<()> {
 /// How deep a write root's tree may go before the hand-over gives up.
 const MAX_DEPTH: usize = 512;
 
-fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
-    walk_dir(&top, dev, ids, 0)
+/// The setuid and setgid bits.
+const SET_ID: u32 = 0o6000;
+
+/// One walk over a write root's tree: to whom it goes and, handing back,
+/// from whom (only what the agent's user owns changes hands then).
+struct Walk {
+    to: Ids,
+    /// Handing back: the agent's uid; only its objects change owner, a
+    /// setuid or setgid bit is cleared first, and a failure is noted and
+    /// the walk goes on.
+    from: Option<u32>,
+    dev: u64,
+    /// Other write roots (device, inode), each handed back on its own.
+    skip: std::collections::BTreeSet<(u64, u64)>,
+    problems: Vec<String>,
 }
 
-/// Depth first, one open directory per level (a wide tree left by an earlier
-/// run costs no descriptors).
-fn walk_dir(dir: &OwnedFd, dev: u64, ids: Ids, depth: usize) -> rustix::io::Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(rustix::io::Errno::LOOP);
-    }
-    let st = rustix::fs::fstat(dir)?;
-    if st.st_uid != ids.uid || st.st_gid != ids.gid {
-        chown(dir, ids)?;
-    }
-    for entry in rustix::fs::Dir::read_from(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name.to_bytes() == b"." || name.to_bytes() == b".." {
-            continue;
+impl Walk {
+    /// A failure at `path`: the hand-over stops at the first, the hand-back
+    /// notes it and goes on.
+    fn fail(&mut self, path: &str, e: rustix::io::Errno) -> rustix::io::Result<()> {
+        if self.from.is_none() {
+            return Err(e);
         }
+        let msg = if e == rustix::io::Errno::LOOP {
+            format!("`{path}` is deeper than {MAX_DEPTH} directories and was left as it is")
+        } else {
+            format!("`{path}`: {e}")
+        };
+        self.problems.push(msg);
+        Ok(())
+    }
+
+    /// Does this object change hands?
+    fn takes(&self, st: &rustix::fs::Stat) -> bool {
+        match self.from {
+            None => st.st_uid != self.to.uid || st.st_gid != self.to.gid,
+            Some(agent) => st.st_uid == agent && st.st_uid != self.to.uid,
+        }
+    }
+
+    /// Change the owner of `fd` (its `st`): a regular file only when it has
+    /// a single link. Handing back, a setuid or setgid bit goes first, so
+    /// the owner never gets a set-id file the agent made.
+    fn take(&self, fd: &OwnedFd, st: &rustix::fs::Stat) -> rustix::io::Result<()> {
+        let kind = FileType::from_raw_mode(st.st_mode);
+        if !self.takes(st) || (kind == FileType::RegularFile && st.st_nlink != 1) {
+            return Ok(());
+        }
+        if self.from.is_some() && kind == FileType::RegularFile && st.st_mode & SET_ID != 0 {
+            clear_set_id(fd, st.st_mode)?;
+        }
+        chown(fd, self.to)?;
+        if self.from.is_some() && kind == FileType::RegularFile {
+            // The kernel clears them on a chown as well; make sure.
+            let after = rustix::fs::fstat(fd)?;
+            if after.st_mode & SET_ID != 0 {
+                clear_set_id(fd, after.st_mode)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Depth first, one open directory per level (a wide tree left by an
+    /// earlier run costs no descriptors).
+    fn dir(&mut self, dir: &OwnedFd, path: &str, depth: usize) -> rustix::io::Result<()> {
+        if depth > MAX_DEPTH {
+            return self.fail(path, rustix::io::Errno::LOOP);
+        }
+        let st = rustix::fs::fstat(dir)?;
+        if st.st_dev != self.dev {
+            return Ok(()); // another filesystem mounted inside: not ours to change
+        }
+        if let Err(e) = self.take(dir, &st) {
+            self.fail(path, e)?;
+        }
+        let entries = match rustix::fs::Dir::read_from(dir) {
+            Ok(d) => d,
+            Err(e) => return self.fail(path, e),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => return self.fail(path, e),
+            };
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            let at = format!("{path}/{}", String::from_utf8_lossy(name.to_bytes()));
+            if let Err(e) = self.entry(dir, name, &at, depth) {
+                self.fail(&at, e)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn entry(
+        &mut self,
+        dir: &OwnedFd,
+        name: &std::ffi::CStr,
+        path: &str,
+        depth: usize,
+    ) -> rustix::io::Result<()> {
         let fd = rustix::fs::openat(
             dir,
             name,
@@ -189,10 +284,11 @@ fn walk_dir(dir: &OwnedFd, dev: u64, ids: Ids, depth: usize) -> rustix::io::Resu
             Mode::empty(),
         )?;
         let st = rustix::fs::fstat(&fd)?;
-        if st.st_dev != dev {
-            continue; // another filesystem mounted inside: not ours to change
+        if st.st_dev != self.dev {
+            return Ok(()); // another filesystem mounted inside: not ours to change
         }
         match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory if self.skip.contains(&(st.st_dev, st.st_ino)) => Ok(()),
             FileType::Directory => {
                 drop(fd);
                 let child = rustix::fs::openat(
@@ -201,13 +297,141 @@ fn walk_dir(dir: &OwnedFd, dev: u64, ids: Ids, depth: usize) -> rustix::io::Resu
                     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
                 )?;
-                walk_dir(&child, dev, ids, depth + 1)?;
+                self.dir(&child, path, depth + 1)
             }
-            FileType::RegularFile => chown_single(&fd, ids)?,
-            _ => {} // symlinks, sockets, fifos: left as they are
+            FileType::RegularFile => self.take(&fd, &st),
+            _ => Ok(()), // symlinks, sockets, fifos: left as they are
         }
     }
-    Ok(())
+}
+
+/// Clear the setuid and setgid bits of the file behind an `O_PATH`
+/// descriptor (through its `/proc/self/fd` entry, which names that object
+/// and no path).
+fn clear_set_id(fd: &OwnedFd, mode: u32) -> rustix::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    rustix::fs::chmod(
+        format!("/proc/self/fd/{}", fd.as_raw_fd()),
+        Mode::from_raw_mode(mode & 0o1777),
+    )
+}
+
+fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
+    let mut w = Walk {
+        to: ids,
+        from: None,
+        dev,
+        skip: Default::default(),
+        problems: Vec::new(),
+    };
+    w.dir(&top, "", 0)
+}
+
+/// A write root and its owner before the run, to hand it back to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub root: String,
+    pub ids: Ids,
+    dev: u64,
+    ino: u64,
+}
+
+/// The owner of each write root that exists (of the root's own object,
+/// opened without following a link).
+pub fn owners(roots: &[String]) -> Result<Vec<Owner>, String> {
+    let mut out = Vec::new();
+    for root in roots {
+        let fd = match open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(format!("cannot open write root `{root}`: {e}")),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect `{root}`: {e}"))?;
+        out.push(Owner {
+            root: root.clone(),
+            ids: Ids {
+                uid: st.st_uid,
+                gid: st.st_gid,
+            },
+            dev: st.st_dev,
+            ino: st.st_ino,
+        });
+    }
+    Ok(out)
+}
+
+/// The most problems a hand-back lists; the rest are counted.
+const MAX_PROBLEMS: usize = 20;
+
+/// After the run, once nothing of the sandbox is left: hand each write root
+/// back to its owner before the run, with the walk of [`hand_over`] (no link
+/// followed, no other filesystem entered, a file with other links left as it
+/// is, a write root nested inside handed back on its own), changing only
+/// what the agent's user owns, the files it made included, and clearing a setuid or setgid bit before a file changes
+/// hands. A root that is not the object recorded before the run (replaced
+/// meanwhile) is left alone. Returns what could not be handed back.
+pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
+    let mut problems = Vec::new();
+    for o in owners {
+        if o.ids.uid == agent.uid && o.ids.gid == agent.gid {
+            continue; // it was the agent's already
+        }
+        let root = &o.root;
+        let fd = match open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC) {
+            Ok(fd) => fd,
+            Err(e) => {
+                problems.push(format!("cannot open write root `{root}`: {e}"));
+                continue;
+            }
+        };
+        let st = match rustix::fs::fstat(&fd) {
+            Ok(st) => st,
+            Err(e) => {
+                problems.push(format!("cannot inspect `{root}`: {e}"));
+                continue;
+            }
+        };
+        if st.st_dev != o.dev || st.st_ino != o.ino {
+            problems.push(format!(
+                "write root `{root}` is no longer the object handed over (something was put in its place), so it was left as it is"
+            ));
+            continue;
+        }
+        let mut w = Walk {
+            to: o.ids,
+            from: Some(agent.uid),
+            dev: o.dev,
+            skip: owners
+                .iter()
+                .filter(|x| x.root != o.root)
+                .map(|x| (x.dev, x.ino))
+                .collect(),
+            problems: Vec::new(),
+        };
+        let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            match rustix::fs::openat(
+                &fd,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(dir) => w.dir(&dir, root, 0),
+                Err(e) => Err(e),
+            }
+        } else {
+            w.take(&fd, &st)
+        };
+        if let Err(e) = done {
+            w.problems.push(format!("`{root}`: {e}"));
+        }
+        problems.extend(w.problems);
+    }
+    if problems.len() > MAX_PROBLEMS {
+        let more = problems.len() - MAX_PROBLEMS;
+        problems.truncate(MAX_PROBLEMS);
+        problems.push(format!("{more} more"));
+    }
+    problems
 }
 
 #[cfg(test)]
