@@ -18,8 +18,8 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 mkdir -p "$work/ws" "$work/run/ws" "$work/run/home" "$work/run/tmp" "$work/run/dispatch"
 
-"$sealc" compile specs/minimal.toml --platform linux --var ws="$work/ws" --out "$work/minimal" >/dev/null
-"$sealc" compile specs/probe-rep.toml --platform linux \
+"$sealc" -q compile specs/minimal.toml --platform linux --var ws="$work/ws" --out "$work/minimal" >/dev/null
+"$sealc" -q compile specs/probe-rep.toml --platform linux \
   --var home="$PWD/tests/fixtures/demo-home" --var run="$work/run" \
   --var checkout="$PWD" --var proxy_port=8080 --out "$work/probe" >/dev/null
 
