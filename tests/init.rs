@@ -72,15 +72,12 @@ impl Lab {
     /// The host a user has: the credential directories and the scratch
     /// directories exist.
     fn furnish(&self) {
-        for d in CREDENTIALS
-            .iter()
-            .chain(&[
-                ".cache/sealc/agent/home",
-                ".cache/sealc/agent/tmp",
-                ".cache/sealc/codex-agent/home",
-                ".cache/sealc/codex-agent/tmp",
-            ])
-        {
+        for d in CREDENTIALS.iter().chain(&[
+            ".cache/sealc/agent/home",
+            ".cache/sealc/agent/tmp",
+            ".cache/sealc/codex-agent/home",
+            ".cache/sealc/codex-agent/tmp",
+        ]) {
             std::fs::create_dir_all(self.t.join("home").join(d)).unwrap();
         }
     }
