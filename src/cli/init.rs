@@ -116,10 +116,19 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     );
     let _ = writeln!(err, "  sealc lint {display} --platform both");
     let mut compile = format!("  sealc compile {display} --var checkout=\"$PWD\"");
-    if a.agent == Some(Agent::Codex) {
+    let name = if a.agent == Some(Agent::Codex) {
         compile.push_str(" --var codex=\"$(command -v codex)\"");
-    }
+        "codex-agent"
+    } else {
+        "agent"
+    };
+    // Outside the checkout (a write root), where the agent cannot rewrite it.
+    compile.push_str(&format!(" --out ~/.local/state/sealc/{name}"));
     let _ = writeln!(err, "{compile}");
+    let _ = writeln!(
+        err,
+        "  sealc show ~/.local/state/sealc/{name}/seal.json   # then `sealc exec ... --expect <its binding> -- CMD`"
+    );
     OK
 }
 
