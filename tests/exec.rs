@@ -781,7 +781,12 @@ fn an_absent_write_root_is_made_when_the_seal_starts() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let said = String::from_utf8_lossy(&out.stderr);
+    // miette wraps long lines (a long checkout path): read them joined.
+    let said = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| l.trim().trim_start_matches('│').trim())
+        .collect::<Vec<_>>()
+        .join(" ");
     for w in ["new/ws", "hidden/run/ws"] {
         assert!(
             said.contains(&format!(

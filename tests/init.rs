@@ -264,7 +264,14 @@ fn every_starter_compiles_for_both_platforms_without_a_warning() {
             for c in codes(&stderr) {
                 assert_eq!(c, "sealc::root::absent", "{out}: {stderr}");
             }
-            for l in stderr.lines().filter(|l| l.contains("does not exist here")) {
+            // One line per diagnostic (miette wraps a long path).
+            let joined = stderr
+                .lines()
+                .map(|l| l.trim().trim_start_matches('│').trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace("sealc::", "\nsealc::");
+            for l in joined.lines().filter(|l| l.contains("does not exist here")) {
                 assert!(
                     agent.is_some()
                         && (l.contains("`/etc/codex`") || l.contains("checkout/.codex`")),
