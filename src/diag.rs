@@ -394,7 +394,7 @@ deny_read = [\"${ws}/link\"]",
     ),
     (
         "sealc::out::in-write-root",
-        "the seal is written inside one of its own write roots, where the agent could rewrite it for the next run",
+        "the seal is written inside one of its own write roots, where the agent could rewrite it for the next run (`sealc exec` refuses it)",
         "# sealc compile spec.toml --var ws=$PWD (the default --out seal is inside ${ws})",
     ),
 ];

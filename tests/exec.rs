@@ -1182,8 +1182,11 @@ for i, (op, a, b) in enumerate(probes):
                 }) => return Ok(()),
                 Err(d) => return Err(TestCaseError::fail(format!("{shown}\n{d:?}"))),
             };
+            // The seal outside `$T`, which some specs make a write root
+            // (`sealc exec` refuses a record inside its own write roots).
+            let sd = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             for (name, bytes) in &c.files {
-                let p = t.join("seal").join(name);
+                let p = sd.path().join("seal").join(name);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, bytes).unwrap();
             }
@@ -1210,10 +1213,7 @@ for i, (op, a, b) in enumerate(probes):
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .arg("exec")
-                .arg(t.join("seal/seal.json"))
-                // The seal sits inside the write root `$T` of some specs:
-                // pinned, it still runs (unpinned, it would be refused).
-                .args(["--expect", &c.record.binding])
+                .arg(sd.path().join("seal/seal.json"))
                 .args(["--", "/usr/bin/python3", "-c", RUNNER, &ts, &json])
                 .output()
                 .unwrap();
@@ -1348,13 +1348,14 @@ sys("unshare", 272, 0x10000000)
     }
 }
 
-/// A seal compiled into its own write root is one the agent can rewrite:
-/// from inside, it compiles a laxer seal over the reviewed one (the new
-/// record verifies as well as the old). Compile warns; `sealc exec` runs
-/// such a record only when pinned with `--expect`, so the rewritten one
-/// never runs.
+/// A seal compiled into its own write root is one the agent could rewrite
+/// for a later run: from inside, it compiles a laxer seal over the reviewed
+/// one, whose write roots leave the record out, and the new record verifies
+/// as well as the old. Compile warns; `sealc exec` refuses such a record,
+/// pinned or not, so the agent never gets to write it. A record whose place
+/// cannot be told (a pipe) runs only pinned.
 #[test]
-fn a_seal_inside_its_own_write_root_runs_only_pinned() {
+fn a_seal_inside_its_own_write_root_never_runs() {
     if !bwrap_works() {
         return;
     }
@@ -1362,21 +1363,14 @@ fn a_seal_inside_its_own_write_root_runs_only_pinned() {
     let t = tmp.path().canonicalize().unwrap();
     std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::create_dir_all(t.join("ws")).unwrap();
-    std::fs::create_dir_all(t.join("private")).unwrap();
-    std::fs::write(t.join("private/key"), "PRIVATE-KEY-5e0d\n").unwrap();
-    let spec = |deny: &str| {
-        format!(
-            "version = 1\nname = \"self\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [{deny}]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n",
-            ws = t.join("ws").display()
-        )
-    };
     std::fs::write(
         t.join("spec.toml"),
-        spec(&format!("\"{}\"", t.join("private").display())),
+        format!(
+            "version = 1\nname = \"self\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n",
+            ws = t.join("ws").display()
+        ),
     )
     .unwrap();
-    // The laxer spec the agent will compile, left where it can read it.
-    std::fs::write(t.join("ws/lax.toml"), spec("")).unwrap();
     let sealc = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_sealc"))
             .current_dir(&t)
@@ -1396,50 +1390,43 @@ fn a_seal_inside_its_own_write_root_runs_only_pinned() {
         .and_then(|l| l.split("binding ").nth(1))
         .unwrap()
         .to_string();
-    // Unpinned: refused, nothing started.
-    let out = sealc(&["exec", "ws/seal/seal.json", "--", "/bin/echo", "STARTED"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("is inside the write root"),
-        "{}",
-        text(&out)
-    );
-    // Pinned: it runs, and the agent rewrites its own seal from inside.
-    let attack = format!(
-        "cd {ws} && {sealc} compile lax.toml --out seal --force -q; echo REWRITTEN=$?",
-        ws = t.join("ws").display(),
-        sealc = env!("CARGO_BIN_EXE_sealc")
-    );
-    let out = sealc(&[
-        "exec",
-        "ws/seal/seal.json",
-        "--expect",
-        &binding,
-        "--",
-        "/bin/sh",
-        "-c",
-        &attack,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("REWRITTEN=0"),
-        "{}",
-        text(&out)
-    );
-    // The rewritten record verifies, but it never runs: not unpinned (in a
-    // write root), not pinned (another binding).
-    let key = t.join("private/key").display().to_string();
-    for extra in [vec![], vec!["--expect", binding.as_str()]] {
+    // Refused unpinned and pinned: the agent never gets to write its seal.
+    for pin in [vec![], vec!["--expect", binding.as_str()]] {
         let mut args = vec!["exec", "ws/seal/seal.json"];
-        args.extend(extra);
-        args.extend(["--", "/bin/cat", key.as_str()]);
+        args.extend(pin);
+        args.extend(["--", "/bin/echo", "STARTED"]);
         let out = sealc(&args);
-        assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
         assert!(
-            !String::from_utf8_lossy(&out.stdout).contains("PRIVATE-KEY"),
+            String::from_utf8_lossy(&out.stderr).contains("is inside the write root"),
             "{}",
             text(&out)
         );
     }
+    // The same record outside the write root runs; read from a pipe, where
+    // its place cannot be told, only pinned.
+    let out = sealc(&["compile", "spec.toml", "--out", "seal", "-q"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = sealc(&["exec", "seal/seal.json", "--", "/bin/echo", "STARTED"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let piped = |pin: &str| {
+        Command::new("/bin/sh")
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("-c")
+            .arg(format!(
+                "cat seal/seal.json | {} exec /dev/stdin --artifacts seal {pin} -- /bin/echo STARTED",
+                env!("CARGO_BIN_EXE_sealc")
+            ))
+            .output()
+            .unwrap()
+    };
+    let out = piped("");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
+    let out = piped(&format!("--expect {binding}"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("STARTED"));
 }

@@ -131,7 +131,7 @@ fn compile(
                 quote(&w)
             ),
         )
-        .help("compile with `--out` outside every write root; `sealc exec` runs this one only with `--expect sha256:<binding>`");
+        .help("compile with `--out` outside every write root: `sealc exec` refuses to run this one");
         let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
     }
     // Every warning in full; advice (style, redundancy, platform

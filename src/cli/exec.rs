@@ -363,24 +363,45 @@ fn exec_run(
         );
         return BAD_INPUT;
     }
-    // The record is the seal: one the agent can rewrite is one it picks for
-    // the next run (a fresh compile verifies as well as the reviewed one),
-    // unless that run pins the reviewed binding.
-    if expect.is_none() {
-        let real = std::fs::canonicalize(record).unwrap_or_else(|_| record.to_path_buf());
-        if let Some(w) = write_root_holding(&compiled.ir, &real) {
+    // The record is the seal: one inside its own write roots is one the
+    // agent can rewrite during this run, pinned or not, for any later run
+    // (a fresh compile verifies as well as the reviewed one, and after the
+    // run it is handed back to the owner like any file the agent made). So
+    // it never runs. A record whose place cannot be told (a pipe, a
+    // deleted file) runs only pinned.
+    let placed = std::fs::metadata(record)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .and_then(|_| std::fs::canonicalize(record).ok());
+    match placed {
+        Some(real) => {
+            if let Some(w) = write_root_holding(&compiled.ir, &real) {
+                let _ = writeln!(
+                    err,
+                    "error: the record {} is inside the write root {} of its own seal, where the agent could rewrite it for any later run, so nothing was started",
+                    quote(&display),
+                    quote(&w)
+                );
+                let _ = writeln!(
+                    err,
+                    "help: compile with `--out` outside every write root (and keep it outside the write roots of your other seals too)"
+                );
+                return BAD_INPUT;
+            }
+        }
+        None if expect.is_none() => {
             let _ = writeln!(
                 err,
-                "error: the record {} is inside the write root {}, where the agent could rewrite it for the next run, so nothing was started",
-                quote(&display),
-                quote(&w)
+                "error: {} is not a regular file whose place can be told (a pipe, a deleted file), so whether the agent could have written it cannot be checked, and nothing was started",
+                quote(&display)
             );
             let _ = writeln!(
                 err,
-                "help: compile with `--out` outside every write root, or pin the seal you reviewed with `--expect sha256:<binding>`"
+                "help: give the path of the `seal.json` itself, or pin the seal you reviewed with `--expect sha256:<binding>`"
             );
             return BAD_INPUT;
         }
+        None => {}
     }
     let needs_bridge =
         compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();

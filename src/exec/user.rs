@@ -188,6 +188,8 @@ struct Walk {
     /// Other write roots (device, inode), each handed back on its own.
     skip: std::collections::BTreeSet<(u64, u64)>,
     problems: Vec<String>,
+    /// Problems past [`MAX_PROBLEMS`], counted only.
+    dropped: usize,
 }
 
 impl Walk {
@@ -197,10 +199,18 @@ impl Walk {
         if self.from.is_none() {
             return Err(e);
         }
+        // Only the first few are kept (each names a path the agent chose, up
+        // to a page long): the rest are counted, so no tree left by the
+        // agent can make root's sealc hold its paths in memory.
+        if self.problems.len() >= MAX_PROBLEMS {
+            self.dropped += 1;
+            return Ok(());
+        }
+        // Names are the agent's: shown escaped, never as terminal controls.
         let msg = if e == rustix::io::Errno::LOOP {
-            format!("`{path}` is deeper than {MAX_DEPTH} directories and was left as it is")
+            format!("{path:?} is deeper than {MAX_DEPTH} directories and was left as it is")
         } else {
-            format!("`{path}`: {e}")
+            format!("{path:?}: {e}")
         };
         self.problems.push(msg);
         Ok(())
@@ -323,6 +333,7 @@ fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
         dev,
         skip: Default::default(),
         problems: Vec::new(),
+        dropped: 0,
     };
     w.dir(&top, "", 0)
 }
@@ -407,6 +418,7 @@ pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
                 .map(|x| (x.dev, x.ino))
                 .collect(),
             problems: Vec::new(),
+            dropped: 0,
         };
         let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
             match rustix::fs::openat(
@@ -425,6 +437,9 @@ pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
             w.problems.push(format!("`{root}`: {e}"));
         }
         problems.extend(w.problems);
+        if w.dropped > 0 {
+            problems.push(format!("{} more in `{root}`", w.dropped));
+        }
     }
     if problems.len() > MAX_PROBLEMS {
         let more = problems.len() - MAX_PROBLEMS;
