@@ -240,3 +240,32 @@ fn a_path_entry_the_agent_cannot_search_is_said_and_its_commands_are_not_found()
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains(&warning), "{}", text(&out));
 }
+
+/// A write root the agent's user owns before the run (a `sealc exec` killed
+/// between hand-over and hand-back left it so) is said: this run cannot
+/// know its owner, and it stays the agent's.
+#[test]
+fn a_root_left_with_the_agent_by_an_earlier_run_is_said() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    chown(&lab.p("ws"), AGENT);
+    let out = lab.sh("true");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("is owned by the agent's user (65534:65534) already"),
+        "{said}"
+    );
+    assert_eq!(owner(&lab.p("ws")), AGENT);
+    // Put back, the next run says nothing and hands it back.
+    chown(&lab.p("ws"), OWNER);
+    let out = lab.sh("true");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("already"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(owner(&lab.p("ws")), OWNER);
+}

@@ -530,6 +530,20 @@ fn exec_run(
             return crate::exec::SANDBOX_FAILED;
         }
     };
+    // A root the agent's user owns already is one an earlier run did not
+    // hand back (sealc killed between hand-over and hand-back): it stays the
+    // agent's after this run too, so say so.
+    if let (Some(ids), Some(owners)) = (user, &owners) {
+        for o in owners.iter().filter(|o| o.ids.uid == ids.uid) {
+            let _ = writeln!(
+                err,
+                "sealc: warning: write root {} is owned by the agent's user ({}:{}) already (an earlier run that did not end?): it stays the agent's after this run; chown it back to its owner",
+                quote(&o.root),
+                ids.uid,
+                ids.gid
+            );
+        }
+    }
     let code = 'run: {
         if let Some(ids) = user {
             if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
