@@ -34,18 +34,7 @@ const RUN_DEADLINE: Duration = Duration::from_secs(120);
 /// Are bubblewrap (able to make namespaces), curl and Python here? Fails
 /// instead of skipping under `SEALC_REQUIRE_BWRAP=1`.
 fn prerequisites() -> bool {
-    let bwrap = Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-pid",
-            "--unshare-net",
-            "true",
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let bwrap = common::bwrap_sandboxes();
     let curl = Path::new("/usr/bin/curl").exists();
     let python = Path::new("/usr/bin/python3").exists();
     let ok = bwrap && curl && python;

@@ -239,11 +239,11 @@ pub fn serve(reply: &'static str) -> u16 {
     port
 }
 
-/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
-/// under `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`).
+/// Can bubblewrap make a sandbox here (pid and network namespaces)? The
+/// probe alone: callers decide whether its absence fails or skips.
 #[allow(dead_code)]
-pub fn bwrap_works() -> bool {
-    let ok = std::process::Command::new("bwrap")
+pub fn bwrap_sandboxes() -> bool {
+    std::process::Command::new("bwrap")
         .args([
             "--ro-bind",
             "/",
@@ -254,7 +254,14 @@ pub fn bwrap_works() -> bool {
         ])
         .stderr(std::process::Stdio::null())
         .status()
-        .is_ok_and(|s| s.success());
+        .is_ok_and(|s| s.success())
+}
+
+/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
+/// under `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`).
+#[allow(dead_code)]
+pub fn bwrap_works() -> bool {
+    let ok = bwrap_sandboxes();
     if !ok {
         assert!(
             std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
