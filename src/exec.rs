@@ -27,6 +27,7 @@
 //! listens on the loopback proxy address itself).
 
 pub mod codex_home;
+pub mod idmap;
 pub mod inside;
 pub mod report;
 pub mod stdio;
@@ -696,7 +697,9 @@ fn seconds(ticks: u64) -> f64 {
 /// Start the plan and wait for it: own process group, exact environment,
 /// stdio as [`stdio::ways`] decided, signals forwarded, the limits
 /// enforced; returns how it ended.
-pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
+/// Run `plan`; with `trees` (started by root, see [`idmap`]) the write
+/// roots are bound from their idmapped trees.
+pub fn run(plan: &Plan, ways: [stdio::Way; 3], trees: &[idmap::Tree]) -> io::Result<RunResult> {
     use std::process::Stdio;
     use std::sync::{Arc, Mutex};
     cloexec_inherited()?;
@@ -712,6 +715,8 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
     let mut env_writer = None;
     let mut readers: Vec<(FdSource, std::io::PipeReader)> = Vec::new();
     let mut shared: Vec<(FdSource, i32)> = Vec::new();
+    // The descriptor each root path is bound from.
+    let mut binds: Vec<(String, i32)> = Vec::new();
     for slot in &plan.fds {
         if let Some((_, n)) = shared.iter().find(|(s, _)| *s == slot.source) {
             // One pipe: `__init` keeps it open for `__confine`, under its number.
@@ -747,6 +752,9 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
             }
         };
         let n = inheritable(&fd)?;
+        if let FdSource::Bind { path, .. } = &slot.source {
+            binds.push((path.clone(), n));
+        }
         if matches!(slot.source, FdSource::Env | FdSource::Status) {
             shared.push((slot.source.clone(), n));
         }
@@ -782,9 +790,24 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3]) -> io::Result<RunResult> {
             }
         }
     }
-    if let Some(ids) = plan.user {
+    match plan.user {
+        Some(ids) if !trees.is_empty() => {
+            let prepared = idmap::Prepared::new(trees, &binds, ids)?;
+            // SAFETY: the closure runs in the child between fork and exec,
+            // and `apply` is made for that: async-signal-safe calls on
+            // values prepared before the fork, no allocation. It changes
+            // the user itself (std would change it before the closure runs,
+            // and mounting needs root).
+            #[allow(unsafe_code)]
+            unsafe {
+                cmd.pre_exec(move || prepared.apply());
+            }
+        }
         // std drops the supplementary groups when root changes uid.
-        cmd.uid(ids.uid).gid(ids.gid);
+        Some(ids) => {
+            cmd.uid(ids.uid).gid(ids.gid);
+        }
+        None => {}
     }
     let way = |w: stdio::Way| match w {
         stdio::Way::Inherit => Stdio::inherit(),

@@ -1,8 +1,11 @@
-//! `sealc exec` started by root, for real: the write roots go to the
-//! agent's user for the run and come back to their owner after it, whatever
-//! the command left there or however it ended; and a `PATH` entry that user
-//! cannot search is said before the run and makes a bare name not found
-//! (127), not "permission denied" (126). Without bubblewrap (or not run by
+//! `sealc exec` started by root, for real: the agent's user writes the
+//! write roots through idmapped mounts, so what it makes is their owner's
+//! and nothing on disk changes hands, whatever the command did, however the
+//! run ended (`kill -9` of sealc included) and however many runs share a
+//! root; on a filesystem without idmapping the roots are chowned to that
+//! user for the run and back after it. A `PATH` entry that user cannot
+//! search is said before the run and makes a bare name not found (127),
+//! not "permission denied" (126). Without bubblewrap (or not run by
 //! root, when nothing is handed over) these tests say so and pass, unless
 //! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
 
@@ -101,8 +104,11 @@ impl Lab {
     }
 }
 
+/// Another user's file in the write root.
+const OTHER: (u32, u32) = (1234, 1234);
+
 #[test]
-fn the_write_root_and_what_the_agent_made_go_back_to_the_owner() {
+fn what_the_agent_makes_is_the_owners_and_nothing_changes_hands() {
     if !root_with_bwrap() {
         return;
     }
@@ -111,40 +117,56 @@ fn the_write_root_and_what_the_agent_made_go_back_to_the_owner() {
     // inside must not make the owner's.
     std::fs::write(lab.p("outside.txt"), "outside\n").unwrap();
     chown(&lab.p("outside.txt"), AGENT);
+    // Inside: a file of another user, readable by all.
+    std::fs::write(lab.p("ws/other.txt"), "other\n").unwrap();
+    chown(&lab.p("ws/other.txt"), OTHER);
     let shadow = owner(Path::new("/etc/shadow"));
     let ws = lab.p("ws");
     for round in 0..2 {
         let out = lab.sh(&format!(
-            "set -e; cd {ws}; test \"$(id -u)\" = 65534; echo more >> old.txt; \
-             mkdir -p deep/er; echo {round} > deep/er/new.txt; \
+            "set -e; cd {ws}; test \"$(id -u)\" = 65534; test \"$(stat -c %u .)\" = 65534; \
+             echo more >> old.txt; mkdir -p deep/er; echo {round} > deep/er/new.txt; \
              ln -sfn /etc/shadow shadow; ln -sfn {out} outside; \
-             echo a > pair1; ln -f pair1 pair2; mkfifo fifo{round}",
+             echo a > pair1; ln -f pair1 pair2; mkfifo fifo{round}; \
+             if ln -f {out} hard 2>/dev/null; then exit 40; fi; \
+             cat other.txt >/dev/null; if echo x >> other.txt; then exit 41; fi",
             ws = ws.display(),
             out = lab.p("outside.txt").display()
         ));
         assert_eq!(out.status.code(), Some(0), "round {round}: {}", text(&out));
         assert!(!text(&out).contains("hand back"), "{}", text(&out));
+        assert!(!text(&out).contains("idmapped"), "{}", text(&out));
+        // Everything the agent made or changed, links and fifos too, is the
+        // owner's on disk; another user's file stays theirs, unchanged.
         for p in [
             "ws",
             "ws/old.txt",
             "ws/deep",
             "ws/deep/er",
             "ws/deep/er/new.txt",
+            "ws/shadow",
+            "ws/outside",
+            "ws/pair1",
+            "ws/pair2",
+            &format!("ws/fifo{round}"),
         ] {
             assert_eq!(owner(&lab.p(p)), OWNER, "round {round}: {p}");
         }
+        assert_eq!(owner(&lab.p("ws/other.txt")), OTHER);
+        assert_eq!(
+            std::fs::read_to_string(lab.p("ws/other.txt")).unwrap(),
+            "other\n"
+        );
         assert_eq!(
             std::fs::read_to_string(lab.p("ws/deep/er/new.txt")).unwrap(),
             format!("{round}\n")
         );
-        // Links, fifos and files with another link stay the agent's; what
-        // a link points at outside is untouched.
-        for p in ["ws/shadow", "ws/outside", "ws/pair1", "ws/pair2"] {
-            assert_eq!(owner(&lab.p(p)), AGENT, "round {round}: {p}");
-        }
+        // What a link points at outside is untouched.
         assert_eq!(owner(Path::new("/etc/shadow")), shadow);
         assert_eq!(owner(&lab.p("outside.txt")), AGENT);
-        assert!(lab.report().get("hand_back_errors").is_none());
+        let report = lab.report();
+        assert_eq!(report["write_roots"], "idmapped");
+        assert!(report.get("hand_back_errors").is_none());
     }
 }
 
@@ -172,22 +194,208 @@ fn ownership_comes_back_when_the_command_fails_or_is_stopped() {
     assert_eq!(owner(&lab.p("ws")), OWNER);
 }
 
+/// The filter stops the agent from setting a setuid or setgid bit, and the
+/// mount is `nosuid`. Should both fail, no file the run made or changed
+/// keeps such a bit: here a racing host process sets them on the agent's
+/// files during the run, and they are cleared after it; a set-id file the
+/// owner had before the run keeps its bit.
 #[test]
-fn a_setuid_file_is_never_handed_back_with_its_bit() {
+fn a_set_id_bit_given_during_the_run_is_cleared_after_it() {
     if !root_with_bwrap() {
         return;
     }
     let lab = Lab::new("/usr/bin:/bin", "");
-    // The filter stops the agent from setting the bits; one left as if it
-    // had (the agent's own file, so the hand-over leaves it alone).
+    let before = lab.p("ws/before");
+    std::fs::write(&before, "#!/bin/sh\n").unwrap();
+    chown(&before, OWNER);
+    std::fs::set_permissions(&before, PermissionsExt::from_mode(0o4755)).unwrap();
+    // Its status time well before the run's start.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let ws = lab.p("ws").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&lab.t)
+        .env_clear()
+        .arg("exec")
+        .arg(lab.p("seal/seal.json"))
+        .args(["--", "/bin/sh", "-c"])
+        .arg(format!(
+            "echo x > {ws}/suid; echo x > {ws}/sgid; chmod 755 {ws}/suid {ws}/sgid; \
+             touch {ws}/made; while [ ! -e {ws}/go ]; do sleep 0.05; done"
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&lab.p("ws/made"));
+    for (name, mode) in [("suid", 0o4755), ("sgid", 0o2755)] {
+        std::fs::set_permissions(
+            lab.p(&format!("ws/{name}")),
+            PermissionsExt::from_mode(mode),
+        )
+        .unwrap();
+    }
+    std::fs::write(lab.p("ws/go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for name in ["suid", "sgid"] {
+        let m = std::fs::metadata(lab.p(&format!("ws/{name}"))).unwrap();
+        assert_eq!((m.uid(), m.gid()), OWNER, "{name}");
+        assert_eq!(m.mode() & 0o7777, 0o755, "{name}");
+    }
+    let m = std::fs::metadata(&before).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o4755);
+}
+
+/// Wait (up to 20 s) for `p` to appear.
+fn wait_for(p: &Path) {
+    for _ in 0..400 {
+        if p.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", p.display());
+}
+
+/// Does the host's mount table name `p`?
+fn host_mounts(p: &Path) -> bool {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let p = p.display().to_string();
+    table
+        .lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m == p))
+}
+
+/// `sealc exec` killed with `SIGKILL` mid-run: the sandbox dies with it
+/// (`--die-with-parent`), and since nothing changed hands nothing is left
+/// to the agent's user; the idmapped mount was never in the host's mount
+/// table. The next run starts clean.
+#[test]
+fn sealc_killed_mid_run_leaves_every_owner_as_it_was() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&lab.t)
+        .env_clear()
+        .arg("exec")
+        .arg(lab.p("seal/seal.json"))
+        .args(["--", "/bin/sh", "-c"])
+        .arg(format!("mkdir {ws}/d; echo x > {ws}/d/k; sleep 60"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&lab.p("ws/d/k"));
+    assert!(!host_mounts(&lab.p("ws")), "the host sees the run's mount");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for p in ["ws", "ws/old.txt", "ws/d", "ws/d/k"] {
+        assert_eq!(owner(&lab.p(p)), OWNER, "{p}");
+    }
+    assert!(!host_mounts(&lab.p("ws")));
+    let out = lab.sh(&format!("echo again > {ws}/d/k"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("warning"), "{}", text(&out));
+    assert_eq!(owner(&lab.p("ws/d/k")), OWNER);
+}
+
+/// Two runs over one write root at once: each writes, neither changes who
+/// owns anything under the other.
+#[test]
+fn two_runs_over_one_root_at_once_leave_it_the_owners() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws").display().to_string();
+    let runs: Vec<_> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_sealc"))
+                .current_dir(&lab.t)
+                .env_clear()
+                .arg("exec")
+                .arg(lab.p("seal/seal.json"))
+                .args(["--", "/bin/sh", "-c"])
+                .arg(format!(
+                    "set -e; touch {ws}/started{i}; \
+                     while [ ! -e {ws}/started0 ] || [ ! -e {ws}/started1 ]; do sleep 0.05; done; \
+                     echo {i} > {ws}/run{i}; echo {i} >> {ws}/old.txt; test -w {ws}/old.txt"
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    for p in ["ws", "ws/old.txt", "ws/run0", "ws/run1", "ws/started0"] {
+        assert_eq!(owner(&lab.p(p)), OWNER, "{p}");
+    }
+}
+
+/// On a filesystem that cannot be idmapped (`ramfs`), the roots are chowned
+/// to the agent's user for the run, with a warning, and handed back after
+/// it: the agent's objects go to the owner, a setuid or setgid bit cleared
+/// first; links and files with another hard link stay the agent's.
+#[test]
+fn a_root_that_cannot_be_idmapped_is_handed_over_and_back() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws");
+    let mounted = Command::new("mount")
+        .args(["-t", "ramfs", "-o", "mode=755", "sealc-test"])
+        .arg(&ws)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(ws.clone());
+    chown(&ws, OWNER);
+    std::fs::write(lab.p("ws/old.txt"), "old\n").unwrap();
+    chown(&lab.p("ws/old.txt"), OWNER);
+    // Set-id files as if the agent had made them (the filter stops it).
     for (name, mode) in [("suid", 0o4755), ("sgid", 0o2755)] {
         let p = lab.p(&format!("ws/{name}"));
         std::fs::write(&p, "#!/bin/sh\n").unwrap();
         chown(&p, AGENT);
         std::fs::set_permissions(&p, PermissionsExt::from_mode(mode)).unwrap();
     }
-    let out = lab.run(&["/bin/true"]);
+    let out = lab.sh(&format!(
+        "set -e; cd {ws}; test \"$(id -u)\" = 65534; echo more >> old.txt; \
+         mkdir -p deep; echo 1 > deep/new.txt; ln -sfn /etc/shadow shadow; \
+         echo a > pair1; ln -f pair1 pair2",
+        ws = ws.display()
+    ));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("sealc: warning: the write roots cannot be idmapped here"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(lab.report()["write_roots"], "chowned");
+    assert!(lab.report().get("hand_back_errors").is_none());
+    for p in ["ws", "ws/old.txt", "ws/deep", "ws/deep/new.txt"] {
+        assert_eq!(owner(&lab.p(p)), OWNER, "{p}");
+    }
+    for p in ["ws/shadow", "ws/pair1", "ws/pair2"] {
+        assert_eq!(owner(&lab.p(p)), AGENT, "{p}");
+    }
     for name in ["suid", "sgid"] {
         let m = std::fs::metadata(lab.p(&format!("ws/{name}"))).unwrap();
         assert_eq!((m.uid(), m.gid()), OWNER, "{name}");
@@ -241,9 +449,9 @@ fn a_path_entry_the_agent_cannot_search_is_said_and_its_commands_are_not_found()
     assert!(text(&out).contains(&warning), "{}", text(&out));
 }
 
-/// A write root the agent's user owns before the run (a `sealc exec` killed
-/// between hand-over and hand-back left it so) is said: this run cannot
-/// know its owner, and it stays the agent's.
+/// A write root the agent's user owns before the run (a `sealc exec` that
+/// chowned it, killed between hand-over and hand-back, left it so) is said:
+/// this run cannot know its owner, and it stays the agent's.
 #[test]
 fn a_root_left_with_the_agent_by_an_earlier_run_is_said() {
     if !root_with_bwrap() {

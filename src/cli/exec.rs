@@ -39,7 +39,7 @@ pub struct Args {
     /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; its write roots are handed to it.
+    /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; it writes the write roots as their owner would (idmapped mounts, or chowned to it for the run where those cannot be made).
     #[arg(long, value_name = "USER")]
     user: Option<String>,
     /// Write a JSON run report here (atomically, also when nothing could start): outcome, limits, usage, bytes relayed.
@@ -102,6 +102,11 @@ struct ExecCtx {
     result: Option<crate::exec::RunResult>,
     /// What could not be handed back to the write roots' owners.
     hand_back: Vec<String>,
+    /// Started by root: how the agent's user may write the write roots,
+    /// `idmapped` or `chowned`.
+    write_roots: Option<&'static str>,
+    /// The idmapped trees of the write roots, until the run ends.
+    trees: Vec<crate::exec::idmap::Tree>,
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -141,6 +146,8 @@ fn exec(
         limits: Default::default(),
         result: None,
         hand_back: Vec::new(),
+        write_roots: None,
+        trees: Vec::new(),
     };
     if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
         if let Err(e) = crate::report::check_path(path) {
@@ -194,6 +201,7 @@ fn exec(
         started_at: report::rfc3339(started),
         stderr: r.stderr,
         stdout: r.stdout,
+        write_roots: ctx.write_roots,
     };
     if let Err(e) = report::write(path, &rep) {
         let _ = writeln!(
@@ -544,8 +552,31 @@ fn exec_run(
             );
         }
     }
+    // Started by root: the write roots are idmapped for the agent where
+    // the kernel and their filesystems allow it (nothing on disk changes
+    // hands), else handed over by chown and back after the run.
+    if let (Some(ids), Some(owners)) = (user, &owners) {
+        match crate::exec::idmap::trees(owners, ids) {
+            Ok(trees) => {
+                ctx.trees = trees;
+                ctx.write_roots = Some("idmapped");
+            }
+            Err(why) => {
+                let _ = writeln!(
+                    err,
+                    "sealc: warning: the write roots cannot be idmapped here ({why}): they are handed to the agent's user by chown for the run, and back after it"
+                );
+                ctx.write_roots = Some("chowned");
+            }
+        }
+    }
+    let idmapped = ctx.write_roots == Some("idmapped");
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+        - 1;
     let code = 'run: {
-        if let Some(ids) = user {
+        if let (Some(ids), false) = (user, idmapped) {
             if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
                 let _ = writeln!(err, "error: {e}, so nothing was started");
                 break 'run crate::exec::SANDBOX_FAILED;
@@ -566,17 +597,27 @@ fn exec_run(
         )
     };
     // Once nothing of the sandbox is left, also when the command failed or
-    // was stopped: each write root goes back to its owner.
+    // was stopped: each write root goes back to its owner (chowned), or
+    // loses any set-id bit the run gave a file (idmapped).
     if let (Some(ids), Some(owners)) = (user, owners) {
-        if ctx.result.as_ref().is_some_and(|r| r.survivors) {
+        let survivors = ctx.result.as_ref().is_some_and(|r| r.survivors);
+        if survivors && !idmapped {
             ctx.hand_back.push(
                 "a process of the sandbox was still there, so the write roots were left to the agent's user".into(),
             );
+        } else if idmapped {
+            ctx.trees.clear();
+            ctx.hand_back = crate::exec::user::sweep_set_id(&owners, since);
         } else {
             ctx.hand_back = crate::exec::user::hand_back(&owners, ids);
         }
+        let what = if idmapped {
+            "cannot clear a set-id bit"
+        } else {
+            "cannot hand back ownership"
+        };
         for p in &ctx.hand_back {
-            let _ = writeln!(err, "sealc: cannot hand back ownership: {p}");
+            let _ = writeln!(err, "sealc: {what}: {p}");
         }
     }
     code
@@ -637,7 +678,7 @@ fn run_handed(
         p.audit = audit.clone();
     }
     let _ = out.flush();
-    let code = match crate::exec::run(&plan, ways) {
+    let code = match crate::exec::run(&plan, ways, &ctx.trees) {
         Ok(result) => {
             use crate::exec::report::Outcome;
             let said = match &result.outcome {

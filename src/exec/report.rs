@@ -144,6 +144,11 @@ pub struct Report {
     pub started_at: String,
     pub stderr: Stream,
     pub stdout: Stream,
+    /// Started by root (Linux): how the agent's user could write the write
+    /// roots, `idmapped` (nothing on disk changed hands) or `chowned`
+    /// (handed over for the run and back after it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_roots: Option<&'static str>,
 }
 
 fn is_zero(n: &u64) -> bool {

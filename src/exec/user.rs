@@ -1,8 +1,10 @@
 //! Who the agent runs as. Started by root, `sealc exec` never hands the
 //! sandbox kernel uid 0 (which legacy checks such as `/proc/sys` writes and
 //! setuid-root files trust whatever the capabilities): it starts bubblewrap
-//! as an unprivileged user (`--user`, default `nobody`) and first hands the
-//! write roots to that user, so they stay writable for the agent.
+//! as an unprivileged user (`--user`, default `nobody`). The write roots
+//! stay writable for the agent through idmapped mounts ([`super::idmap`]);
+//! where a root cannot be idmapped they are handed to that user by chown for
+//! the run ([`hand_over`]) and back after it ([`hand_back`]).
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -176,16 +178,26 @@ const MAX_DEPTH: usize = 512;
 /// The setuid and setgid bits.
 const SET_ID: u32 = 0o6000;
 
-/// One walk over a write root's tree: to whom it goes and, handing back,
-/// from whom (only what the agent's user owns changes hands then).
+/// What a walk over a write root's tree does.
+#[derive(Clone, Copy)]
+enum Op {
+    /// Hand every object to `to`; the walk stops at the first failure.
+    Over,
+    /// Hand back: only what `agent` (the agent's uid) owns changes hands, a
+    /// setuid or setgid bit cleared first.
+    Back { agent: u32 },
+    /// Clear the setuid and setgid bits of every regular file whose status
+    /// changed at or after `since` (seconds since the epoch).
+    Sweep { since: i64 },
+}
+
+/// One walk over a write root's tree. Except handing over, a failure is
+/// noted and the walk goes on.
 struct Walk {
     to: Ids,
-    /// Handing back: the agent's uid; only its objects change owner, a
-    /// setuid or setgid bit is cleared first, and a failure is noted and
-    /// the walk goes on.
-    from: Option<u32>,
+    op: Op,
     dev: u64,
-    /// Other write roots (device, inode), each handed back on its own.
+    /// Other write roots (device, inode), each walked on its own.
     skip: std::collections::BTreeSet<(u64, u64)>,
     problems: Vec<String>,
     /// Problems past [`MAX_PROBLEMS`], counted only.
@@ -196,7 +208,7 @@ impl Walk {
     /// A failure at `path`: the hand-over stops at the first, the hand-back
     /// notes it and goes on.
     fn fail(&mut self, path: &str, e: rustix::io::Errno) -> rustix::io::Result<()> {
-        if self.from.is_none() {
+        if matches!(self.op, Op::Over) {
             return Err(e);
         }
         // Only the first few are kept (each names a path the agent chose, up
@@ -218,9 +230,10 @@ impl Walk {
 
     /// Does this object change hands?
     fn takes(&self, st: &rustix::fs::Stat) -> bool {
-        match self.from {
-            None => st.st_uid != self.to.uid || st.st_gid != self.to.gid,
-            Some(agent) => st.st_uid == agent && st.st_uid != self.to.uid,
+        match self.op {
+            Op::Over => st.st_uid != self.to.uid || st.st_gid != self.to.gid,
+            Op::Back { agent } => st.st_uid == agent && st.st_uid != self.to.uid,
+            Op::Sweep { .. } => false,
         }
     }
 
@@ -229,14 +242,21 @@ impl Walk {
     /// the owner never gets a set-id file the agent made.
     fn take(&self, fd: &OwnedFd, st: &rustix::fs::Stat) -> rustix::io::Result<()> {
         let kind = FileType::from_raw_mode(st.st_mode);
+        if let Op::Sweep { since } = self.op {
+            if kind == FileType::RegularFile && st.st_mode & SET_ID != 0 && st.st_ctime >= since {
+                clear_set_id(fd, st.st_mode)?;
+            }
+            return Ok(());
+        }
         if !self.takes(st) || (kind == FileType::RegularFile && st.st_nlink != 1) {
             return Ok(());
         }
-        if self.from.is_some() && kind == FileType::RegularFile && st.st_mode & SET_ID != 0 {
+        let back = matches!(self.op, Op::Back { .. });
+        if back && kind == FileType::RegularFile && st.st_mode & SET_ID != 0 {
             clear_set_id(fd, st.st_mode)?;
         }
         chown(fd, self.to)?;
-        if self.from.is_some() && kind == FileType::RegularFile {
+        if back && kind == FileType::RegularFile {
             // The kernel clears them on a chown as well; make sure.
             let after = rustix::fs::fstat(fd)?;
             if after.st_mode & SET_ID != 0 {
@@ -329,7 +349,7 @@ fn clear_set_id(fd: &OwnedFd, mode: u32) -> rustix::io::Result<()> {
 fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
     let mut w = Walk {
         to: ids,
-        from: None,
+        op: Op::Over,
         dev,
         skip: Default::default(),
         problems: Vec::new(),
@@ -345,6 +365,13 @@ pub struct Owner {
     pub ids: Ids,
     dev: u64,
     ino: u64,
+}
+
+impl Owner {
+    /// The root's (device, inode) when inspected.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
 }
 
 /// The owner of each write root that exists (of the root's own object,
@@ -382,11 +409,31 @@ const MAX_PROBLEMS: usize = 20;
 /// hands. A root that is not the object recorded before the run (replaced
 /// meanwhile) is left alone. Returns what could not be handed back.
 pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
+    let theirs: Vec<Owner> = owners
+        .iter()
+        .filter(|o| o.ids != agent) // the agent's already: nothing to give back
+        .cloned()
+        .collect();
+    after(&theirs, owners, Op::Back { agent: agent.uid })
+}
+
+/// After an idmapped run, once nothing of the sandbox is left: clear the
+/// setuid and setgid bits of every regular file in the write roots whose
+/// status changed at or after `since` (seconds since the epoch, the run's
+/// start), with the walk of [`hand_back`]. The seccomp filter lets no call
+/// of the agent set them, and the mount is `nosuid`; this holds if those
+/// did not, so the owner never keeps a set-id file the run made or changed
+/// (a chmod and every write change the status time, which no call of the
+/// agent can set back). Returns what could not be cleared.
+pub fn sweep_set_id(owners: &[Owner], since: i64) -> Vec<String> {
+    after(owners, owners, Op::Sweep { since })
+}
+
+/// Walk each root of `walked` with `op`, another root of `all` nested in it
+/// left to its own walk.
+fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
     let mut problems = Vec::new();
-    for o in owners {
-        if o.ids.uid == agent.uid && o.ids.gid == agent.gid {
-            continue; // it was the agent's already
-        }
+    for o in walked {
         let root = &o.root;
         let fd = match open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC) {
             Ok(fd) => fd,
@@ -410,9 +457,9 @@ pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
         }
         let mut w = Walk {
             to: o.ids,
-            from: Some(agent.uid),
+            op,
             dev: o.dev,
-            skip: owners
+            skip: all
                 .iter()
                 .filter(|x| x.root != o.root)
                 .map(|x| (x.dev, x.ino))
