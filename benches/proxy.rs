@@ -43,7 +43,10 @@
 //! the servers (the tunnel above direct) or with the client (about 60%);
 //! see the README's benchmark paragraph.
 //!
-//!   cargo bench --bench proxy [-- ROUNDS] [same] [shared]   (default 40; open: 50x that)
+//! `proxy=N` pins the proxy's thread to CPU N as well, to show each mode on
+//! demand: `proxy=0` (with the client) and `proxy=1` (with the servers).
+//!
+//!   cargo bench --bench proxy [-- ROUNDS] [same] [shared] [proxy=N]   (default 40; open: 50x that)
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -208,10 +211,18 @@ fn main() {
         ahead()
     };
     let cpu = if same { 0 } else { 1 };
-    println!("placement   client on CPU 0, servers on CPU {cpu}, the proxy's thread not pinned");
+    let proxy_cpu: Option<usize> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("proxy=").and_then(|n| n.parse().ok()));
+    let proxy_at = proxy_cpu.map_or("not pinned".to_string(), |n| format!("on CPU {n}"));
+    println!("placement   client on CPU 0, servers on CPU {cpu}, the proxy's thread {proxy_at}");
     println!("priority    {priority}");
     let port = server(sink, cpu);
     let echo = server(echo_one, cpu);
+    // The proxy's thread inherits this thread's CPUs when it starts.
+    if let Some(n) = proxy_cpu {
+        pin(n);
+    }
     let (_running, at) = proxy([port, echo]);
     pin(0);
     let data = vec![0x5au8; PER_ROUND];
