@@ -52,6 +52,12 @@ impl Lab {
     /// A Linux seal writing `ws` (owned by `OWNER`), compiled with `path`
     /// as the `PATH` it passes and these `[limits]` lines.
     fn new(path: &str, limits: &str) -> Lab {
+        Lab::new_with(path, limits, "")
+    }
+
+    /// As [`Lab::new`], with `extra` lines after `[env] pass` (`WS` in them
+    /// stands for the write root).
+    fn new_with(path: &str, limits: &str, extra: &str) -> Lab {
         // Outside /tmp, reachable by the agent's user.
         let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let t = tmp.path().canonicalize().unwrap();
@@ -61,8 +67,9 @@ impl Lab {
         chown(&t.join("ws"), OWNER);
         chown(&t.join("ws/old.txt"), OWNER);
         let spec = format!(
-            "version = 1\nname = \"own\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n[limits]\n{limits}\n",
-            ws = t.join("ws").display()
+            "version = 1\nname = \"own\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n{extra}\n[limits]\n{limits}\n",
+            ws = t.join("ws").display(),
+            extra = extra.replace("WS", &t.join("ws").display().to_string())
         );
         std::fs::write(t.join("spec.toml"), spec).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
@@ -102,6 +109,34 @@ impl Lab {
     fn report(&self) -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(self.p("report.json")).unwrap()).unwrap()
     }
+}
+
+/// A Codex seal whose `CODEX_HOME` lies in the owner's write root: what
+/// sealc makes there before the run (the directories, the verified config)
+/// is the owner's, so the agent, writing as the owner, can use it.
+#[test]
+fn what_sealc_makes_in_a_write_root_is_its_owners() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new_with(
+        "/usr/bin:/bin",
+        "",
+        "set = { CODEX_HOME = \"WS/home/.codex\" }\n[codex]\nworkspace = \"WS\"",
+    );
+    let out =
+        lab.sh("set -e; cd \"$CODEX_HOME\"; test -r config.toml; echo s > session; mkdir sessions");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for p in [
+        "ws/home",
+        "ws/home/.codex",
+        "ws/home/.codex/config.toml",
+        "ws/home/.codex/session",
+        "ws/home/.codex/sessions",
+    ] {
+        assert_eq!(owner(&lab.p(p)), OWNER, "{p}");
+    }
+    assert_eq!(lab.report()["codex_config"], "unchanged");
 }
 
 /// Another user's file in the write root.

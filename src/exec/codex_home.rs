@@ -7,6 +7,9 @@
 //! following a link (a link there is refused, never followed), the config is
 //! written to a temp file beside it and renamed into place, and an existing
 //! `config.toml` that is not a regular file is never read or written through.
+//! Started by root, what it makes (the directories down to `CODEX_HOME`, the
+//! config) is given to the owner of the directory it is made in, as if that
+//! owner had made it: the agent writes the root as its owner.
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -62,12 +65,37 @@ fn io(what: &str, e: impl std::fmt::Display) -> Refused {
     Refused::Io(format!("{what}: {e}"))
 }
 
+/// Started by root: the owner of the write root (its directory's), whose
+/// what sealc makes in it becomes, as if that owner had made it (the agent
+/// writes the root as its owner: see [`super::idmap`]). `None` otherwise.
+fn root_owner(dir: &OwnedFd, root: &str) -> Result<Option<(u32, u32)>, Refused> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(None);
+    }
+    let st = rustix::fs::fstat(dir)
+        .map_err(|e| io(&format!("cannot inspect the write root {}", quote(root)), e))?;
+    Ok(Some((st.st_uid, st.st_gid)))
+}
+
+/// Give what sealc just made to the write root's owner (see [`root_owner`]).
+fn give(fd: impl std::os::fd::AsFd, owner: Option<(u32, u32)>) -> rustix::io::Result<()> {
+    let Some((uid, gid)) = owner else {
+        return Ok(());
+    };
+    rustix::fs::fchown(
+        fd,
+        Some(rustix::fs::Uid::from_raw(uid)),
+        Some(rustix::fs::Gid::from_raw(gid)),
+    )
+}
+
 /// Open (and with `create`, make) the directory `below` the write root
 /// `root`, one component at a time, following no link.
 fn open_home(root: &str, below: &[String], create: bool) -> Result<OwnedFd, Refused> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut dir = super::user::open_nofollow(root, flags)
         .map_err(|e| io(&format!("cannot open the write root {}", quote(root)), e))?;
+    let owner = root_owner(&dir, root)?;
     let mut at = root.to_string();
     for c in below {
         at = format!("{at}/{c}");
@@ -75,7 +103,10 @@ fn open_home(root: &str, below: &[String], create: bool) -> Result<OwnedFd, Refu
             Err(rustix::io::Errno::NOENT) if create => {
                 rustix::fs::mkdirat(&dir, c.as_str(), Mode::from_raw_mode(0o755))
                     .map_err(|e| io(&format!("cannot make {}", quote(&at)), e))?;
-                rustix::fs::openat(&dir, c.as_str(), flags, Mode::empty())
+                rustix::fs::openat(&dir, c.as_str(), flags, Mode::empty()).and_then(|d| {
+                    give(&d, owner)?;
+                    Ok(d)
+                })
             }
             r => r,
         };
@@ -147,8 +178,18 @@ pub fn install(ir: &Ir, bytes: &[u8], force: bool) -> Result<Installed, Refused>
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o644))
         .map_err(|e| io(&format!("cannot write in {}", quote(&home)), e))?;
+    // Started by root, the config is its directory's owner's.
+    let owner = match rustix::process::geteuid().is_root() {
+        true => rustix::fs::fstat(&dir)
+            .ok()
+            .map(|st| (st.st_uid, st.st_gid)),
+        false => None,
+    };
     let mut f = std::fs::File::from(fd);
-    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    let written = give(&f, owner)
+        .map_err(std::io::Error::from)
+        .and_then(|()| f.write_all(bytes))
+        .and_then(|()| f.sync_all());
     let renamed = written.map_err(|e| e.to_string()).and_then(|()| {
         rustix::fs::renameat(&dir, tmp.as_str(), &dir, CONFIG).map_err(|e| e.to_string())
     });
