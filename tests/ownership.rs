@@ -229,13 +229,30 @@ fn ownership_comes_back_when_the_command_fails_or_is_stopped() {
     assert_eq!(owner(&lab.p("ws")), OWNER);
 }
 
-/// The filter stops the agent from setting a setuid or setgid bit, and the
-/// mount is `nosuid`. Should both fail, no file the run made or changed
-/// keeps such a bit: here a racing host process sets them on the agent's
-/// files during the run, and they are cleared after it; a set-id file the
-/// owner had before the run keeps its bit.
+/// A `security.capability` value (revision 2, effective) granting
+/// `CAP_NET_RAW`.
+fn cap_net_raw() -> Vec<u8> {
+    let mut v = Vec::new();
+    for word in [0x0200_0001u32, 1 << 13, 0, 0, 0] {
+        v.extend_from_slice(&word.to_le_bytes());
+    }
+    v
+}
+
+fn has_caps(p: &Path) -> bool {
+    let mut buf = [0u8; 64];
+    rustix::fs::getxattr(p, "security.capability", &mut buf[..]).is_ok()
+}
+
+/// No set-id bit or file capability outlives a run. The agent may rewrite
+/// any file of the owner's, and a write through a shared mapping keeps
+/// them, so the owner's set-id files and files with capabilities lose them
+/// before the run, each said. The filter stops the agent from setting a
+/// bit, and the mount is `nosuid`; should both fail, what the run made or
+/// changed loses them after it: here a racing host process sets them on the
+/// agent's files during the run.
 #[test]
-fn a_set_id_bit_given_during_the_run_is_cleared_after_it() {
+fn no_set_id_bit_or_file_capability_outlives_a_run() {
     if !root_with_bwrap() {
         return;
     }
@@ -244,8 +261,18 @@ fn a_set_id_bit_given_during_the_run_is_cleared_after_it() {
     std::fs::write(&before, "#!/bin/sh\n").unwrap();
     chown(&before, OWNER);
     std::fs::set_permissions(&before, PermissionsExt::from_mode(0o4755)).unwrap();
-    // Its status time well before the run's start.
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let capped = lab.p("ws/capped");
+    std::fs::write(&capped, "#!/bin/sh\n").unwrap();
+    chown(&capped, OWNER);
+    std::fs::set_permissions(&capped, PermissionsExt::from_mode(0o755)).unwrap();
+    rustix::fs::setxattr(
+        &capped,
+        "security.capability",
+        &cap_net_raw(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    assert!(has_caps(&capped));
     let ws = lab.p("ws").display().to_string();
     let child = Command::new(env!("CARGO_BIN_EXE_sealc"))
         .current_dir(&lab.t)
@@ -254,7 +281,8 @@ fn a_set_id_bit_given_during_the_run_is_cleared_after_it() {
         .arg(lab.p("seal/seal.json"))
         .args(["--", "/bin/sh", "-c"])
         .arg(format!(
-            "echo x > {ws}/suid; echo x > {ws}/sgid; chmod 755 {ws}/suid {ws}/sgid; \
+            "echo x > {ws}/suid; echo x > {ws}/sgid; echo x > {ws}/cap; \
+             chmod 755 {ws}/suid {ws}/sgid {ws}/cap; \
              touch {ws}/made; while [ ! -e {ws}/go ]; do sleep 0.05; done"
         ))
         .stdin(Stdio::null())
@@ -270,16 +298,101 @@ fn a_set_id_bit_given_during_the_run_is_cleared_after_it() {
         )
         .unwrap();
     }
+    rustix::fs::setxattr(
+        lab.p("ws/cap"),
+        "security.capability",
+        &cap_net_raw(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
     std::fs::write(lab.p("ws/go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    for name in ["suid", "sgid"] {
-        let m = std::fs::metadata(lab.p(&format!("ws/{name}"))).unwrap();
+    let said = text(&out);
+    for what in [
+        format!(
+            "the setuid or setgid bit of {:?}",
+            before.display().to_string()
+        ),
+        format!(
+            "the file capabilities of {:?}",
+            capped.display().to_string()
+        ),
+    ] {
+        assert!(
+            said.contains(&format!("sealc: warning: cleared {what} before the run")),
+            "{said}"
+        );
+    }
+    for name in ["suid", "sgid", "cap", "before", "capped"] {
+        let p = lab.p(&format!("ws/{name}"));
+        let m = std::fs::metadata(&p).unwrap();
         assert_eq!((m.uid(), m.gid()), OWNER, "{name}");
         assert_eq!(m.mode() & 0o7777, 0o755, "{name}");
+        assert!(!has_caps(&p), "{name}");
     }
-    let m = std::fs::metadata(&before).unwrap();
-    assert_eq!(m.mode() & 0o7777, 0o4755);
+}
+
+/// A file in a write root with a hard link outside the write roots, or a
+/// filesystem mounted inside one, would reach beyond the root through an
+/// idmapped mount: the roots are chowned instead, with a warning, and the
+/// linked file (the owner's, several links) stays out of the agent's reach.
+#[test]
+fn a_link_out_or_a_mount_inside_makes_the_roots_chowned() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    std::fs::write(lab.p("outside.txt"), "outside\n").unwrap();
+    chown(&lab.p("outside.txt"), OWNER);
+    std::fs::hard_link(lab.p("outside.txt"), lab.p("ws/linked")).unwrap();
+    let ws = lab.p("ws").display().to_string();
+    let out = lab.sh(&format!(
+        "cd {ws}; echo new > new.txt || exit 40; if echo pwned >> linked; then exit 41; fi"
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "sealc: warning: the write roots cannot be idmapped here ({:?} has a hard link outside the write roots",
+            format!("{ws}/linked")
+        )),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(lab.report()["write_roots"], "chowned");
+    assert_eq!(
+        std::fs::read_to_string(lab.p("outside.txt")).unwrap(),
+        "outside\n"
+    );
+    assert_eq!(owner(&lab.p("ws/new.txt")), OWNER);
+    std::fs::remove_file(lab.p("ws/linked")).unwrap();
+
+    std::fs::create_dir(lab.p("ws/m")).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "mode=755", "sealc-test"])
+        .arg(lab.p("ws/m"))
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let _unmount = Unmount(lab.p("ws/m"));
+    let out = lab.sh("true");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("(`{ws}/m` is mounted inside write root `{ws}`)")),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(lab.report()["write_roots"], "chowned");
+    assert_eq!(owner(&lab.p("ws")), OWNER);
+}
+
+/// Unmounts its path (lazily) when dropped, also when a test fails.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
 }
 
 /// Wait (up to 20 s) for `p` to appear.
@@ -394,12 +507,6 @@ fn a_root_that_cannot_be_idmapped_is_handed_over_and_back() {
         .status()
         .unwrap();
     assert!(mounted.success());
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
-    }
     let _unmount = Unmount(ws.clone());
     chown(&ws, OWNER);
     std::fs::write(lab.p("ws/old.txt"), "old\n").unwrap();

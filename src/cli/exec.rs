@@ -556,8 +556,24 @@ fn exec_run(
     // the kernel and their filesystems allow it (nothing on disk changes
     // hands), else handed over by chown and back after the run.
     if let (Some(ids), Some(owners)) = (user, &owners) {
-        match crate::exec::idmap::trees(owners, ids) {
-            Ok(trees) => {
+        let idmapped = crate::exec::idmap::trees(owners, ids).and_then(|trees| {
+            crate::exec::user::prepare(owners, ids).map(|cleared| (trees, cleared))
+        });
+        match idmapped {
+            Ok((trees, cleared)) => {
+                for c in cleared.iter().take(20) {
+                    let _ = writeln!(
+                        err,
+                        "sealc: warning: cleared {c} before the run (the agent may rewrite any file in a write root)"
+                    );
+                }
+                if cleared.len() > 20 {
+                    let _ = writeln!(
+                        err,
+                        "sealc: warning: and {} more set-id bits or file capabilities cleared",
+                        cleared.len() - 20
+                    );
+                }
                 ctx.trees = trees;
                 ctx.write_roots = Some("idmapped");
             }
@@ -606,6 +622,12 @@ fn exec_run(
                 "a process of the sandbox was still there, so the write roots were left to the agent's user".into(),
             );
         } else if idmapped {
+            if survivors {
+                let _ = writeln!(
+                    err,
+                    "sealc: warning: a process of the sandbox was still there after the run: it may still write the write roots"
+                );
+            }
             ctx.trees.clear();
             ctx.hand_back = crate::exec::user::sweep_set_id(&owners, since);
         } else {

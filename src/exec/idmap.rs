@@ -15,9 +15,12 @@
 //! `nodev`. In the child, before bubblewrap starts ([`Prepared::apply`]),
 //! the tree is attached over the root in a mount namespace of its own, whose
 //! mounts never propagate to the host, and the descriptor bubblewrap binds
-//! the root from becomes the tree's. Where any step fails (an old kernel, a
-//! filesystem without idmapping such as `ramfs`), nothing has been changed
-//! and the caller falls back to handing the roots over by `chown`.
+//! the root from becomes the tree's. A root with a filesystem mounted inside
+//! it is refused (the walks that clear set-id bits, [`super::user::prepare`]
+//! and [`super::user::sweep_set_id`], stay on one filesystem). Where any
+//! step fails (an old kernel, a filesystem without idmapping such as
+//! `ramfs`), nothing has been changed and the caller falls back to handing
+//! the roots over by `chown`.
 
 use std::ffi::CString;
 use std::io;
@@ -66,6 +69,15 @@ pub struct Tree {
 /// own already: in each, the owner's uid and gid are the agent's. `Err`
 /// (with why) when any of them cannot be made; nothing has changed then.
 pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read the mount table: {e}"))?;
+    for o in owners.iter().filter(|o| o.ids != agent) {
+        if let Some(m) = mount_inside(&table, &o.root) {
+            // Its files would be the agent's to write too, beyond the walks
+            // that clear set-id bits (they stay on one filesystem).
+            return Err(format!("`{m}` is mounted inside write root `{}`", o.root));
+        }
+    }
     let mut spaces: std::collections::BTreeMap<(u32, u32), OwnedFd> = Default::default();
     let mut out = Vec::new();
     for o in owners {
@@ -82,6 +94,28 @@ pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, String> {
         out.push(tree(o, ns)?);
     }
     Ok(out)
+}
+
+/// A mount point strictly inside `root`, from the text of a
+/// `/proc/self/mountinfo` (whose paths escape space, tab, newline and
+/// backslash as octal).
+fn mount_inside(table: &str, root: &str) -> Option<String> {
+    let escaped: String = root
+        .chars()
+        .map(|c| match c {
+            ' ' => "\\040".to_string(),
+            '\t' => "\\011".to_string(),
+            '\n' => "\\012".to_string(),
+            '\\' => "\\134".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    let below = format!("{}/", escaped.trim_end_matches('/'));
+    table
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .find(|m| m.starts_with(&below))
+        .map(str::to_string)
 }
 
 /// The idmapped clone of `o`'s root, checked to be the object recorded.
@@ -346,5 +380,24 @@ impl Prepared {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mount_inside;
+
+    #[test]
+    fn mounts_strictly_inside_a_root_are_found_escaped() {
+        let table = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                     30 22 0:5 / /w/a\\040b/m rw - tmpfs t rw\n\
+                     31 22 0:6 / /w/ab rw - tmpfs t rw\n";
+        assert_eq!(
+            mount_inside(table, "/w/a b").as_deref(),
+            Some("/w/a\\040b/m")
+        );
+        assert_eq!(mount_inside(table, "/w/a"), None);
+        assert_eq!(mount_inside(table, "/w/ab"), None);
+        assert_eq!(mount_inside(table, "/w").as_deref(), Some("/w/a\\040b/m"));
     }
 }

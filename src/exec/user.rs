@@ -186,9 +186,16 @@ enum Op {
     /// Hand back: only what `agent` (the agent's uid) owns changes hands, a
     /// setuid or setgid bit cleared first.
     Back { agent: u32 },
-    /// Clear the setuid and setgid bits of every regular file whose status
-    /// changed at or after `since` (seconds since the epoch).
+    /// Clear the setuid and setgid bits and file capabilities of every
+    /// regular file whose status changed at or after `since` (seconds since
+    /// the epoch).
     Sweep { since: i64 },
+    /// Before an idmapped run: clear every regular file's setuid and setgid
+    /// bits and file capabilities (the agent may rewrite any of the owner's
+    /// files, and a write through a shared mapping keeps them), noting
+    /// each, and count the links of files with several; the walk stops at
+    /// the first failure.
+    Prepare,
 }
 
 /// One walk over a write root's tree. Except handing over, a failure is
@@ -202,13 +209,30 @@ struct Walk {
     problems: Vec<String>,
     /// Problems past [`MAX_PROBLEMS`], counted only.
     dropped: usize,
+    /// Preparing: what was cleared, and the files with several links (links
+    /// in all, links seen, a path of one).
+    cleared: Vec<String>,
+    links: std::collections::BTreeMap<(u64, u64), (u64, u64, String)>,
 }
 
 impl Walk {
+    fn new(to: Ids, op: Op, dev: u64) -> Walk {
+        Walk {
+            to,
+            op,
+            dev,
+            skip: Default::default(),
+            problems: Vec::new(),
+            dropped: 0,
+            cleared: Vec::new(),
+            links: Default::default(),
+        }
+    }
+
     /// A failure at `path`: the hand-over stops at the first, the hand-back
     /// notes it and goes on.
     fn fail(&mut self, path: &str, e: rustix::io::Errno) -> rustix::io::Result<()> {
-        if matches!(self.op, Op::Over) {
+        if matches!(self.op, Op::Over | Op::Prepare) {
             return Err(e);
         }
         // Only the first few are kept (each names a path the agent chose, up
@@ -233,20 +257,49 @@ impl Walk {
         match self.op {
             Op::Over => st.st_uid != self.to.uid || st.st_gid != self.to.gid,
             Op::Back { agent } => st.st_uid == agent && st.st_uid != self.to.uid,
-            Op::Sweep { .. } => false,
+            Op::Sweep { .. } | Op::Prepare => false,
         }
     }
 
     /// Change the owner of `fd` (its `st`): a regular file only when it has
     /// a single link. Handing back, a setuid or setgid bit goes first, so
     /// the owner never gets a set-id file the agent made.
-    fn take(&self, fd: &OwnedFd, st: &rustix::fs::Stat) -> rustix::io::Result<()> {
+    fn take(&mut self, fd: &OwnedFd, st: &rustix::fs::Stat, path: &str) -> rustix::io::Result<()> {
         let kind = FileType::from_raw_mode(st.st_mode);
-        if let Op::Sweep { since } = self.op {
-            if kind == FileType::RegularFile && st.st_mode & SET_ID != 0 && st.st_ctime >= since {
-                clear_set_id(fd, st.st_mode)?;
+        match self.op {
+            Op::Sweep { since } => {
+                if kind == FileType::RegularFile && st.st_ctime >= since {
+                    if st.st_mode & SET_ID != 0 {
+                        clear_set_id(fd, st.st_mode)?;
+                    }
+                    clear_caps(fd)?;
+                }
+                return Ok(());
             }
-            return Ok(());
+            Op::Prepare => {
+                if kind != FileType::RegularFile {
+                    return Ok(());
+                }
+                // Names are the tree's: shown escaped.
+                if st.st_mode & SET_ID != 0 {
+                    clear_set_id(fd, st.st_mode)?;
+                    self.cleared
+                        .push(format!("the setuid or setgid bit of {path:?}"));
+                }
+                if clear_caps(fd)? {
+                    self.cleared
+                        .push(format!("the file capabilities of {path:?}"));
+                }
+                if st.st_nlink > 1 {
+                    let e = self
+                        .links
+                        .entry((st.st_dev, st.st_ino))
+                        .or_insert_with(|| (st.st_nlink, 0, path.to_string()));
+                    e.1 += 1;
+                }
+                return Ok(());
+            }
+            Op::Over | Op::Back { .. } => {}
         }
         if !self.takes(st) || (kind == FileType::RegularFile && st.st_nlink != 1) {
             return Ok(());
@@ -276,7 +329,7 @@ impl Walk {
         if st.st_dev != self.dev {
             return Ok(()); // another filesystem mounted inside: not ours to change
         }
-        if let Err(e) = self.take(dir, &st) {
+        if let Err(e) = self.take(dir, &st, path) {
             self.fail(path, e)?;
         }
         let entries = match rustix::fs::Dir::read_from(dir) {
@@ -329,7 +382,7 @@ impl Walk {
                 )?;
                 self.dir(&child, path, depth + 1)
             }
-            FileType::RegularFile => self.take(&fd, &st),
+            FileType::RegularFile => self.take(&fd, &st, path),
             _ => Ok(()), // symlinks, sockets, fifos: left as they are
         }
     }
@@ -346,16 +399,72 @@ fn clear_set_id(fd: &OwnedFd, mode: u32) -> rustix::io::Result<()> {
     )
 }
 
+/// Remove the file capabilities (`security.capability`) of the file behind
+/// an `O_PATH` descriptor, if it has any (through its `/proc/self/fd` entry).
+/// Whether it had.
+fn clear_caps(fd: &OwnedFd) -> rustix::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    match rustix::fs::removexattr(&at, "security.capability") {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOTSUP) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
-    let mut w = Walk {
-        to: ids,
-        op: Op::Over,
-        dev,
-        skip: Default::default(),
-        problems: Vec::new(),
-        dropped: 0,
-    };
-    w.dir(&top, "", 0)
+    Walk::new(ids, Op::Over, dev).dir(&top, "", 0)
+}
+
+/// Before an idmapped run (see [`super::idmap`]), on each write root the
+/// agent does not own: clear every regular file's setuid and setgid bits
+/// and file capabilities, since the agent may rewrite any file of the
+/// owner's and a write through a shared mapping keeps them (what was
+/// cleared is returned, to be said); and refuse (`Err`) a root with a file
+/// that has a hard link outside the write roots, which the agent could
+/// write through. The same walk as [`hand_over`]: no link followed, no
+/// other filesystem entered, a write root nested inside walked on its own.
+pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, String> {
+    let mut cleared = Vec::new();
+    let mut links = std::collections::BTreeMap::new();
+    for o in owners.iter().filter(|o| o.ids != agent) {
+        let root = &o.root;
+        let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
+            .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect `{root}`: {e}"))?;
+        if (st.st_dev, st.st_ino) != (o.dev, o.ino) {
+            return Err(format!(
+                "write root `{root}` is no longer the object inspected (something was put in its place)"
+            ));
+        }
+        let mut w = Walk::new(o.ids, Op::Prepare, o.dev);
+        w.skip = owners
+            .iter()
+            .filter(|x| x.root != o.root)
+            .map(|x| (x.dev, x.ino))
+            .collect();
+        w.links = std::mem::take(&mut links);
+        let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            rustix::fs::openat(
+                &fd,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .and_then(|dir| w.dir(&dir, root, 0))
+        } else {
+            w.take(&fd, &st, root)
+        };
+        done.map_err(|e| format!("cannot prepare `{root}`: {e}"))?;
+        cleared.extend(w.cleared);
+        links = w.links;
+    }
+    if let Some((_, _, path)) = links.values().find(|(all, seen, _)| seen < all) {
+        return Err(format!(
+            "{path:?} has a hard link outside the write roots, which the agent could write through"
+        ));
+    }
+    Ok(cleared)
 }
 
 /// A write root and its owner before the run, to hand it back to.
@@ -455,18 +564,12 @@ fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
             ));
             continue;
         }
-        let mut w = Walk {
-            to: o.ids,
-            op,
-            dev: o.dev,
-            skip: all
-                .iter()
-                .filter(|x| x.root != o.root)
-                .map(|x| (x.dev, x.ino))
-                .collect(),
-            problems: Vec::new(),
-            dropped: 0,
-        };
+        let mut w = Walk::new(o.ids, op, o.dev);
+        w.skip = all
+            .iter()
+            .filter(|x| x.root != o.root)
+            .map(|x| (x.dev, x.ino))
+            .collect();
         let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
             match rustix::fs::openat(
                 &fd,
@@ -478,7 +581,7 @@ fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
                 Err(e) => Err(e),
             }
         } else {
-            w.take(&fd, &st)
+            w.take(&fd, &st, root)
         };
         if let Err(e) = done {
             w.problems.push(format!("`{root}`: {e}"));
