@@ -250,6 +250,7 @@ fn bench_linux(c: &mut Criterion) {
         bridge_dir: std::path::Path::new("/tmp/sealc-bridge"),
         profile: b"",
         user: None,
+        inside: None,
         has_proc_entry: &|_| true,
     };
     let cmd = vec!["codex".into(), "exec".into()];

@@ -155,6 +155,10 @@ pub struct Runtime<'a> {
     pub profile: &'a [u8],
     /// Started by root: the user to run as.
     pub user: Option<Ids>,
+    /// The ids that user has inside the sandbox (bubblewrap's `--uid` and
+    /// `--gid`) when they differ: a uid of the run's own is seen inside as
+    /// `nobody` ([`user::allocate`]).
+    pub inside: Option<Ids>,
     /// Does this kernel's `/proc` have the entry (see [`bwrap::kernel_entry`])?
     pub has_proc_entry: &'a dyn Fn(&str) -> bool,
 }
@@ -291,6 +295,17 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
     // that could not start.
     args.push("--info-fd".into());
     slot(&mut args, FdSource::Info, "info");
+    if let Some(ids) = rt.inside {
+        args.extend(
+            [
+                "--uid".to_string(),
+                ids.uid.to_string(),
+                "--gid".to_string(),
+                ids.gid.to_string(),
+            ]
+            .map(OsString::from),
+        );
+    }
     for s in bwrap::steps(ir) {
         if let Some(entry) = bwrap::kernel_entry(&s) {
             if !(rt.has_proc_entry)(entry) {
@@ -1217,6 +1232,7 @@ mod tests {
             bridge_dir: Path::new("/tmp/b"),
             profile: b"(version 1)",
             user: None,
+            inside: None,
             has_proc_entry: &|p| p != "/proc/kcore",
         }
     }

@@ -395,6 +395,139 @@ impl Drop for Unmount {
     }
 }
 
+/// The pid and real uid of each host process whose argv is exactly `argv`.
+fn procs_running(argv: &[&str]) -> Vec<(u32, u32)> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read(e.path().join("cmdline")).ok().as_deref() != Some(&want[..]) {
+            continue;
+        }
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        if let Some(uid) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|u| u.parse().ok())
+        {
+            out.push((pid, uid));
+        }
+    }
+    out
+}
+
+/// Can a host process running as `nobody` list `/proc/PID/root`?
+fn nobody_reaches(pid: u32) -> bool {
+    use std::os::unix::process::CommandExt;
+    Command::new("ls")
+        .arg(format!("/proc/{pid}/root/"))
+        .uid(AGENT.0)
+        .gid(AGENT.1)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// With idmapped roots and no `--user`, the agent runs on the host as a uid
+/// of the run's own (from sealc's range, one per run at a time), seen
+/// inside as `nobody`: a host process running as `nobody` cannot reach
+/// the sandbox through `/proc`. Named with `--user nobody`, it can (the
+/// README's warning about a shared user).
+#[test]
+fn the_agent_runs_as_a_uid_no_host_process_shares() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws").display().to_string();
+    for (user, marker) in [(None, "30.25"), (Some("nobody"), "30.5")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealc"));
+        cmd.current_dir(&lab.t).env_clear().arg("exec");
+        if let Some(u) = user {
+            cmd.args(["--user", u]);
+        }
+        let mut child = cmd
+            .arg(lab.p("seal/seal.json"))
+            .arg("--report")
+            .arg(lab.p(&format!("report-{marker}.json")))
+            .args(["--", "/bin/sh", "-c"])
+            .arg(format!(
+                "test \"$(id -u)\" = 65534 || exit 40; touch {ws}/up{marker}; exec sleep {marker}"
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(&lab.p(&format!("ws/up{marker}")));
+        let mut found = Vec::new();
+        for _ in 0..100 {
+            found = procs_running(&["sleep", marker]);
+            if !found.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(found.len(), 1, "{found:?}");
+        let (pid, uid) = found[0];
+        let reached = nobody_reaches(pid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        match user {
+            None => {
+                assert!((0x7FF0_0000..0x7FF0_0400).contains(&uid), "{uid}");
+                assert!(!reached, "a host nobody reached the sandbox");
+            }
+            Some(_) => {
+                assert_eq!(uid, AGENT.0);
+                assert!(reached, "the shared user's reach is not shown");
+            }
+        }
+    }
+    // Two runs at once: two uids, each said in its report.
+    let runs: Vec<_> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_sealc"))
+                .current_dir(&lab.t)
+                .env_clear()
+                .arg("exec")
+                .arg(lab.p("seal/seal.json"))
+                .arg("--report")
+                .arg(lab.p(&format!("report{i}.json")))
+                .args(["--", "/bin/sh", "-c"])
+                .arg(format!(
+                    "touch {ws}/at{i}; while [ ! -e {ws}/at0 ] || [ ! -e {ws}/at1 ]; do sleep 0.05; done"
+                ))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect::<Vec<_>>();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let users: Vec<String> = (0..2)
+        .map(|i| {
+            let r: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(lab.p(&format!("report{i}.json"))).unwrap())
+                    .unwrap();
+            r["user"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_ne!(users[0], users[1]);
+}
+
 /// Wait (up to 20 s) for `p` to appear.
 fn wait_for(p: &Path) {
     for _ in 0..400 {

@@ -39,7 +39,7 @@ pub struct Args {
     /// Verify and print the plan (program, argv, env names) as JSON; start nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID`; it writes the write roots as their owner would (idmapped mounts, or chowned to it for the run where those cannot be made).
+    /// Started by root (Linux): the unprivileged user the agent runs as, `NAME`, `UID` or `UID:GID` (default: a uid of the run's own, seen inside as `nobody`; `nobody` where the write roots are chowned); it writes the write roots as their owner would (idmapped mounts, or chowned to it for the run where those cannot be made).
     #[arg(long, value_name = "USER")]
     user: Option<String>,
     /// Write a JSON run report here (atomically, also when nothing could start): outcome, limits, usage, bytes relayed.
@@ -107,6 +107,8 @@ struct ExecCtx {
     write_roots: Option<&'static str>,
     /// The idmapped trees of the write roots, until the run ends.
     trees: Vec<crate::exec::idmap::Tree>,
+    /// Started by root: `UID:GID` the agent ran as on the host.
+    user: Option<String>,
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -148,6 +150,7 @@ fn exec(
         hand_back: Vec::new(),
         write_roots: None,
         trees: Vec::new(),
+        user: None,
     };
     if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
         if let Err(e) = crate::report::check_path(path) {
@@ -201,6 +204,7 @@ fn exec(
         started_at: report::rfc3339(started),
         stderr: r.stderr,
         stdout: r.stdout,
+        user: ctx.user,
         write_roots: ctx.write_roots,
     };
     if let Err(e) = report::write(path, &rep) {
@@ -419,14 +423,15 @@ fn exec_run(
         .unwrap_or_default();
     let has_proc_entry = |p: &str| Path::new(p).exists();
     ctx.limits = crate::exec::report::limits(&compiled.ir);
-    let rt = crate::exec::Runtime {
+    let mut rt = crate::exec::Runtime {
         exe: &exe,
         bridge_dir: Path::new("<bridge-dir>"), // made below, once nothing can fail
         profile,
         user,
+        inside: None,
         has_proc_entry: &has_proc_entry,
     };
-    let plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+    let mut plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
         Ok(p) => p,
         Err(d) => {
             let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
@@ -555,9 +560,33 @@ fn exec_run(
     // Started by root: the write roots are idmapped for the agent where
     // the kernel and their filesystems allow it (nothing on disk changes
     // hands), else handed over by chown and back after the run.
+    // With them idmapped and no `--user`, the agent runs as a uid of the
+    // run's own (seen inside as that user): no host process shares it.
+    let mut own_uid = None;
     if let (Some(ids), Some(owners)) = (user, &owners) {
-        let idmapped = crate::exec::idmap::trees(owners, ids).and_then(|trees| {
-            crate::exec::user::prepare(owners, ids).map(|cleared| (trees, cleared))
+        if opts.user.is_none() {
+            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+            match crate::exec::user::allocate(&passwd) {
+                Ok(d)
+                    if roots
+                        .iter()
+                        .all(|r| crate::exec::user::reachable(r, d.ids).is_ok()) =>
+                {
+                    own_uid = Some(d)
+                }
+                Ok(_) => {}
+                Err(why) => {
+                    let _ = writeln!(
+                        err,
+                        "sealc: warning: {why}: the agent runs as {}:{}",
+                        ids.uid, ids.gid
+                    );
+                }
+            }
+        }
+        let agent = own_uid.as_ref().map_or(ids, |d| d.ids);
+        let idmapped = crate::exec::idmap::trees(owners, agent).and_then(|trees| {
+            crate::exec::user::prepare(owners, agent).map(|cleared| (trees, cleared))
         });
         match idmapped {
             Ok((trees, cleared)) => {
@@ -583,9 +612,19 @@ fn exec_run(
                     "sealc: warning: the write roots cannot be idmapped here ({why}): they are handed to the agent's user by chown for the run, and back after it"
                 );
                 ctx.write_roots = Some("chowned");
+                own_uid = None; // never on disk
             }
         }
     }
+    if let Some(d) = &own_uid {
+        rt.user = Some(d.ids);
+        rt.inside = user;
+        plan = match crate::exec::plan(&compiled.ir, command, &|n| std::env::var_os(n), &rt) {
+            Ok(p) => p,
+            Err(_) => return crate::exec::SANDBOX_FAILED,
+        };
+    }
+    ctx.user = rt.user.map(|u| format!("{}:{}", u.uid, u.gid));
     let idmapped = ctx.write_roots == Some("idmapped");
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

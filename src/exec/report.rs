@@ -144,6 +144,10 @@ pub struct Report {
     pub started_at: String,
     pub stderr: Stream,
     pub stdout: Stream,
+    /// Started by root (Linux): `UID:GID` the agent ran as on the host (a uid
+    /// of the run's own unless `--user` named one or the roots were chowned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// Started by root (Linux): how the agent's user could write the write
     /// roots, `idmapped` (nothing on disk changed hands) or `chowned`
     /// (handed over for the run and back after it).

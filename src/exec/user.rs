@@ -1,7 +1,8 @@
 //! Who the agent runs as. Started by root, `sealc exec` never hands the
 //! sandbox kernel uid 0 (which legacy checks such as `/proc/sys` writes and
 //! setuid-root files trust whatever the capabilities): it starts bubblewrap
-//! as an unprivileged user (`--user`, default `nobody`). The write roots
+//! as an unprivileged user (`--user`; by default a uid of the run's own,
+//! [`allocate`], or `nobody` where the roots are chowned). The write roots
 //! stay writable for the agent through idmapped mounts ([`super::idmap`]);
 //! where a root cannot be idmapped they are handed to that user by chown for
 //! the run ([`hand_over`]) and back after it ([`hand_back`]).
@@ -24,6 +25,78 @@ const NOBODY: Ids = Ids {
     uid: 65534,
     gid: 65534,
 };
+
+/// The first uid of the range a uid of the run's own is allocated from
+/// (above systemd's container range, which ends at `0x6FFFFFFF`, below
+/// 2^31), and how many there are.
+pub const DYNAMIC_BASE: u32 = 0x7FF0_0000;
+pub const DYNAMIC_COUNT: u32 = 1024;
+/// Where the locks of the allocated uids are.
+const DYNAMIC_DIR: &str = "/run/sealc/uid";
+
+/// A uid (and gid of the same number) of this run's own, held while this
+/// lives: no other sealc run gets it meanwhile, and no user or other
+/// process has it.
+#[derive(Debug)]
+pub struct Dynamic {
+    pub ids: Ids,
+    _lock: OwnedFd,
+}
+
+/// Allocate a uid of the run's own (started by root, write roots idmapped,
+/// no `--user` given): the first of the range whose lock file under
+/// `/run/sealc/uid` this process can lock, and which `passwd` (the text of
+/// `/etc/passwd`) does not name. With idmapped roots it never owns a file
+/// on disk, so nothing is left with it; a host process of the agent's user
+/// would own the sandbox's user namespace, and there is none.
+pub fn allocate(passwd: &str) -> Result<Dynamic, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        format!("cannot allocate a uid of the run's own ({what}: {e})")
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(DYNAMIC_DIR)
+        .map_err(|e| fail(DYNAMIC_DIR, &e))?;
+    // Only root may have made it, or changed it since.
+    let dir = open_nofollow(
+        DYNAMIC_DIR,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+    )
+    .map_err(|e| fail(DYNAMIC_DIR, &e))?;
+    let st = rustix::fs::fstat(&dir).map_err(|e| fail(DYNAMIC_DIR, &e))?;
+    if st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+        return Err(fail(DYNAMIC_DIR, &"not root's alone"));
+    }
+    let named: std::collections::BTreeSet<u32> = passwd
+        .lines()
+        .filter_map(|l| l.split(':').nth(2)?.parse().ok())
+        .collect();
+    for uid in DYNAMIC_BASE..DYNAMIC_BASE + DYNAMIC_COUNT {
+        if named.contains(&uid) {
+            continue;
+        }
+        let lock = rustix::fs::openat(
+            &dir,
+            format!("{uid}.lock"),
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| fail(&format!("{DYNAMIC_DIR}/{uid}.lock"), &e))?;
+        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                return Ok(Dynamic {
+                    ids: Ids { uid, gid: uid },
+                    _lock: lock,
+                })
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => continue,
+            Err(e) => return Err(fail("flock", &e)),
+        }
+    }
+    Err(fail("range", &format!("all {DYNAMIC_COUNT} are in use")))
+}
 
 /// Read `NAME`, `UID` or `UID:GID` against the text of `/etc/passwd`.
 pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
