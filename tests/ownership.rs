@@ -102,6 +102,23 @@ impl Lab {
         self.run(&["/bin/sh", "-c", script])
     }
 
+    /// Start `sealc exec [OPTS] SEAL -- /bin/sh -c SCRIPT` without waiting,
+    /// stdout and stderr piped.
+    fn start(&self, opts: &[&str], script: &str) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&self.t)
+            .env_clear()
+            .arg("exec")
+            .args(opts)
+            .arg(self.p("seal/seal.json"))
+            .args(["--", "/bin/sh", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn p(&self, rel: &str) -> PathBuf {
         self.t.join(rel)
     }
@@ -274,22 +291,14 @@ fn no_set_id_bit_or_file_capability_outlives_a_run() {
     .unwrap();
     assert!(has_caps(&capped));
     let ws = lab.p("ws").display().to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_sealc"))
-        .current_dir(&lab.t)
-        .env_clear()
-        .arg("exec")
-        .arg(lab.p("seal/seal.json"))
-        .args(["--", "/bin/sh", "-c"])
-        .arg(format!(
+    let child = lab.start(
+        &[],
+        &format!(
             "echo x > {ws}/suid; echo x > {ws}/sgid; echo x > {ws}/cap; \
              chmod 755 {ws}/suid {ws}/sgid {ws}/cap; \
              touch {ws}/made; while [ ! -e {ws}/go ]; do sleep 0.05; done"
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ),
+    );
     wait_for(&lab.p("ws/made"));
     for (name, mode) in [("suid", 0o4755), ("sgid", 0o2755)] {
         std::fs::set_permissions(
@@ -449,24 +458,17 @@ fn the_agent_runs_as_a_uid_no_host_process_shares() {
     let lab = Lab::new("/usr/bin:/bin", "");
     let ws = lab.p("ws").display().to_string();
     for (user, marker) in [(None, "30.25"), (Some("nobody"), "30.5")] {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealc"));
-        cmd.current_dir(&lab.t).env_clear().arg("exec");
+        let report = format!("report-{marker}.json");
+        let mut opts = vec!["--report", &report];
         if let Some(u) = user {
-            cmd.args(["--user", u]);
+            opts.extend(["--user", u]);
         }
-        let mut child = cmd
-            .arg(lab.p("seal/seal.json"))
-            .arg("--report")
-            .arg(lab.p(&format!("report-{marker}.json")))
-            .args(["--", "/bin/sh", "-c"])
-            .arg(format!(
+        let mut child = lab.start(
+            &opts,
+            &format!(
                 "test \"$(id -u)\" = 65534 || exit 40; touch {ws}/up{marker}; exec sleep {marker}"
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            ),
+        );
         wait_for(&lab.p(&format!("ws/up{marker}")));
         let mut found = Vec::new();
         for _ in 0..100 {
@@ -495,22 +497,12 @@ fn the_agent_runs_as_a_uid_no_host_process_shares() {
     // Two runs at once: two uids, each said in its report.
     let runs: Vec<_> = (0..2)
         .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_sealc"))
-                .current_dir(&lab.t)
-                .env_clear()
-                .arg("exec")
-                .arg(lab.p("seal/seal.json"))
-                .arg("--report")
-                .arg(lab.p(&format!("report{i}.json")))
-                .args(["--", "/bin/sh", "-c"])
-                .arg(format!(
+            lab.start(
+                &["--report", &format!("report{i}.json")],
+                &format!(
                     "touch {ws}/at{i}; while [ ! -e {ws}/at0 ] || [ ! -e {ws}/at1 ]; do sleep 0.05; done"
-                ))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+                ),
+            )
         })
         .collect::<Vec<_>>();
     for r in runs {
@@ -559,18 +551,7 @@ fn sealc_killed_mid_run_leaves_every_owner_as_it_was() {
     }
     let lab = Lab::new("/usr/bin:/bin", "");
     let ws = lab.p("ws").display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealc"))
-        .current_dir(&lab.t)
-        .env_clear()
-        .arg("exec")
-        .arg(lab.p("seal/seal.json"))
-        .args(["--", "/bin/sh", "-c"])
-        .arg(format!("mkdir {ws}/d; echo x > {ws}/d/k; sleep 60"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = lab.start(&[], &format!("mkdir {ws}/d; echo x > {ws}/d/k; sleep 60"));
     wait_for(&lab.p("ws/d/k"));
     assert!(!host_mounts(&lab.p("ws")), "the host sees the run's mount");
     child.kill().unwrap();
@@ -596,22 +577,14 @@ fn two_runs_over_one_root_at_once_leave_it_the_owners() {
     let ws = lab.p("ws").display().to_string();
     let runs: Vec<_> = (0..2)
         .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_sealc"))
-                .current_dir(&lab.t)
-                .env_clear()
-                .arg("exec")
-                .arg(lab.p("seal/seal.json"))
-                .args(["--", "/bin/sh", "-c"])
-                .arg(format!(
+            lab.start(
+                &[],
+                &format!(
                     "set -e; touch {ws}/started{i}; \
                      while [ ! -e {ws}/started0 ] || [ ! -e {ws}/started1 ]; do sleep 0.05; done; \
                      echo {i} > {ws}/run{i}; echo {i} >> {ws}/old.txt; test -w {ws}/old.txt"
-                ))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+                ),
+            )
         })
         .collect();
     for r in runs {
