@@ -520,6 +520,75 @@ fn the_agent_runs_as_a_uid_no_host_process_shares() {
     assert_ne!(users[0], users[1]);
 }
 
+/// What a run's agent leaves must not choose the weaker chowned hand-over
+/// for the next run: a tree deeper than the walks go stops the next run
+/// before anything starts (exit 122), and nothing changes hands.
+#[test]
+fn a_tree_too_deep_to_walk_stops_the_next_run_and_chooses_nothing() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws").display().to_string();
+    let out = lab.sh(&format!(
+        "cd {ws} && i=0 && while [ $i -lt 520 ]; do mkdir d && cd d || exit 40; i=$((i+1)); done"
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = lab.sh("echo ran > /dev/null");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(122), "{said}");
+    assert!(
+        said.contains("a directory deeper than 512 levels (or a link put in place of one) is in it, so nothing was started"),
+        "{said}"
+    );
+    assert!(!said.contains("by chown"), "{said}");
+    assert_eq!(owner(&lab.p("ws")), OWNER);
+    assert_eq!(owner(&lab.p("ws/d")), OWNER);
+}
+
+/// When the run's own uid cannot reach a write root (a directory above it
+/// lets `nobody`'s group through, not others), idmapped roots are never
+/// paired with the shared `nobody`: they are chowned, with a warning.
+#[test]
+fn without_a_uid_of_its_own_the_roots_are_chowned_not_idmapped_for_nobody() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    std::os::unix::fs::chown(&lab.t, Some(0), Some(AGENT.1)).unwrap();
+    std::fs::set_permissions(&lab.t, PermissionsExt::from_mode(0o710)).unwrap();
+    let ws = lab.p("ws").display().to_string();
+    let out = lab.sh(&format!("echo new > {ws}/new.txt"));
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(
+            "sealc: warning: the write roots cannot be idmapped here (the agent's user (2146435"
+        ),
+        "{said}"
+    );
+    let report = lab.report();
+    assert_eq!(report["write_roots"], "chowned");
+    assert_eq!(report["user"], "65534:65534");
+    assert_eq!(owner(&lab.p("ws/new.txt")), OWNER);
+    // A uid of sealc's range is not for `--user`.
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&lab.t)
+        .env_clear()
+        .args(["exec", "--user", "2146435072"])
+        .arg(lab.p("seal/seal.json"))
+        .args(["--", "/bin/true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is in sealc's range of run uids"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// Wait (up to 20 s) for `p` to appear.
 fn wait_for(p: &Path) {
     for _ in 0..400 {

@@ -561,35 +561,39 @@ fn exec_run(
     // the kernel and their filesystems allow it (nothing on disk changes
     // hands), else handed over by chown and back after the run.
     // With them idmapped and no `--user`, the agent runs as a uid of the
-    // run's own (seen inside as that user): no host process shares it.
+    // run's own (seen inside as that user): no host process shares it, and
+    // idmapped roots are never paired with a shared default user.
     let mut own_uid = None;
     if let (Some(ids), Some(owners)) = (user, &owners) {
-        if opts.user.is_none() {
+        let own = if opts.user.is_none() {
             let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-            match crate::exec::user::allocate(&passwd) {
-                Ok(d)
-                    if roots
+            let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+            crate::exec::user::allocate(&passwd, &group)
+                .and_then(|d| {
+                    match roots
                         .iter()
-                        .all(|r| crate::exec::user::reachable(r, d.ids).is_ok()) =>
-                {
-                    own_uid = Some(d)
-                }
-                Ok(_) => {}
-                Err(why) => {
-                    let _ = writeln!(
-                        err,
-                        "sealc: warning: {why}: the agent runs as {}:{}",
-                        ids.uid, ids.gid
-                    );
-                }
-            }
-        }
-        let agent = own_uid.as_ref().map_or(ids, |d| d.ids);
-        let idmapped = crate::exec::idmap::trees(owners, agent).and_then(|trees| {
-            crate::exec::user::prepare(owners, agent).map(|cleared| (trees, cleared))
+                        .find_map(|r| crate::exec::user::reachable(r, d.ids).err())
+                    {
+                        None => Ok(d),
+                        Some(e) => Err(e),
+                    }
+                })
+                .map(Some)
+        } else {
+            Ok(None)
+        };
+        let chosen = own.and_then(|own| {
+            let agent = own.as_ref().map_or(ids, |d| d.ids);
+            let trees = crate::exec::idmap::trees(owners, agent)?;
+            Ok((own, trees))
         });
-        match idmapped {
-            Ok((trees, cleared)) => {
+        let prepared = chosen.map(|(own, trees)| {
+            let agent = own.as_ref().map_or(ids, |d| d.ids);
+            (own, trees, crate::exec::user::prepare(owners, agent))
+        });
+        use crate::exec::user::Unprepared;
+        let fallback = match prepared {
+            Ok((own, trees, Ok(cleared))) => {
                 for c in cleared.iter().take(20) {
                     let _ = writeln!(
                         err,
@@ -605,15 +609,29 @@ fn exec_run(
                 }
                 ctx.trees = trees;
                 ctx.write_roots = Some("idmapped");
+                own_uid = own;
+                None
             }
-            Err(why) => {
+            // What the agent left (a tree too deep to walk) must not choose
+            // the weaker hand-over: nothing starts.
+            Ok((_, _, Err(Unprepared::Failed(why)))) => {
+                let _ = writeln!(err, "error: {why}, so nothing was started");
                 let _ = writeln!(
                     err,
-                    "sealc: warning: the write roots cannot be idmapped here ({why}): they are handed to the agent's user by chown for the run, and back after it"
+                    "help: look at what is there (a run's agent may have left it), and remove or move it"
                 );
-                ctx.write_roots = Some("chowned");
-                own_uid = None; // never on disk
+                return crate::exec::SANDBOX_FAILED;
             }
+            Ok((_, _, Err(Unprepared::LinkOut(why)))) => Some(why),
+            Err(why) => Some(why),
+        };
+        if let Some(why) = fallback {
+            let _ = writeln!(
+                err,
+                "sealc: warning: the write roots cannot be idmapped here ({why}): they are handed to the agent's user ({}:{}) by chown for the run, and back after it",
+                ids.uid, ids.gid
+            );
+            ctx.write_roots = Some("chowned");
         }
     }
     if let Some(d) = &own_uid {
@@ -626,10 +644,6 @@ fn exec_run(
     }
     ctx.user = rt.user.map(|u| format!("{}:{}", u.uid, u.gid));
     let idmapped = ctx.write_roots == Some("idmapped");
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-        - 1;
     let code = 'run: {
         if let (Some(ids), false) = (user, idmapped) {
             if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
@@ -668,7 +682,7 @@ fn exec_run(
                 );
             }
             ctx.trees.clear();
-            ctx.hand_back = crate::exec::user::sweep_set_id(&owners, since);
+            ctx.hand_back = crate::exec::user::sweep_set_id(&owners);
         } else {
             ctx.hand_back = crate::exec::user::hand_back(&owners, ids);
         }

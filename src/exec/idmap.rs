@@ -10,7 +10,7 @@
 //!
 //! For each owner, a user namespace maps that one uid and gid to the agent's
 //! ([`trees`]); each root is cloned as a detached mount tree
-//! (`open_tree(OPEN_TREE_CLONE)`, no path followed: from the descriptor of
+//! (`open_tree(OPEN_TREE_CLONE)`, its own mount only, no path followed: from the descriptor of
 //! [`super::user::open_nofollow`]) and idmapped through it, `nosuid` and
 //! `nodev`. In the child, before bubblewrap starts ([`Prepared::apply`]),
 //! the tree is attached over the root in a mount namespace of its own, whose
@@ -132,10 +132,9 @@ fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
             libc::SYS_open_tree,
             at.as_raw_fd(),
             empty.as_ptr(),
-            OPEN_TREE_CLONE
-                | libc::O_CLOEXEC as libc::c_uint
-                | libc::AT_EMPTY_PATH as libc::c_uint
-                | libc::AT_RECURSIVE as libc::c_uint,
+            // Not `AT_RECURSIVE`: a mount made inside the root after the
+            // check above is not in the clone.
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
         )
     };
     if fd < 0 {
@@ -168,7 +167,7 @@ fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
             libc::SYS_mount_setattr,
             fd.as_raw_fd(),
             empty.as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+            libc::AT_EMPTY_PATH as libc::c_uint,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )

@@ -45,11 +45,13 @@ pub struct Dynamic {
 
 /// Allocate a uid of the run's own (started by root, write roots idmapped,
 /// no `--user` given): the first of the range whose lock file under
-/// `/run/sealc/uid` this process can lock, and which `passwd` (the text of
-/// `/etc/passwd`) does not name. With idmapped roots it never owns a file
-/// on disk, so nothing is left with it; a host process of the agent's user
-/// would own the sandbox's user namespace, and there is none.
-pub fn allocate(passwd: &str) -> Result<Dynamic, String> {
+/// `/run/sealc/uid` this process can lock, and which `passwd` and `group`
+/// (the texts of `/etc/passwd` and `/etc/group`) do not name (users of
+/// other name services are not looked up). With idmapped roots it never owns a file
+/// on disk (only the proxy bridge's directory in the temp directory, while
+/// the run lasts); a host process of the agent's user would own the
+/// sandbox's user namespace, and there is none.
+pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, String> {
     use std::os::unix::fs::DirBuilderExt;
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         format!("cannot allocate a uid of the run's own ({what}: {e})")
@@ -71,6 +73,7 @@ pub fn allocate(passwd: &str) -> Result<Dynamic, String> {
     }
     let named: std::collections::BTreeSet<u32> = passwd
         .lines()
+        .chain(group.lines())
         .filter_map(|l| l.split(':').nth(2)?.parse().ok())
         .collect();
     for uid in DYNAMIC_BASE..DYNAMIC_BASE + DYNAMIC_COUNT {
@@ -128,6 +131,12 @@ pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
             None => return Err(format!("no user `{spec}` in `/etc/passwd`")),
         }
     };
+    if (DYNAMIC_BASE..DYNAMIC_BASE + DYNAMIC_COUNT).contains(&ids.uid) {
+        return Err(format!(
+            "`--user {spec}` is in sealc's range of run uids ({DYNAMIC_BASE}..{}), which it gives out itself",
+            DYNAMIC_BASE + DYNAMIC_COUNT
+        ));
+    }
     if ids.uid == 0 || ids.gid == 0 {
         return Err(format!(
             "`--user {spec}` is root, and the agent never runs as root"
@@ -260,9 +269,8 @@ enum Op {
     /// setuid or setgid bit cleared first.
     Back { agent: u32 },
     /// Clear the setuid and setgid bits and file capabilities of every
-    /// regular file whose status changed at or after `since` (seconds since
-    /// the epoch).
-    Sweep { since: i64 },
+    /// regular file.
+    Sweep,
     /// Before an idmapped run: clear every regular file's setuid and setgid
     /// bits and file capabilities (the agent may rewrite any of the owner's
     /// files, and a write through a shared mapping keeps them), noting
@@ -277,6 +285,8 @@ struct Walk {
     to: Ids,
     op: Op,
     dev: u64,
+    /// The root's mount (`STATX_MNT_ID`), where the kernel tells it.
+    mnt: Option<u64>,
     /// Other write roots (device, inode), each walked on its own.
     skip: std::collections::BTreeSet<(u64, u64)>,
     problems: Vec<String>,
@@ -294,6 +304,7 @@ impl Walk {
             to,
             op,
             dev,
+            mnt: None,
             skip: Default::default(),
             problems: Vec::new(),
             dropped: 0,
@@ -330,7 +341,7 @@ impl Walk {
         match self.op {
             Op::Over => st.st_uid != self.to.uid || st.st_gid != self.to.gid,
             Op::Back { agent } => st.st_uid == agent && st.st_uid != self.to.uid,
-            Op::Sweep { .. } | Op::Prepare => false,
+            Op::Sweep | Op::Prepare => false,
         }
     }
 
@@ -340,8 +351,8 @@ impl Walk {
     fn take(&mut self, fd: &OwnedFd, st: &rustix::fs::Stat, path: &str) -> rustix::io::Result<()> {
         let kind = FileType::from_raw_mode(st.st_mode);
         match self.op {
-            Op::Sweep { since } => {
-                if kind == FileType::RegularFile && st.st_ctime >= since {
+            Op::Sweep => {
+                if kind == FileType::RegularFile {
                     if st.st_mode & SET_ID != 0 {
                         clear_set_id(fd, st.st_mode)?;
                     }
@@ -392,6 +403,19 @@ impl Walk {
         Ok(())
     }
 
+    /// Is the object on another mount than the root? Another device on the
+    /// same mount (a btrfs subvolume, a file of an overlay) is not: it is
+    /// walked too. (A bind mount of the same filesystem is not told apart.)
+    fn elsewhere(&self, fd: &OwnedFd, st: &rustix::fs::Stat) -> bool {
+        if st.st_dev == self.dev {
+            return false;
+        }
+        match (self.mnt, mnt_id(fd)) {
+            (Some(a), Some(b)) => a != b,
+            _ => true,
+        }
+    }
+
     /// Depth first, one open directory per level (a wide tree left by an
     /// earlier run costs no descriptors).
     fn dir(&mut self, dir: &OwnedFd, path: &str, depth: usize) -> rustix::io::Result<()> {
@@ -399,7 +423,7 @@ impl Walk {
             return self.fail(path, rustix::io::Errno::LOOP);
         }
         let st = rustix::fs::fstat(dir)?;
-        if st.st_dev != self.dev {
+        if self.elsewhere(dir, &st) {
             return Ok(()); // another filesystem mounted inside: not ours to change
         }
         if let Err(e) = self.take(dir, &st, path) {
@@ -440,7 +464,7 @@ impl Walk {
             Mode::empty(),
         )?;
         let st = rustix::fs::fstat(&fd)?;
-        if st.st_dev != self.dev {
+        if self.elsewhere(&fd, &st) {
             return Ok(()); // another filesystem mounted inside: not ours to change
         }
         match FileType::from_raw_mode(st.st_mode) {
@@ -485,8 +509,35 @@ fn clear_caps(fd: &OwnedFd) -> rustix::io::Result<bool> {
     }
 }
 
+/// The mount of the object behind `fd` (`STATX_MNT_ID`, Linux 5.8).
+fn mnt_id(fd: &OwnedFd) -> Option<u64> {
+    let sx = rustix::fs::statx(
+        fd,
+        "",
+        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::MNT_ID,
+    )
+    .ok()?;
+    (sx.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0).then_some(sx.stx_mnt_id)
+}
+
 fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
-    Walk::new(ids, Op::Over, dev).dir(&top, "", 0)
+    let mut w = Walk::new(ids, Op::Over, dev);
+    w.mnt = mnt_id(&top);
+    w.dir(&top, "", 0)
+}
+
+/// Why [`prepare`] refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unprepared {
+    /// A file has a hard link outside the write roots: something the host
+    /// made, which the chowned hand-over handles (it leaves such files
+    /// alone).
+    LinkOut(String),
+    /// The walk failed (a tree deeper than the walks go, a root replaced):
+    /// nothing may start, since what the agent left must not choose the
+    /// weaker chowned hand-over.
+    Failed(String),
 }
 
 /// Before an idmapped run (see [`super::idmap`]), on each write root the
@@ -497,20 +548,22 @@ fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
 /// that has a hard link outside the write roots, which the agent could
 /// write through. The same walk as [`hand_over`]: no link followed, no
 /// other filesystem entered, a write root nested inside walked on its own.
-pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, String> {
+pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, Unprepared> {
     let mut cleared = Vec::new();
     let mut links = std::collections::BTreeMap::new();
     for o in owners.iter().filter(|o| o.ids != agent) {
         let root = &o.root;
         let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
-            .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect `{root}`: {e}"))?;
+            .map_err(|e| Unprepared::Failed(format!("cannot open write root `{root}`: {e}")))?;
+        let st = rustix::fs::fstat(&fd)
+            .map_err(|e| Unprepared::Failed(format!("cannot inspect `{root}`: {e}")))?;
         if (st.st_dev, st.st_ino) != (o.dev, o.ino) {
-            return Err(format!(
+            return Err(Unprepared::Failed(format!(
                 "write root `{root}` is no longer the object inspected (something was put in its place)"
-            ));
+            )));
         }
         let mut w = Walk::new(o.ids, Op::Prepare, o.dev);
+        w.mnt = mnt_id(&fd);
         w.skip = owners
             .iter()
             .filter(|x| x.root != o.root)
@@ -528,14 +581,24 @@ pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, String> {
         } else {
             w.take(&fd, &st, root)
         };
-        done.map_err(|e| format!("cannot prepare `{root}`: {e}"))?;
+        if let Err(e) = done {
+            let why = match e {
+                rustix::io::Errno::LOOP => format!(
+                    "a directory deeper than {MAX_DEPTH} levels (or a link put in place of one) is in it"
+                ),
+                e => format!("{e}"),
+            };
+            return Err(Unprepared::Failed(format!(
+                "cannot prepare `{root}`: {why}"
+            )));
+        }
         cleared.extend(w.cleared);
         links = w.links;
     }
     if let Some((_, _, path)) = links.values().find(|(all, seen, _)| seen < all) {
-        return Err(format!(
+        return Err(Unprepared::LinkOut(format!(
             "{path:?} has a hard link outside the write roots, which the agent could write through"
-        ));
+        )));
     }
     Ok(cleared)
 }
@@ -600,15 +663,15 @@ pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
 }
 
 /// After an idmapped run, once nothing of the sandbox is left: clear the
-/// setuid and setgid bits of every regular file in the write roots whose
-/// status changed at or after `since` (seconds since the epoch, the run's
-/// start), with the walk of [`hand_back`]. The seccomp filter lets no call
-/// of the agent set them, and the mount is `nosuid`; this holds if those
-/// did not, so the owner never keeps a set-id file the run made or changed
-/// (a chmod and every write change the status time, which no call of the
-/// agent can set back). Returns what could not be cleared.
-pub fn sweep_set_id(owners: &[Owner], since: i64) -> Vec<String> {
-    after(owners, owners, Op::Sweep { since })
+/// setuid and setgid bits and file capabilities of every regular file in the
+/// write roots, with the walk of [`hand_back`]. [`prepare`] cleared them all
+/// before the run, and the seccomp filter lets no call of the agent set
+/// them (and the mount is `nosuid`): this holds if those did not, and
+/// catches what a host process set during the run, so the owner never
+/// keeps a set-id file whose bytes the agent could have written. Returns
+/// what could not be cleared.
+pub fn sweep_set_id(owners: &[Owner]) -> Vec<String> {
+    after(owners, owners, Op::Sweep)
 }
 
 /// Walk each root of `walked` with `op`, another root of `all` nested in it
@@ -638,6 +701,7 @@ fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
             continue;
         }
         let mut w = Walk::new(o.ids, op, o.dev);
+        w.mnt = mnt_id(&fd);
         w.skip = all
             .iter()
             .filter(|x| x.root != o.root)
