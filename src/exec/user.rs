@@ -757,6 +757,9 @@ mod tests {
         assert_eq!(parse_user("nobody", "").unwrap(), NOBODY);
         assert!(parse_user("root", PASSWD).unwrap_err().contains("root"));
         assert!(parse_user("0:5", PASSWD).is_err());
+        assert!(parse_user("2146435072", PASSWD)
+            .unwrap_err()
+            .contains("range of run uids"));
         assert!(parse_user("ghost", PASSWD).unwrap_err().contains("`ghost`"));
     }
 }
