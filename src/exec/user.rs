@@ -403,6 +403,34 @@ impl Walk {
         Ok(())
     }
 
+    /// A walk with `op` over `o`'s root (opened as `fd`), the other write
+    /// roots of `all` nested in it left to their own walks.
+    fn of_root(o: &Owner, all: &[Owner], op: Op, fd: &OwnedFd) -> Walk {
+        let mut w = Walk::new(o.ids, op, o.dev);
+        w.mnt = mnt_id(fd);
+        w.skip = all
+            .iter()
+            .filter(|x| x.root != o.root)
+            .map(|x| (x.dev, x.ino))
+            .collect();
+        w
+    }
+
+    /// Walk the root `fd` (its `st`, named `root`): its tree when it is a
+    /// directory, else the file itself.
+    fn root(&mut self, fd: &OwnedFd, st: &rustix::fs::Stat, root: &str) -> rustix::io::Result<()> {
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+            return self.take(fd, st, root);
+        }
+        let dir = rustix::fs::openat(
+            fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        self.dir(&dir, root, 0)
+    }
+
     /// Is the object on another mount than the root? Another device on the
     /// same mount (a btrfs subvolume, a file of an overlay) is not: it is
     /// walked too. (A bind mount of the same filesystem is not told apart.)
@@ -562,25 +590,9 @@ pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, Unprepared> 
                 "write root `{root}` is no longer the object inspected (something was put in its place)"
             )));
         }
-        let mut w = Walk::new(o.ids, Op::Prepare, o.dev);
-        w.mnt = mnt_id(&fd);
-        w.skip = owners
-            .iter()
-            .filter(|x| x.root != o.root)
-            .map(|x| (x.dev, x.ino))
-            .collect();
+        let mut w = Walk::of_root(o, owners, Op::Prepare, &fd);
         w.links = std::mem::take(&mut links);
-        let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-            rustix::fs::openat(
-                &fd,
-                ".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .and_then(|dir| w.dir(&dir, root, 0))
-        } else {
-            w.take(&fd, &st, root)
-        };
+        let done = w.root(&fd, &st, root);
         if let Err(e) = done {
             let why = match e {
                 rustix::io::Errno::LOOP => format!(
@@ -700,26 +712,8 @@ fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
             ));
             continue;
         }
-        let mut w = Walk::new(o.ids, op, o.dev);
-        w.mnt = mnt_id(&fd);
-        w.skip = all
-            .iter()
-            .filter(|x| x.root != o.root)
-            .map(|x| (x.dev, x.ino))
-            .collect();
-        let done = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-            match rustix::fs::openat(
-                &fd,
-                ".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
-                Ok(dir) => w.dir(&dir, root, 0),
-                Err(e) => Err(e),
-            }
-        } else {
-            w.take(&fd, &st, root)
-        };
+        let mut w = Walk::of_root(o, all, op, &fd);
+        let done = w.root(&fd, &st, root);
         if let Err(e) = done {
             w.problems.push(format!("`{root}`: {e}"));
         }
