@@ -589,6 +589,26 @@ fn without_a_uid_of_its_own_the_roots_are_chowned_not_idmapped_for_nobody() {
     );
 }
 
+/// A uid of the run's own is one of sealc's range that neither
+/// `/etc/passwd` nor `/etc/group` names, and held: while it is, the next
+/// allocation gets another.
+#[test]
+fn a_run_uid_is_never_one_a_user_or_group_names_and_never_shared() {
+    if !root_with_bwrap() {
+        return;
+    }
+    use sealc::exec::user::{allocate, DYNAMIC_BASE};
+    let passwd = format!("a:x:{}:1::/:/bin/sh\n", DYNAMIC_BASE);
+    let group = format!("g:x:{}:\n", DYNAMIC_BASE + 1);
+    let first = allocate(&passwd, &group).unwrap();
+    let second = allocate(&passwd, &group).unwrap();
+    for d in [&first, &second] {
+        assert!(d.ids.uid >= DYNAMIC_BASE + 2, "{:?}", d.ids);
+        assert_eq!(d.ids.uid, d.ids.gid);
+    }
+    assert_ne!(first.ids, second.ids);
+}
+
 /// Wait (up to 20 s) for `p` to appear.
 fn wait_for(p: &Path) {
     for _ in 0..400 {
