@@ -37,7 +37,6 @@ use std::ffi::OsString;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -446,16 +445,45 @@ pub fn cloexec_inherited() -> io::Result<()> {
     Ok(())
 }
 
+/// Where the bridges' directories are made: started by root,
+/// `/run/sealc/bridge` (root's alone, checked); otherwise the caller's
+/// `$XDG_RUNTIME_DIR` when it is the caller's alone, else `/tmp` (never
+/// `$TMPDIR`, which a harness may point into a write root). Each bridge
+/// has a directory of a random name there ([`private_dir`]).
+fn bridge_parent() -> io::Result<crate::hostfs::Dir> {
+    let me = rustix::process::geteuid();
+    if me.is_root() {
+        // Passed through by the agent's user (bubblewrap, as that user,
+        // binds the bridge from its path); listed by no one but root.
+        return crate::hostfs::run_dir("bridge", 0o711);
+    }
+    let own = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .and_then(|d| crate::hostfs::Dir::open(&d).ok())
+        .filter(|d| {
+            d.stat()
+                .is_ok_and(|st| st.st_uid == me.as_raw() && st.st_mode & 0o077 == 0)
+        });
+    match own {
+        Some(d) => Ok(d),
+        None => crate::hostfs::Dir::open(Path::new("/tmp")),
+    }
+}
+
 /// Remove the bridge directories (and their sockets) that a `sealc exec`
-/// killed by `SIGKILL` left behind: those whose process is gone. Only what
-/// this user may remove goes; anything else in them keeps the directory.
-fn sweep_stale_bridges(parent: &Path) {
+/// killed by `SIGKILL` left in `parent`: those whose process is gone, and
+/// only this user's own (in a shared `/tmp`, another user's directory of
+/// that name is theirs), each through its descriptor, no link followed.
+fn sweep_stale_bridges(parent: &crate::hostfs::Dir) {
+    use std::os::unix::fs::MetadataExt;
     if !Path::new("/proc/self").exists() {
         return; // no way to tell a live process
     }
-    let Ok(entries) = std::fs::read_dir(parent) else {
+    let Ok(entries) = std::fs::read_dir(parent.path()) else {
         return;
     };
+    let me = rustix::process::geteuid();
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(pid) = name
@@ -469,32 +497,44 @@ fn sweep_stale_bridges(parent: &Path) {
         if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        // Through the directory itself, never a link put in its place.
-        let dir = e.path();
-        if let Ok(fd) = user::open_nofollow(
-            &dir.to_string_lossy(),
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::NOFOLLOW
-                | rustix::fs::OFlags::CLOEXEC,
-        ) {
-            let _ = rustix::fs::unlinkat(&fd, BRIDGE_SOCKET, rustix::fs::AtFlags::empty());
-            let _ = std::fs::remove_dir(&dir);
+        let Ok(dir) = parent.subdir(&name, None) else {
+            continue; // a link, a file: not a bridge of sealc's
+        };
+        // Root's parent is root's alone: everything in it is sealc's (its
+        // bridges belong to the agent's user while they last).
+        let mine = me.is_root()
+            || std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.uid() == me.as_raw());
+        if mine {
+            let _ = dir.remove(BRIDGE_SOCKET.as_ref(), false);
+            let _ = parent.remove(&name, true);
         }
     }
 }
 
-/// Make a private (0700) directory for the bridge under `parent`.
-pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
-    sweep_stale_bridges(parent);
-    let mut n = 0u32;
-    loop {
-        let dir = parent.join(format!("sealc-bridge-{}-{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(e),
-        }
+/// Make the private (0700) directory of a bridge, of a name no one can
+/// guess: `sealc-bridge-PID-RANDOM` in [`bridge_parent`], after sweeping
+/// the stale ones there. The directory and its parent are returned.
+pub fn private_dir() -> io::Result<Bridge> {
+    let parent = bridge_parent()?;
+    sweep_stale_bridges(&parent);
+    let (dir, name) =
+        parent.make_unique(&format!("sealc-bridge-{}-", std::process::id()), 0o700)?;
+    Ok(Bridge { parent, dir, name })
+}
+
+/// A bridge's directory on the host, while the run lasts.
+#[derive(Debug)]
+pub struct Bridge {
+    parent: crate::hostfs::Dir,
+    pub dir: crate::hostfs::Dir,
+    name: String,
+}
+
+impl Bridge {
+    /// Remove the socket and the directory.
+    pub fn remove(&self) {
+        let _ = self.dir.remove(BRIDGE_SOCKET.as_ref(), false);
+        let _ = self.parent.remove(self.name.as_ref(), true);
     }
 }
 
@@ -504,15 +544,29 @@ pub fn private_dir(parent: &Path) -> io::Result<PathBuf> {
 /// or dropped). Otherwise runs until sealc exits.
 pub fn serve_outer(
     b: &BridgePlan,
+    dir: &crate::hostfs::Dir,
     user: Option<Ids>,
     own: Option<&crate::proxy::Own>,
 ) -> io::Result<Option<crate::proxy::Running>> {
-    let socket = b.dir.join(BRIDGE_SOCKET);
+    use std::os::fd::AsRawFd;
+    // Bound through the directory's descriptor: the socket is made in the
+    // directory checked, whatever its path means now.
+    let socket = format!("/proc/self/fd/{}/{BRIDGE_SOCKET}", dir.fd().as_raw_fd());
     let listener = UnixListener::bind(&socket)?;
     if let Some(ids) = user {
         // The sandbox's user connects through the read-only bind.
-        std::os::unix::fs::chown(&b.dir, Some(ids.uid), Some(ids.gid))?;
-        std::os::unix::fs::chown(&socket, Some(ids.uid), Some(ids.gid))?;
+        let (uid, gid) = (
+            Some(rustix::fs::Uid::from_raw(ids.uid)),
+            Some(rustix::fs::Gid::from_raw(ids.gid)),
+        );
+        rustix::fs::chownat(dir.fd(), "", uid, gid, rustix::fs::AtFlags::EMPTY_PATH)?;
+        rustix::fs::chownat(
+            dir.fd(),
+            BRIDGE_SOCKET,
+            uid,
+            gid,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )?;
     }
     if let Some(own) = own {
         return own.serve_unix(listener).map(Some);
@@ -714,14 +768,20 @@ fn seconds(ticks: u64) -> f64 {
 /// enforced; returns how it ended.
 /// Run `plan`; with `trees` (started by root, see [`idmap`]) the write
 /// roots are bound from their idmapped trees.
-pub fn run(plan: &Plan, ways: [stdio::Way; 3], trees: &[idmap::Tree]) -> io::Result<RunResult> {
+pub fn run(
+    plan: &Plan,
+    ways: [stdio::Way; 3],
+    trees: &[idmap::Tree],
+    bridge: Option<&Bridge>,
+) -> io::Result<RunResult> {
     use std::process::Stdio;
     use std::sync::{Arc, Mutex};
     cloexec_inherited()?;
     // sealc's own proxy (mode `allowlist`) stops when this returns.
     let mut own_proxy = None;
     if let Some(b) = &plan.bridge {
-        own_proxy = serve_outer(b, plan.user, plan.proxy.as_ref())?;
+        let dir = bridge.ok_or_else(|| io::Error::other("the bridge's directory was not made"))?;
+        own_proxy = serve_outer(b, &dir.dir, plan.user, plan.proxy.as_ref())?;
     } else if let Some(own) = &plan.proxy {
         own_proxy = Some(own.serve_tcp()?);
     }
@@ -747,14 +807,11 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3], trees: &[idmap::Tree]) -> io::Res
             })?,
             // The binary that is running, whatever its path names now.
             FdSource::Exe => OwnedFd::from(std::fs::File::open("/proc/self/exe")?),
-            FdSource::BridgeDir => {
-                let dir = plan
-                    .bridge
-                    .as_ref()
-                    .map(|b| b.dir.clone())
-                    .unwrap_or_default();
-                OwnedFd::from(std::fs::File::open(dir)?)
-            }
+            FdSource::BridgeDir => bridge
+                .ok_or_else(|| io::Error::other("the bridge's directory was not made"))?
+                .dir
+                .fd()
+                .try_clone()?,
             FdSource::Env => {
                 let (r, w) = std::io::pipe()?;
                 env_writer = Some(w);
@@ -1040,9 +1097,8 @@ pub fn run(plan: &Plan, ways: [stdio::Way; 3], trees: &[idmap::Tree]) -> io::Res
     if let Some(p) = own_proxy.take() {
         p.stop();
     }
-    if let Some(b) = &plan.bridge {
-        let _ = std::fs::remove_file(b.dir.join(BRIDGE_SOCKET));
-        let _ = std::fs::remove_dir(&b.dir);
+    if let Some(b) = bridge {
+        b.remove();
     }
     let mut info = String::new();
     let mut status_text = String::new();

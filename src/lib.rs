@@ -29,6 +29,7 @@ pub mod digest;
 pub mod drift;
 pub mod exec;
 pub mod facts;
+pub mod hostfs;
 pub mod ir;
 pub mod lint;
 pub mod mounts;

@@ -6,11 +6,9 @@
 //! the host and port asked for, the address connected to, counts and times.
 //!
 //! Unlike the compiled artifacts this is a log of one run, so it reads the
-//! clock. It is written atomically (a temp file beside it, then a rename),
-//! also when the run fails.
+//! clock. `sealc exec` writes it ([`crate::exec::report`], through
+//! [`crate::hostfs`]), also when the run fails.
 
-use std::io::{self, Write};
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -105,73 +103,6 @@ impl Report {
         out.push(b'\n');
         out
     }
-
-    /// Write to `path` atomically: a new temp file in the same directory,
-    /// synced, then renamed over `path`.
-    pub fn write(&self, path: &Path) -> io::Result<()> {
-        write_atomic(path, &self.to_json())
-    }
-}
-
-/// Can a report be written to `path` (its directory exists)? Checked before
-/// anything starts.
-pub fn check_path(path: &Path) -> io::Result<()> {
-    let dir = parent(path);
-    if !dir.is_dir() {
-        return Err(io::Error::other(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
-    }
-    if path.is_dir() {
-        return Err(io::Error::other(format!(
-            "{} is a directory",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-fn parent(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
-/// A temp file beside `path` (never following a link), then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other(format!("{} names no file", path.display())))?;
-    let dir = parent(path);
-    let mut n = 0u32;
-    let (tmp, mut f) = loop {
-        let tmp = dir.join(format!(
-            ".{}.sealc-{}-{n}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(0o644)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    let done = f
-        .write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    done
 }
 
 /// RFC 3339 in UTC with milliseconds: `2026-11-01T09:30:00.123Z`.
@@ -216,37 +147,5 @@ mod tests {
         assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
         assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
         assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
-    }
-
-    #[test]
-    fn a_report_replaces_its_file_whole() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("run.json");
-        std::fs::write(&p, "old").unwrap();
-        let r = Report {
-            binding: Some("sha256:ab".into()),
-            ..Report::default()
-        };
-        r.write(&p).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-        assert_eq!(v["schema"], SCHEMA);
-        assert_eq!(v["binding"], "sha256:ab");
-        assert_eq!(v["network"], serde_json::json!([]));
-        assert!(v.get("network_omitted").is_none());
-        // Nothing left beside it.
-        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
-        assert!(check_path(&p).is_ok());
-        assert!(check_path(&t.path().join("no/such/dir/r.json")).is_err());
-        assert!(check_path(t.path()).is_err());
-        // A link in the temp file's place is never followed.
-        let target = t.path().join("target");
-        std::os::unix::fs::symlink(
-            &target,
-            t.path()
-                .join(format!(".run.json.sealc-{}-0.tmp", std::process::id())),
-        )
-        .unwrap();
-        r.write(&p).unwrap();
-        assert!(!target.exists());
     }
 }

@@ -487,25 +487,47 @@ fn bridge_directories_are_cleaned_up_even_after_a_killed_run() {
     if !bwrap_works() {
         return;
     }
+    use std::os::unix::fs::PermissionsExt;
     let lab = Lab::new();
-    let bridges = lab.t.join("bridges");
+    // Root's bridges are made in `/run/sealc/bridge` (root's alone), anyone
+    // else's in `$XDG_RUNTIME_DIR` when it is theirs alone, else `/tmp`;
+    // never in `$TMPDIR`, which may lie in a write root.
+    let root = rustix::process::geteuid().is_root();
+    let runtime = lab.t.join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let bridges = if root {
+        PathBuf::from("/run/sealc/bridge")
+    } else {
+        runtime.clone()
+    };
     // What a `sealc exec` killed by SIGKILL leaves: its directory and socket
     // (pid 999999999 is above any pid_max, so never alive).
-    let stale = bridges.join("sealc-bridge-999999999-0");
+    let stale = bridges.join(format!("sealc-bridge-999999999-{}", std::process::id()));
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("proxy.sock"), "").unwrap();
+    let tmpdir = lab.t.join("tmpdir");
+    std::fs::create_dir(&tmpdir).unwrap();
     let out = lab
         .exec_cmd(&["/bin/true"])
-        .env("TMPDIR", &bridges)
+        .env("TMPDIR", &tmpdir)
+        .env("XDG_RUNTIME_DIR", &runtime)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let left: Vec<_> = std::fs::read_dir(&bridges)
-        .unwrap()
-        .flatten()
+    assert!(!stale.exists(), "the stale bridge was left behind");
+    let left: Vec<_> = [bridges.as_path(), tmpdir.as_path()]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
         .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains("sealc-bridge-999999999"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(
+        std::fs::read_dir(&tmpdir).unwrap().count(),
+        0,
+        "nothing in TMPDIR"
+    );
 }
 
 #[test]

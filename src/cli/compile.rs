@@ -79,7 +79,7 @@ fn compile(
     err: &mut dyn Write,
 ) -> i32 {
     let display = spec_path.display().to_string();
-    let src = match std::fs::read_to_string(spec_path) {
+    let src = match crate::hostfs::read_text(spec_path, crate::hostfs::MAX_SPEC) {
         Ok(s) => s,
         Err(e) => {
             let d = Diagnostic::error(
@@ -174,15 +174,20 @@ fn compile(
         );
     }
 
-    // Compare with what is on disk before touching anything.
+    // Compare with what is on disk before touching anything (no link
+    // followed: a link where an output goes differs, and is replaced).
     let mut differing = Vec::new();
     for (name, bytes) in &compiled.files {
         let path = dir.join(name);
-        match std::fs::read(&path) {
-            Ok(existing) if existing == *bytes => {}
-            Ok(existing) => differing.push((name.clone(), "differs", Some(existing))),
+        match read_output(dir, name) {
+            Ok(Some(existing)) if existing == *bytes => {}
+            Ok(Some(existing)) => differing.push((name.clone(), "differs", Some(existing))),
+            Ok(None) => differing.push((name.clone(), "missing", None)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 differing.push((name.clone(), "missing", None))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                differing.push((name.clone(), "differs", Some(Vec::new())))
             }
             Err(e) => {
                 let d = Diagnostic::error(
@@ -285,7 +290,13 @@ fn compile(
     } else {
         crate::PASS_VALUE_FILES.to_vec()
     };
-    if let Err(e) = write_all_atomically(dir, &compiled.files, &private) {
+    let written = write_all_atomically(dir, &compiled.files, &private);
+    if let Ok(d) = &written {
+        for w in d.warnings() {
+            let _ = writeln!(err, "warning: the seal's directory: {w}");
+        }
+    }
+    if let Err(e) = written {
         let d = Diagnostic::error(
             "sealc::io::write",
             format!(
@@ -300,7 +311,7 @@ fn compile(
     let mut removed = Vec::new();
     for name in &stale {
         let path = dir.join(name);
-        match std::fs::remove_file(&path) {
+        match remove_output(dir, name) {
             Ok(()) => removed.push(*name),
             Err(e) => {
                 let _ = writeln!(
@@ -385,63 +396,89 @@ pub(super) fn shell_word(s: &str) -> String {
 
 /// Write every file to a temp file beside its target, then rename each into
 /// place, the record last. If any temp file cannot be written, every temp file
-/// is removed and nothing is renamed.
+/// is removed and nothing is renamed. Everything goes through
+/// [`crate::hostfs`]: directories reached without following a link, temp
+/// files of random names, renames relative to the directory's descriptor.
 /// The files named in `private` are made readable and writable by their
-/// owner only (0600), also when their bytes are unchanged.
+/// owner only (0600), also when their bytes are unchanged; the others 0644.
 fn write_all_atomically(
     dir: &Path,
     files: &std::collections::BTreeMap<String, Vec<u8>>,
     private: &[&str],
-) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let result = (|| {
-        // The record goes last, so it never describes artifacts not yet in place.
-        let mut order: Vec<(&String, &Vec<u8>)> = files
-            .iter()
-            .filter(|(n, _)| *n != crate::record::FILE)
-            .collect();
-        order.extend(files.iter().filter(|(n, _)| *n == crate::record::FILE));
-        for (name, bytes) in order {
-            let target = dir.join(name);
-            let parent = target.parent().unwrap_or(dir).to_path_buf();
-            std::fs::create_dir_all(&parent)?;
-            let file_name = target
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let tmp = parent.join(format!(".{file_name}.sealc-tmp-{}", std::process::id()));
-            staged.push((tmp.clone(), target));
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            if private.contains(&name.as_str()) {
-                options.mode(0o600);
+) -> std::io::Result<crate::hostfs::Dir> {
+    let top = crate::hostfs::Dir::create_all(dir, 0o755)?;
+    // The record goes last, so it never describes artifacts not yet in place.
+    let mut order: Vec<(&String, &Vec<u8>)> = files
+        .iter()
+        .filter(|(n, _)| *n != crate::record::FILE)
+        .collect();
+    order.extend(files.iter().filter(|(n, _)| *n == crate::record::FILE));
+    // Each file's directory (an artifact name may hold one: `codex/`).
+    let mut dirs: Vec<crate::hostfs::Dir> = Vec::new();
+    let mut placed = Vec::new();
+    for (name, _) in &order {
+        let (sub, file) = match name.rsplit_once('/') {
+            Some((sub, file)) => (Some(sub), file),
+            None => (None, name.as_str()),
+        };
+        let at = match sub {
+            None => None,
+            Some(sub) => {
+                let mut d: Option<crate::hostfs::Dir> = None;
+                for c in sub.split('/') {
+                    let next = match &d {
+                        None => top.subdir(c.as_ref(), Some(0o755))?,
+                        Some(p) => p.subdir(c.as_ref(), Some(0o755))?,
+                    };
+                    d = Some(next);
+                }
+                d.map(|d| {
+                    dirs.push(d);
+                    dirs.len() - 1
+                })
             }
-            let mut f = options.open(&tmp)?;
-            if private.contains(&name.as_str()) {
-                // A temp file left by an earlier run keeps its mode.
-                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-            f.write_all(bytes)?;
-            f.sync_all()?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        for (tmp, _) in &staged {
-            let _ = std::fs::remove_file(tmp);
-        }
-        return Err(e);
+        };
+        placed.push((at, file));
     }
-    for (i, (tmp, target)) in staged.iter().enumerate() {
-        if let Err(e) = std::fs::rename(tmp, target) {
-            for (t, _) in &staged[i..] {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(e);
-        }
+    let mut staged = Vec::new();
+    for ((name, bytes), (at, file)) in order.iter().zip(&placed) {
+        let d = at.map_or(&top, |i| &dirs[i]);
+        let mode = if private.contains(&name.as_str()) {
+            0o600
+        } else {
+            0o644
+        };
+        // On an error, what is staged so far is removed as it drops.
+        staged.push(d.stage(file.as_ref(), bytes, mode)?);
     }
-    Ok(())
+    for s in staged {
+        s.commit()?;
+    }
+    Ok(top)
+}
+
+/// An output that is there already, read without following a link and
+/// never more than any seal holds (`Ok(None)`: not there).
+fn read_output(dir: &Path, name: &str) -> std::io::Result<Option<Vec<u8>>> {
+    let (sub, file) = match name.rsplit_once('/') {
+        Some((sub, file)) => (dir.join(sub), file),
+        None => (dir.to_path_buf(), name),
+    };
+    let d = match crate::hostfs::Dir::open(&sub) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    d.read(file.as_ref(), crate::hostfs::MAX_RECORD)
+}
+
+/// Remove an output of another seal, without following a link.
+fn remove_output(dir: &Path, name: &str) -> std::io::Result<()> {
+    let (sub, file) = match name.rsplit_once('/') {
+        Some((sub, file)) => (dir.join(sub), file),
+        None => (dir.to_path_buf(), name),
+    };
+    crate::hostfs::Dir::open(&sub)?.remove(file.as_ref(), false)
 }
 
 /// `dir` made absolute, links resolved as far as it exists (the rest as

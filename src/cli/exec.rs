@@ -109,6 +109,8 @@ struct ExecCtx {
     trees: Vec<crate::exec::idmap::Tree>,
     /// Started by root: `UID:GID` the agent ran as on the host.
     user: Option<String>,
+    /// The `--report` path lies in the agent's reach: nothing is written there.
+    report_refused: bool,
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -151,23 +153,43 @@ fn exec(
         write_roots: None,
         trees: Vec::new(),
         user: None,
+        report_refused: false,
     };
+    // The report's directory, opened now (never through a link swapped in
+    // later); written into at the end, whatever happens.
+    let mut target = None;
     if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
-        if let Err(e) = crate::report::check_path(path) {
-            let _ = writeln!(
-                err,
-                "error: cannot write the run report {}: {e}, so nothing was started",
-                quote(&path.display().to_string())
-            );
-            return BAD_INPUT;
+        match crate::hostfs::Target::open(path) {
+            Ok(t) => {
+                for w in t.dir.warnings() {
+                    let _ = writeln!(err, "sealc: warning: the run report: {w}");
+                }
+                target = Some(t);
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    err,
+                    "error: cannot write the run report {}: {e}, so nothing was started",
+                    quote(&path.display().to_string())
+                );
+                return BAD_INPUT;
+            }
         }
     }
     let mut tee = Tee {
         inner: err,
         text: Vec::new(),
     };
-    let code = exec_run(seal, opts, command, out, &mut tee, &mut ctx);
-    let Some(path) = opts.report.filter(|_| !opts.dry_run) else {
+    let code = exec_run(
+        seal,
+        opts,
+        command,
+        target.as_ref(),
+        out,
+        &mut tee,
+        &mut ctx,
+    );
+    let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
         return code;
     };
     let said = String::from_utf8_lossy(&tee.text);
@@ -207,7 +229,7 @@ fn exec(
         user: ctx.user,
         write_roots: ctx.write_roots,
     };
-    if let Err(e) = report::write(path, &rep) {
+    if let Err(e) = report::write(&target, &rep) {
         let _ = writeln!(
             tee.inner,
             "error: cannot write the run report {}: {e}",
@@ -242,6 +264,7 @@ fn exec_run(
     seal: &super::SealArgs,
     opts: &ExecOpts<'_>,
     command: &[OsString],
+    report: Option<&crate::hostfs::Target>,
     out: &mut dyn Write,
     err: &mut dyn Write,
     ctx: &mut ExecCtx,
@@ -260,7 +283,7 @@ fn exec_run(
         }
     }
     let display = record.display().to_string();
-    let bytes = match std::fs::read(record) {
+    let bytes = match crate::hostfs::read_path(record, crate::hostfs::MAX_RECORD) {
         Ok(b) => b,
         Err(e) => {
             let _ = writeln!(
@@ -414,6 +437,24 @@ fn exec_run(
             return BAD_INPUT;
         }
         None => {}
+    }
+    // The report is evidence: one the agent could touch before or after
+    // the run (a planted link at its name, a rewrite) proves nothing.
+    if let Some(t) = report {
+        if let Some(w) = report_in_reach(&compiled.ir, &t.dir) {
+            ctx.report_refused = true;
+            let _ = writeln!(
+                err,
+                "error: the run report {} would be inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started (and no report written)",
+                quote(&t.path().display().to_string()),
+                quote(&w)
+            );
+            let _ = writeln!(
+                err,
+                "help: give `--report` a path outside every write root of the seal"
+            );
+            return BAD_INPUT;
+        }
     }
     let needs_bridge =
         compiled.ir.platform == crate::spec::Platform::Linux && compiled.ir.network.mode.proxied();
@@ -714,17 +755,18 @@ fn run_handed(
     err: &mut dyn Write,
     ctx: &mut ExecCtx,
 ) -> i32 {
-    let bridge_dir;
+    let mut bridge = None;
     let mut plan = if needs_bridge {
-        bridge_dir = match crate::exec::private_dir(&std::env::temp_dir()) {
+        let b = match crate::exec::private_dir() {
             Ok(d) => d,
             Err(e) => {
                 let _ = writeln!(err, "error: cannot make the proxy bridge's directory: {e}");
                 return crate::exec::SANDBOX_FAILED;
             }
         };
+        let b = bridge.insert(b);
         let rt = crate::exec::Runtime {
-            bridge_dir: &bridge_dir,
+            bridge_dir: b.dir.path(),
             ..rt
         };
         match crate::exec::plan(ir, command, &|n| std::env::var_os(n), &rt) {
@@ -753,7 +795,7 @@ fn run_handed(
         p.audit = audit.clone();
     }
     let _ = out.flush();
-    let code = match crate::exec::run(&plan, ways, &ctx.trees) {
+    let code = match crate::exec::run(&plan, ways, &ctx.trees, bridge.as_ref()) {
         Ok(result) => {
             use crate::exec::report::Outcome;
             let said = match &result.outcome {
@@ -791,9 +833,8 @@ fn run_handed(
             code
         }
         Err(e) => {
-            if let Some(b) = &plan.bridge {
-                let _ = std::fs::remove_file(b.dir.join(crate::exec::BRIDGE_SOCKET));
-                let _ = std::fs::remove_dir(&b.dir);
+            if let Some(b) = &bridge {
+                b.remove();
             }
             let _ = writeln!(err, "error: cannot start {}: {e}", quote(&plan.program));
             if plan.bubblewrap && std::fs::metadata(&plan.program).is_err() {
@@ -996,6 +1037,28 @@ pub(super) fn write_root_holding(ir: &crate::ir::Ir, path: &Path) -> Option<Stri
             r.real
                 .as_deref()
                 .is_some_and(|real| crate::ir::is_within(&path, real))
+        })
+        .map(|r| r.origin.clone())
+}
+
+/// The write root (as written) whose tree holds the directory `dir`: by the
+/// realpath it was opened at, or by identity (`dir` or a directory above it
+/// is a write root's object, as when a bind mount gives a root a second
+/// path).
+fn report_in_reach(ir: &crate::ir::Ir, dir: &crate::hostfs::Dir) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(w) = write_root_holding(ir, dir.path()) {
+        return Some(w);
+    }
+    let above = dir.ancestry().ok()?;
+    ir.roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .find(|r| {
+            r.real
+                .as_deref()
+                .and_then(|real| std::fs::symlink_metadata(real).ok())
+                .is_some_and(|m| above.contains(&(m.dev(), m.ino())))
         })
         .map(|r| r.origin.clone())
 }

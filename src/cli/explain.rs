@@ -313,7 +313,7 @@ fn known_links(
         .filter(|p| p.is_file());
     if let Some(at) = record.map(Path::to_path_buf).or(beside) {
         let shown = quote(&at.display().to_string());
-        let read = std::fs::read(&at)
+        let read = crate::hostfs::read_path(&at, crate::hostfs::MAX_RECORD)
             .map_err(|e| e.to_string())
             .and_then(|b| crate::verify::read_record(&b));
         match read {
@@ -392,7 +392,7 @@ fn explain(
     err: &mut dyn Write,
 ) -> i32 {
     use crate::sbpl::eval::{Decision, Model, Verdict};
-    let text = match std::fs::read_to_string(profile) {
+    let text = match crate::hostfs::read_text(profile, crate::hostfs::MAX_RECORD) {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(

@@ -73,7 +73,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
         code
     };
-    match std::fs::read(&a.out) {
+    match crate::hostfs::read_path(&a.out, crate::hostfs::MAX_SPEC) {
         Ok(existing) if existing == text.as_bytes() => {
             if !super::quiet() {
                 let _ = writeln!(err, "{display} already holds this starter spec");
@@ -132,23 +132,10 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     OK
 }
 
-/// A temp file beside the target, then a rename.
+/// A temp file of a random name beside the target, never through a link,
+/// then a rename ([`crate::hostfs`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.sealc-tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::hostfs::Target::open(path)?.write(bytes, 0o644)
 }
 
 /// The starter spec for these choices.

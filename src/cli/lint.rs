@@ -38,7 +38,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         format,
     } = a;
     let display = spec.display().to_string();
-    let src = match std::fs::read_to_string(&spec) {
+    let src = match crate::hostfs::read_text(&spec, crate::hostfs::MAX_SPEC) {
         Ok(s) => s,
         Err(e) => {
             let d = Diagnostic::error(

@@ -82,9 +82,9 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
 }
 
 fn write_pages(dir: &Path, pages: &[(String, Vec<u8>)]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    let dir = crate::hostfs::Dir::create_all(dir, 0o755)?;
     for (name, bytes) in pages {
-        std::fs::write(dir.join(name), bytes)?;
+        dir.write(name.as_ref(), bytes, 0o644)?;
     }
     Ok(())
 }

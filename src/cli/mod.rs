@@ -181,7 +181,7 @@ impl SealArgs {
     /// recompilation produces are ever asked for).
     fn files(&self) -> impl Fn(&str) -> Option<Vec<u8>> {
         let dir = self.artifact_dir();
-        move |name: &str| std::fs::read(dir.join(name)).ok()
+        move |name: &str| crate::hostfs::read_path(&dir.join(name), crate::hostfs::MAX_RECORD).ok()
     }
 }
 

@@ -55,7 +55,7 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
         Diagnostic::error("sealc::record::unusable", msg)
             .help("give the `seal.json` that `sealc compile` wrote")
     };
-    let bytes = std::fs::read(path)
+    let bytes = crate::hostfs::read_path(path, crate::hostfs::MAX_RECORD)
         .map_err(|e| Diagnostic::error("sealc::io::read", format!("cannot read {shown}: {e}")))?;
     let record = crate::verify::read_record(&bytes)
         .map_err(|why| unusable(format!("{shown} is not a usable record: {why}")))?;
@@ -80,7 +80,7 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
     // Without a directory of artifact files, the recompiled bytes stand in
     // for them: only the record's own consistency is checked.
     let files = |name: &str| match artifacts {
-        Some(dir) => std::fs::read(dir.join(name)).ok(),
+        Some(dir) => crate::hostfs::read_path(&dir.join(name), crate::hostfs::MAX_RECORD).ok(),
         None => compiled.files.get(name).cloned(),
     };
     let report = crate::verify::verify(&bytes, &files).report;

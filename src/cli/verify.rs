@@ -72,7 +72,7 @@ struct VerifyArgs {
 /// then verify; the live and Codex-config checks come after.
 fn verify(a: &VerifyArgs) -> crate::verify::Report {
     use crate::facts::Host as _;
-    let bytes = match std::fs::read(&a.seal.record) {
+    let bytes = match crate::hostfs::read_path(&a.seal.record, crate::hostfs::MAX_RECORD) {
         Ok(b) => b,
         Err(e) => {
             return crate::verify::Report {
@@ -94,7 +94,7 @@ fn verify(a: &VerifyArgs) -> crate::verify::Report {
         crate::verify::live_facts(record, &RealHost, &mut report);
     }
     if let (Some((cfg, ws)), Some(recompiled)) = (&a.codex_config, &outcome.recompiled) {
-        match std::fs::read(cfg) {
+        match crate::hostfs::read_path(cfg, crate::hostfs::MAX_SPEC) {
             Ok(after) => {
                 let given = ws.display().to_string();
                 let mut workspaces = vec![given.clone()];

@@ -209,23 +209,17 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
     )
 }
 
-/// Write the report to `path` atomically: a temp file beside it, then rename.
-pub fn write(path: &std::path::Path, report: &Report) -> std::io::Result<()> {
+/// The report's bytes: pretty JSON with a final newline.
+pub fn to_json(report: &Report) -> std::io::Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(report).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let tmp = dir.join(format!(".{name}.sealc-tmp-{}", std::process::id()));
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    Ok(bytes)
+}
+
+/// Write the report to `target` ([`crate::hostfs::Target::write`]: a temp
+/// file of a random name beside it, never through a link, then a rename).
+pub fn write(target: &crate::hostfs::Target, report: &Report) -> std::io::Result<()> {
+    target.write(&to_json(report)?, 0o644)
 }
 
 #[cfg(test)]

@@ -52,25 +52,13 @@ pub struct Dynamic {
 /// the run lasts); a host process of the agent's user would own the
 /// sandbox's user namespace, and there is none.
 pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, String> {
-    use std::os::unix::fs::DirBuilderExt;
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         format!("cannot allocate a uid of the run's own ({what}: {e})")
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(DYNAMIC_DIR)
-        .map_err(|e| fail(DYNAMIC_DIR, &e))?;
-    // Only root may have made it, or changed it since.
-    let dir = open_nofollow(
-        DYNAMIC_DIR,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-    )
-    .map_err(|e| fail(DYNAMIC_DIR, &e))?;
-    let st = rustix::fs::fstat(&dir).map_err(|e| fail(DYNAMIC_DIR, &e))?;
-    if st.st_uid != 0 || st.st_mode & 0o022 != 0 {
-        return Err(fail(DYNAMIC_DIR, &"not root's alone"));
-    }
+    // Made one component at a time, no link followed; only root may have
+    // made it, or changed it since (checked).
+    let dir = crate::hostfs::run_dir("uid", 0o700).map_err(|e| fail(DYNAMIC_DIR, &e))?;
+    let dir = dir.fd();
     let named: std::collections::BTreeSet<u32> = passwd
         .lines()
         .chain(group.lines())
@@ -81,7 +69,7 @@ pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, String> {
             continue;
         }
         let lock = rustix::fs::openat(
-            &dir,
+            dir,
             format!("{uid}.lock"),
             OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),

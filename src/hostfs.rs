@@ -1,0 +1,641 @@
+//! Host files sealc writes: one module, used by every writer (compile's
+//! outputs, `init`, `man --dir`, the run report, the proxy bridge's
+//! directory, the uid locks).
+//!
+//! Every directory on the host is treated as hostile: an agent may control
+//! one (a write root), and a local user may race root's sealc in one they
+//! can write (`/tmp`, a shared reports folder). So:
+//!
+//! - a directory is reached from `/` one component at a time, each opened
+//!   with `O_NOFOLLOW` ([`Dir::open`], [`Dir::create_all`]): the path the
+//!   caller gave is resolved once (its links followed, as a user expects),
+//!   and a link put on the way after that is refused, never followed;
+//! - a file is written under a temp name nobody can predict (128 random
+//!   bits), created with `O_CREAT|O_EXCL|O_NOFOLLOW`, synced, then renamed
+//!   over its name relative to the directory's descriptor ([`Dir::write`]):
+//!   a link planted at the final name is replaced, never written through,
+//!   and a planted temp name cannot exist;
+//! - a directory sealc makes for itself has a random name too
+//!   ([`Dir::make_unique`]).
+//!
+//! What a directory's permissions let others do afterwards (replace a
+//! report in a world-writable, non-sticky folder) is said, not silently
+//! accepted: [`Dir::warnings`].
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+/// The most bytes sealc reads of a spec (a spec may lie in a write root,
+/// where the agent could make it a sparse file of any size).
+pub const MAX_SPEC: u64 = 64 << 20;
+/// The most bytes sealc reads of a record or an artifact.
+pub const MAX_RECORD: u64 = 256 << 20;
+
+/// A directory opened for reading from or writing into, and the path it
+/// was reached by.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+    warnings: Vec<String>,
+}
+
+/// A directory opened only to walk on from it (`O_PATH` where there is one).
+#[cfg(target_os = "linux")]
+const WALK: OFlags = OFlags::PATH;
+#[cfg(not(target_os = "linux"))]
+const WALK: OFlags = OFlags::RDONLY;
+
+fn walk_flags() -> OFlags {
+    WALK | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn errno(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// `path` with what a link on the way means: a component that is a link now
+/// (swapped in after the path was resolved) fails with `ELOOP`/`ENOTDIR`;
+/// say it in words.
+fn walk_error(path: &Path, e: Errno) -> io::Error {
+    match e {
+        Errno::LOOP | Errno::NOTDIR => io::Error::other(format!(
+            "{} is no longer the directory it was (a link or a file was put on the way)",
+            crate::diag::quote(&path.display().to_string())
+        )),
+        e => io::Error::other(format!(
+            "cannot open {}: {}",
+            crate::diag::quote(&path.display().to_string()),
+            errno(e)
+        )),
+    }
+}
+
+/// Others may change what is in a directory with this mode: written by
+/// any user, and not sticky (in a sticky one only an entry's owner may
+/// rename or remove it).
+fn open_to_all(mode: u32) -> bool {
+    mode & 0o002 != 0 && mode & 0o1000 == 0
+}
+
+impl Dir {
+    /// Open the existing directory `path`: its links resolved once
+    /// (`realpath`), then each component from `/` opened without following
+    /// a link.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let real = std::fs::canonicalize(path)?;
+        Dir::walk(&real, false, 0)
+    }
+
+    /// [`Dir::open`], making each missing directory (`mode`) on the way,
+    /// one component at a time, none through a link.
+    pub fn create_all(path: &Path, mode: u32) -> io::Result<Dir> {
+        let abs = std::path::absolute(path)?;
+        // The part that exists is resolved as a user expects; the rest is
+        // made below it.
+        let mut rest = Vec::new();
+        let mut at = abs.as_path();
+        let real = loop {
+            match std::fs::canonicalize(at) {
+                Ok(real) => break real,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    at = parent;
+                }
+                _ => return Err(io::Error::other("no existing directory on the way")),
+            }
+        };
+        let full = rest.iter().rev().fold(real, |p, c| p.join(c));
+        Dir::walk(&full, true, mode)
+    }
+
+    fn walk(real: &Path, create: bool, mode: u32) -> io::Result<Dir> {
+        let mut fd = rustix::fs::open("/", walk_flags(), Mode::empty()).map_err(errno)?;
+        let mut warnings = Vec::new();
+        let mut at = PathBuf::from("/");
+        let comps: Vec<&OsStr> = real
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        let note = |fd: &OwnedFd, at: &Path, warnings: &mut Vec<String>| {
+            if let Ok(st) = rustix::fs::fstat(fd) {
+                if open_to_all(st.st_mode) {
+                    warnings.push(format!(
+                        "{} can be written by any user and is not sticky: they can rename or replace what sealc writes below it",
+                        crate::diag::quote(&at.display().to_string())
+                    ));
+                }
+            }
+        };
+        note(&fd, &at, &mut warnings);
+        for (i, c) in comps.iter().enumerate() {
+            at.push(c);
+            let last = i + 1 == comps.len();
+            let flags = if last { dir_flags() } else { walk_flags() };
+            let next = match rustix::fs::openat(&fd, *c, flags, Mode::empty()) {
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&fd, *c, Mode::from_raw_mode(mode)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(walk_error(&at, e)),
+                    }
+                    rustix::fs::openat(&fd, *c, flags, Mode::empty())
+                }
+                r => r,
+            };
+            fd = next.map_err(|e| walk_error(&at, e))?;
+            note(&fd, &at, &mut warnings);
+        }
+        if comps.is_empty() {
+            fd = rustix::fs::open("/", dir_flags(), Mode::empty()).map_err(errno)?;
+        }
+        Ok(Dir {
+            fd,
+            path: real.to_path_buf(),
+            warnings,
+        })
+    }
+
+    /// The path this directory was reached by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What others may do below it (a world-writable directory on the way
+    /// without the sticky bit).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// What `fstat` says of it.
+    pub fn stat(&self) -> io::Result<rustix::fs::Stat> {
+        rustix::fs::fstat(&self.fd).map_err(errno)
+    }
+
+    /// Its device and inode.
+    pub fn id(&self) -> io::Result<(u64, u64)> {
+        let st = rustix::fs::fstat(&self.fd).map_err(errno)?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
+    /// The (device, inode) of this directory and of each above it, up to
+    /// `/` (by `..`, so also where a bind mount made another path lead).
+    pub fn ancestry(&self) -> io::Result<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        let mut fd =
+            rustix::fs::openat(&self.fd, ".", walk_flags(), Mode::empty()).map_err(errno)?;
+        for _ in 0..4096 {
+            let st = rustix::fs::fstat(&fd).map_err(errno)?;
+            let id = (st.st_dev, st.st_ino);
+            if out.last() == Some(&id) {
+                return Ok(out); // `/`: its `..` is itself
+            }
+            out.push(id);
+            fd = rustix::fs::openat(&fd, "..", walk_flags(), Mode::empty()).map_err(errno)?;
+        }
+        Ok(out)
+    }
+
+    /// The directory `name` in this one, opened without following a link;
+    /// made (`mode`) when absent and `create`.
+    pub fn subdir(&self, name: &OsStr, create: Option<u32>) -> io::Result<Dir> {
+        check_name(name)?;
+        let path = self.path.join(name);
+        let fd = match rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty()) {
+            Err(Errno::NOENT) if create.is_some() => {
+                let mode = create.unwrap_or(0o755);
+                match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(walk_error(&path, e)),
+                }
+                rustix::fs::openat(&self.fd, name, dir_flags(), Mode::empty())
+            }
+            r => r,
+        }
+        .map_err(|e| walk_error(&path, e))?;
+        Ok(Dir {
+            fd,
+            path,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// A new directory of its own in this one, named `prefix` and 32 random
+    /// hex digits, `mode`; its name is returned with it.
+    pub fn make_unique(&self, prefix: &str, mode: u32) -> io::Result<(Dir, String)> {
+        for _ in 0..16 {
+            let name = format!("{prefix}{}", random_hex()?);
+            match rustix::fs::mkdirat(&self.fd, name.as_str(), Mode::from_raw_mode(mode)) {
+                Ok(()) => {}
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(errno(e)),
+            }
+            let dir = self.subdir(OsStr::new(&name), None)?;
+            // The mode asked for, whatever the umask took away.
+            rustix::fs::fchmod(&dir.fd, Mode::from_raw_mode(mode)).map_err(errno)?;
+            return Ok((dir, name));
+        }
+        Err(io::Error::other("cannot make a directory of a new name"))
+    }
+
+    /// Write `bytes` as `name`, atomically: a new file of a random name
+    /// beside it (never following a link, never an existing file), `mode`,
+    /// synced, renamed over `name`. On failure nothing is left.
+    pub fn write(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.stage(name, bytes, mode)?.commit()
+    }
+
+    /// The first half of [`Dir::write`]: the temp file, written and synced.
+    /// [`Staged::commit`] renames it into place; dropping it removes it.
+    pub fn stage(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<Staged<'_>> {
+        check_name(name)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (tmp, fd) = loop {
+            let mut tmp = OsString::from(".");
+            tmp.push(name);
+            tmp.push(format!(".sealc-{}.tmp", random_hex()?));
+            match rustix::fs::openat(&self.fd, tmp.as_os_str(), flags, Mode::from_raw_mode(0o600)) {
+                Ok(fd) => break (tmp, fd),
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(errno(e)),
+            }
+        };
+        let staged = Staged {
+            dir: &self.fd,
+            tmp,
+            name: name.to_os_string(),
+            done: false,
+        };
+        let mut f = std::fs::File::from(fd);
+        rustix::fs::fchmod(&f, Mode::from_raw_mode(mode)).map_err(errno)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        Ok(staged)
+    }
+
+    /// Remove the file (or, `dir`, the empty directory) `name`, without
+    /// following a link; absent is fine.
+    pub fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
+        check_name(name)?;
+        let flags = if dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        match rustix::fs::unlinkat(&self.fd, name, flags) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// What is at `name`, not following a link (`None`: nothing).
+    pub fn kind(&self, name: &OsStr) -> io::Result<Option<FileType>> {
+        check_name(name)?;
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(FileType::from_raw_mode(st.st_mode))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// The regular file `name` (no link followed), at most `max` bytes of
+    /// it: `Ok(None)` when there is none, an error when it is something
+    /// else or longer (a sparse file is never read whole).
+    pub fn read(&self, name: &OsStr, max: u64) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(errno(e)),
+        };
+        read_bounded(fd, max).map(Some)
+    }
+
+    /// The descriptor, to hand on (bind it, `fchown` it).
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
+
+/// Read the regular file behind `fd`, refusing one longer than `max` bytes.
+pub fn read_bounded(fd: OwnedFd, max: u64) -> io::Result<Vec<u8>> {
+    read_at_most(fd, max, false)
+}
+
+/// Read what is behind `fd`, at most `max` bytes: a regular file whose size
+/// says more is refused before a byte is read (a sparse file is never read
+/// whole); with `streams`, a pipe or another stream is read up to the bound.
+fn read_at_most(fd: OwnedFd, max: u64, streams: bool) -> io::Result<Vec<u8>> {
+    let st = rustix::fs::fstat(&fd).map_err(errno)?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Directory => return Err(io::Error::other("a directory, not a file")),
+        _ if streams => {}
+        _ => return Err(io::Error::other("not a regular file")),
+    }
+    if st.st_size as u64 > max {
+        return Err(io::Error::other(format!(
+            "{} bytes, more than the {max} sealc reads",
+            st.st_size
+        )));
+    }
+    let mut bytes = Vec::new();
+    // The size may grow meanwhile: never more than `max` (+1 to tell).
+    std::fs::File::from(fd)
+        .take(max + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::other(format!(
+            "more than the {max} bytes sealc reads"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Open `path` (links followed as given: a file the caller names, which
+/// may be a pipe such as `/dev/stdin`) and read at most `max` bytes of it.
+pub fn read_path(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let fd =
+        rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
+    read_at_most(fd, max, true)
+}
+
+/// [`read_path`] as UTF-8 text.
+pub fn read_text(path: &Path, max: u64) -> io::Result<String> {
+    String::from_utf8(read_path(path, max)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
+/// A file written under its temp name, to be renamed into place.
+pub struct Staged<'a> {
+    dir: &'a OwnedFd,
+    tmp: OsString,
+    name: OsString,
+    done: bool,
+}
+
+impl Staged<'_> {
+    /// Rename it over its name, in the directory it was staged in.
+    pub fn commit(mut self) -> io::Result<()> {
+        let r = rustix::fs::renameat(self.dir, &self.tmp, self.dir, &self.name).map_err(errno);
+        self.done = r.is_ok();
+        r
+    }
+}
+
+impl Drop for Staged<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = rustix::fs::unlinkat(self.dir, &self.tmp, AtFlags::empty());
+        }
+    }
+}
+
+/// A name in a directory: one component, not `.` or `..`.
+fn check_name(name: &OsStr) -> io::Result<()> {
+    let b = name.as_bytes();
+    if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
+        return Err(io::Error::other(format!(
+            "{} is not a file name",
+            crate::diag::quote(&name.to_string_lossy())
+        )));
+    }
+    Ok(())
+}
+
+/// 128 random bits as 32 hex digits: a name no one can guess.
+pub fn random_hex() -> io::Result<String> {
+    let mut buf = [0u8; 16];
+    fill_random(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(target_os = "linux")]
+fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    let mut at = 0;
+    while at < buf.len() {
+        match rustix::rand::getrandom(&mut buf[at..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => at += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    std::fs::File::open("/dev/urandom")?.read_exact(buf)
+}
+
+/// Where a file named by the caller (`--report FILE`, `init`'s spec) goes:
+/// its directory, opened as [`Dir::open`] does, and its name there.
+#[derive(Debug)]
+pub struct Target {
+    pub dir: Dir,
+    pub name: OsString,
+}
+
+impl Target {
+    /// The directory of `path` must exist; `path` itself must not be a
+    /// directory.
+    pub fn open(path: &Path) -> io::Result<Target> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| {
+                io::Error::other(format!(
+                    "{} names no file",
+                    crate::diag::quote(&path.display().to_string())
+                ))
+            })?
+            .to_os_string();
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = Dir::open(parent).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                io::Error::other(format!(
+                    "{} is not a directory",
+                    crate::diag::quote(&parent.display().to_string())
+                ))
+            } else {
+                e
+            }
+        })?;
+        if dir.kind(&name)? == Some(FileType::Directory) {
+            return Err(io::Error::other(format!(
+                "{} is a directory",
+                crate::diag::quote(&path.display().to_string())
+            )));
+        }
+        Ok(Target { dir, name })
+    }
+
+    /// [`Dir::write`] of the target.
+    pub fn write(&self, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.dir.write(&self.name, bytes, mode)
+    }
+
+    /// The target's path.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
+}
+
+/// A directory of sealc's own under `/run/sealc` (the uid locks, root's
+/// proxy bridges), made as needed: each component opened without following
+/// a link, and each, `/run/sealc` included, owned by root and writable by
+/// no one else (checked, so a directory someone else made there first is
+/// refused).
+/// Its mode is `mode` (0700 for what only root reads; 0711 where the
+/// agent's user must pass through to a directory of a name it is given).
+pub fn run_dir(name: &str, mode: u32) -> io::Result<Dir> {
+    let top = Dir::create_all(Path::new("/run/sealc"), 0o755)?;
+    root_only(&top)?;
+    // Passed through to what is below it (an earlier sealc made it 0700).
+    rustix::fs::fchmod(&top.fd, Mode::from_raw_mode(0o755)).map_err(errno)?;
+    let dir = top.subdir(OsStr::new(name), Some(mode))?;
+    root_only(&dir)?;
+    rustix::fs::fchmod(&dir.fd, Mode::from_raw_mode(mode)).map_err(errno)?;
+    Ok(dir)
+}
+
+fn root_only(dir: &Dir) -> io::Result<()> {
+    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
+    if st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+        return Err(io::Error::other(format!(
+            "{} is not root's alone (owner {}, mode {:o})",
+            crate::diag::quote(&dir.path.display().to_string()),
+            st.st_uid,
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    #[test]
+    fn a_write_replaces_a_planted_link_and_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let victim = base.join("victim");
+        std::fs::write(&victim, "root's").unwrap();
+        symlink(&victim, base.join("run.json")).unwrap();
+        let target = Target::open(&base.join("run.json")).unwrap();
+        target.write(b"{}\n", 0o644).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's");
+        let m = std::fs::symlink_metadata(base.join("run.json")).unwrap();
+        assert!(m.is_file());
+        assert_eq!(m.permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::read(base.join("run.json")).unwrap(), b"{}\n");
+        let names: Vec<_> = std::fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn temp_names_are_random_and_never_reused() {
+        let a = random_hex().unwrap();
+        let b = random_hex().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_link_swapped_in_on_the_way_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("d")).unwrap();
+        let dir = Dir::open(&base.join("d")).unwrap();
+        // The directory the descriptor names, whatever its path means now.
+        std::fs::rename(base.join("d"), base.join("moved")).unwrap();
+        std::fs::create_dir(base.join("elsewhere")).unwrap();
+        symlink(base.join("elsewhere"), base.join("d")).unwrap();
+        dir.write(OsStr::new("f"), b"x", 0o600).unwrap();
+        assert!(base.join("moved/f").exists());
+        assert!(!base.join("elsewhere/f").exists());
+        // Made anew below a link: refused, nothing made through it.
+        let e = Dir::walk(&base.join("d/new"), true, 0o755).unwrap_err();
+        assert!(e.to_string().contains("link"), "{e}");
+        assert!(!base.join("elsewhere/new").exists());
+    }
+
+    #[test]
+    fn create_all_makes_what_is_missing_and_says_what_others_can_change() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("open")).unwrap();
+        std::fs::set_permissions(base.join("open"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        let dir = Dir::create_all(&base.join("open/a/b"), 0o755).unwrap();
+        assert!(base.join("open/a/b").is_dir());
+        assert_eq!(dir.path(), base.join("open/a/b"));
+        assert_eq!(dir.warnings().len(), 1, "{:?}", dir.warnings());
+        assert!(dir.warnings()[0].contains("/open`"), "{:?}", dir.warnings());
+        std::fs::set_permissions(base.join("open"), std::fs::Permissions::from_mode(0o1777))
+            .unwrap();
+        assert!(Dir::open(&base.join("open/a"))
+            .unwrap()
+            .warnings()
+            .is_empty());
+    }
+
+    #[test]
+    fn reads_are_bounded_and_never_through_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let dir = Dir::open(&base).unwrap();
+        let f = std::fs::File::create(base.join("sparse")).unwrap();
+        f.set_len(3 << 30).unwrap(); // 3 GiB of nothing
+        assert!(dir.read(OsStr::new("sparse"), 1 << 20).is_err());
+        std::fs::write(base.join("small"), "abc").unwrap();
+        assert_eq!(dir.read(OsStr::new("small"), 3).unwrap().unwrap(), b"abc");
+        assert!(dir.read(OsStr::new("small"), 2).is_err());
+        symlink(base.join("small"), base.join("link")).unwrap();
+        assert!(dir.read(OsStr::new("link"), 10).is_err());
+        assert!(dir.read(OsStr::new("none"), 10).unwrap().is_none());
+        assert!(dir.read(OsStr::new("../x"), 10).is_err());
+    }
+
+    #[test]
+    fn unique_directories_have_the_mode_asked_for() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Dir::open(t.path()).unwrap();
+        let (d, name) = dir.make_unique("sealc-bridge-1-", 0o700).unwrap();
+        assert!(name.starts_with("sealc-bridge-1-") && name.len() == 15 + 32);
+        let m = std::fs::metadata(d.path()).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, 0o700);
+        let ids = d.ancestry().unwrap();
+        assert_eq!(ids[0], d.id().unwrap());
+        assert_eq!(ids[1], dir.id().unwrap());
+    }
+}
