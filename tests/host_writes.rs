@@ -1,0 +1,563 @@
+//! Issue 22, findings 1 and 2: what sealc itself writes on the host holds
+//! against the agent and against a local user racing it.
+//!
+//! - The run report is evidence: a `--report` inside a write root (by its
+//!   path, through a link, or through a bind mount of the root) is refused
+//!   before anything starts, so the agent can plant nothing at its name.
+//! - A second unprivileged user (`sealc-rival`, made by `.ci/run`) watches
+//!   `/proc` for a root `sealc exec --report` into a folder everyone may
+//!   write and plants links at every name it can predict: root's sealc
+//!   writes through none of them.
+//! - Compile's staging, the proxy bridge's directory and its sweep do not
+//!   trust a predictable name either.
+//!
+//! Run for real under bubblewrap, as root and as the unprivileged caller
+//! `sealc-test`. Without bubblewrap, root, setpriv or the users these tests
+//! say why and pass, unless `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under
+//! which they fail.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::text;
+
+const SEALC: &str = env!("CARGO_BIN_EXE_sealc");
+/// The unprivileged caller.
+const USER: &str = "sealc-test";
+/// The local user who races root's sealc.
+const RIVAL: &str = "sealc-rival";
+/// What the victim file holds; a write through a planted link changes it.
+const VICTIM: &str = "ROOT-ONLY-7f3e\n";
+
+fn required() -> bool {
+    std::env::var_os("SEALC_REQUIRE_BWRAP").is_some_and(|v| v == "1")
+}
+
+/// Can these tests run here? Says why not (and fails under
+/// `SEALC_REQUIRE_BWRAP=1`).
+fn ready(users: &[&str]) -> bool {
+    let why = if !rustix::process::geteuid().is_root() {
+        Some("not root (the tests race root's sealc and switch users)".to_string())
+    } else if !common::bwrap_sandboxes() {
+        Some("bubblewrap is missing or cannot make namespaces".into())
+    } else if !Command::new("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        Some("setpriv (util-linux) is missing".into())
+    } else {
+        users
+            .iter()
+            .find(|u| {
+                !Command::new("id")
+                    .arg(u)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            })
+            .map(|u| format!("the user `{u}` does not exist (.ci/run makes it)"))
+    };
+    match why {
+        None => true,
+        Some(why) => {
+            assert!(!required(), "SEALC_REQUIRE_BWRAP=1, but: {why}");
+            eprintln!("not run: {why}");
+            false
+        }
+    }
+}
+
+fn ids(user: &str) -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let o = Command::new("id").args([flag, user]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"))
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn chown(p: &Path, user: &str) {
+    let (u, g) = ids(user);
+    std::os::unix::fs::lchown(p, Some(u), Some(g)).unwrap();
+}
+
+/// Who starts sealc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Caller {
+    Root,
+    User,
+}
+
+/// `argv` as the caller (through setpriv for the unprivileged one).
+fn as_caller(who: Caller, argv: &[&str]) -> Command {
+    as_user(
+        if who == Caller::User {
+            Some(USER)
+        } else {
+            None
+        },
+        argv,
+    )
+}
+
+fn as_user(user: Option<&str>, argv: &[&str]) -> Command {
+    let mut full: Vec<String> = Vec::new();
+    if let Some(u) = user {
+        full.extend(
+            [
+                "/usr/bin/setpriv",
+                &format!("--reuid={u}"),
+                &format!("--regid={u}"),
+                "--init-groups",
+                "--",
+            ]
+            .map(String::from),
+        );
+    }
+    full.extend(argv.iter().map(|a| a.to_string()));
+    let mut c = Command::new(&full[0]);
+    c.args(&full[1..])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Run, killing it after a minute.
+fn output(c: Command) -> Output {
+    output_pid(c).0
+}
+
+/// [`output`], and the process's pid (setpriv `exec`s: the pid is sealc's).
+fn output_pid(mut c: Command) -> (Output, u32) {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            if d.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let o = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    (o, pid)
+}
+
+/// A private tree under `target/tmp`, reachable by every test user: a
+/// write root `ws` (the caller's), a root-only `victim` file, and the
+/// compiled seal `seal/` (a proxy seal, so a bridge is made).
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+    who: Caller,
+}
+
+impl Lab {
+    fn new(who: Caller) -> Lab {
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        chmod(&t, 0o755);
+        std::fs::create_dir(t.join("ws")).unwrap();
+        if who == Caller::User {
+            chown(&t.join("ws"), USER);
+        }
+        std::fs::write(t.join("victim"), VICTIM).unwrap();
+        chmod(&t.join("victim"), 0o600);
+        let port = common::serve("PROXY-OK\n");
+        let spec = format!(
+            "version = 1\nname = \"host-writes\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:{port}\"\n[env]\npass = [\"PATH\"]\n",
+            ws = t.join("ws").display()
+        );
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let o = output({
+            let mut c = Command::new(SEALC);
+            c.current_dir(&t)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .args(["compile", "spec.toml", "--out", "seal"]);
+            c
+        });
+        assert_eq!(o.status.code(), Some(0), "compile: {}", text(&o));
+        Lab { _tmp: tmp, t, who }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.t.join(p)
+    }
+
+    /// `sealc exec seal/seal.json [flags] -- sh -c script`, as the caller.
+    fn exec(&self, flags: &[&str], script: &str) -> Command {
+        let record = self.path("seal/seal.json").display().to_string();
+        let mut argv = vec![SEALC, "exec", &record];
+        argv.extend(flags);
+        argv.extend(["--", "/bin/sh", "-c", script]);
+        let mut c = as_caller(self.who, &argv);
+        c.current_dir(&self.t);
+        c
+    }
+
+    fn victim_untouched(&self) -> bool {
+        let m = std::fs::symlink_metadata(self.path("victim")).unwrap();
+        std::fs::read_to_string(self.path("victim")).unwrap() == VICTIM
+            && m.uid() == 0
+            && m.mode() & 0o777 == 0o600
+    }
+}
+
+/// Failures collected over every case, reported at once.
+#[derive(Default)]
+struct Verdict(Vec<String>);
+
+impl Verdict {
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(what());
+        }
+    }
+    fn done(self) {
+        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
+    }
+}
+
+/// Finding 1: a report in the agent's reach is refused before the run (by
+/// the path given, through a link to the write root, through a bind mount
+/// of it), nothing runs and nothing is written there. On main the agent
+/// planted links at the report's predictable temp name
+/// (`.run.json.sealc-tmp-PID`, the PID read from `/proc/self/mountinfo`)
+/// and sealc wrote through them after the run.
+#[test]
+fn a_report_in_the_agents_reach_is_refused_before_anything_runs() {
+    if !ready(&[USER]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    for who in [Caller::Root, Caller::User] {
+        let lab = Lab::new(who);
+        std::fs::create_dir(lab.path("outside")).unwrap();
+        if who == Caller::User {
+            chown(&lab.path("outside"), USER);
+        }
+        std::os::unix::fs::symlink(lab.path("ws"), lab.path("outside/to-ws")).unwrap();
+        std::fs::create_dir(lab.path("alias")).unwrap();
+        let mounted = Command::new("mount")
+            .arg("--bind")
+            .arg(lab.path("ws"))
+            .arg(lab.path("alias"))
+            .status()
+            .is_ok_and(|s| s.success());
+        let mut reports = vec!["ws/run.json", "outside/to-ws/run.json"];
+        if mounted {
+            reports.push("alias/run.json");
+        }
+        // The agent's script: the attack of finding 1 (plant links at every
+        // temp name it can predict), then a marker that it ran.
+        let script = format!(
+            "pid=$(sed -n 's/.*sealc-bridge-\\([0-9]*\\)-.*/\\1/p' /proc/self/mountinfo | head -1); \
+             for n in $pid $(seq 1 50); do ln -s {victim} {ws}/.run.json.sealc-tmp-$n 2>/dev/null; done; \
+             touch {ws}/RAN",
+            victim = lab.path("victim").display(),
+            ws = lab.path("ws").display()
+        );
+        for report in reports {
+            let at = lab.path(report).display().to_string();
+            let o = output(lab.exec(&["--report", &at], &script));
+            let said = String::from_utf8_lossy(&o.stderr);
+            v.check(o.status.code() == Some(2), || {
+                format!(
+                    "[{who:?}] --report {report}: exit {:?}, not 2\n{}",
+                    o.status.code(),
+                    text(&o)
+                )
+            });
+            v.check(said.contains("inside the write root"), || {
+                format!("[{who:?}] --report {report}: no reason given\n{said}")
+            });
+            v.check(!lab.path("ws/RAN").exists(), || {
+                format!("[{who:?}] --report {report}: the command ran")
+            });
+            v.check(!lab.path("ws/run.json").exists(), || {
+                format!("[{who:?}] --report {report}: a report was written into the write root")
+            });
+            v.check(lab.victim_untouched(), || {
+                format!("[{who:?}] --report {report}: the victim file changed")
+            });
+        }
+        if mounted {
+            let _ = Command::new("umount").arg(lab.path("alias")).status();
+        }
+        // Outside every write root the report is written, whole.
+        let at = lab.path("outside/run.json").display().to_string();
+        let o = output(lab.exec(&["--report", &at], "echo hi"));
+        v.check(o.status.code() == Some(0), || {
+            format!("[{who:?}] outside: {}", text(&o))
+        });
+        let rep: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(lab.path("outside/run.json")).unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        v.check(rep["schema"] == "sealc.run/v1", || {
+            format!("[{who:?}] outside: report {rep}")
+        });
+    }
+    v.done();
+}
+
+/// The racer, run as `sealc-rival`: it watches `/proc` for a `sealc exec`
+/// whose command line names `--report DIR/run.json` and plants links to
+/// the victim at every name it can predict in DIR (the old temp names,
+/// `.run.json.sealc-tmp-PID` and `.run.json.sealc-PID-N.tmp`, and the
+/// report's own name), then keeps re-planting them until it is killed.
+const RACER: &str = r#"
+import os, sys, time
+d, victim = sys.argv[1], sys.argv[2]
+want = "--report\0" + d + "/run.json"
+planted = set()
+end = time.time() + 50
+def plant(name):
+    p = os.path.join(d, name)
+    try:
+        os.symlink(victim, p)
+    except FileExistsError:
+        try:
+            if not os.path.islink(p):
+                os.replace(p, p + ".gone")
+                os.symlink(victim, p)
+        except OSError:
+            pass
+    except OSError:
+        pass
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or pid in planted:
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "exec\0" in cmd and want in cmd:
+            planted.add(pid)
+            for name in [".run.json.sealc-tmp-" + pid] + [".run.json.sealc-%s-%d.tmp" % (pid, n) for n in range(3)]:
+                plant(name)
+            print("planted", pid, flush=True)
+    for pid in planted:
+        plant(".run.json.sealc-tmp-" + pid)
+    plant("run.json")
+    time.sleep(0.002)
+"#;
+
+/// Finding 2: a local unprivileged user races a root `sealc exec --report`
+/// into a folder every user may write (without and with the sticky bit, the
+/// shape of a shared reports folder and of `/tmp`). Root's sealc writes
+/// through none of the links it plants: the victim is unchanged, the report
+/// is a regular file of root's, and the folder open to all is warned of.
+#[test]
+fn a_local_user_racing_roots_run_redirects_no_write() {
+    if !ready(&[RIVAL]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    let lab = Lab::new(Caller::Root);
+    let racer = lab.path("racer.py");
+    std::fs::write(&racer, RACER).unwrap();
+    chmod(&racer, 0o644);
+    for (dir, mode) in [("reports", 0o777), ("sticky", 0o1777)] {
+        let d = lab.path(dir);
+        std::fs::create_dir(&d).unwrap();
+        chmod(&d, mode);
+        let mut rival = as_user(
+            Some(RIVAL),
+            &[
+                "/usr/bin/python3",
+                &racer.display().to_string(),
+                &d.display().to_string(),
+                &lab.path("victim").display().to_string(),
+            ],
+        );
+        rival.stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut rival = rival.spawn().unwrap();
+        // Give the racer a moment to start watching.
+        std::thread::sleep(Duration::from_millis(300));
+        let report = d.join("run.json").display().to_string();
+        let o = output(lab.exec(&["--report", &report], "sleep 1; echo done"));
+        let _ = rival.kill();
+        let said = {
+            let mut s = String::new();
+            if let Some(mut out) = rival.stdout.take() {
+                let _ = std::io::Read::read_to_string(&mut out, &mut s);
+            }
+            let _ = rival.wait();
+            s
+        };
+        v.check(said.contains("planted"), || {
+            format!("[{dir}] the racer never saw the run (its output: {said:?}); the test proves nothing")
+        });
+        v.check(lab.victim_untouched(), || {
+            format!(
+                "[{dir}] root's sealc wrote through a planted link: the victim now holds {:?}\n{}",
+                std::fs::read_to_string(lab.path("victim")).unwrap_or_default(),
+                text(&o)
+            )
+        });
+        // The racer keeps re-planting `run.json` as a link: what sealc
+        // wrote is whatever is a regular file at the end of its rename, or
+        // the link the racer put back after it. Either way no write went
+        // through a link; the report, where it is a file, is root's JSON.
+        if let Ok(m) = std::fs::symlink_metadata(d.join("run.json")) {
+            if m.is_file() {
+                v.check(m.uid() == 0, || format!("[{dir}] the report is not root's"));
+                let rep: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap())
+                        .unwrap_or_default();
+                v.check(rep["schema"] == "sealc.run/v1", || {
+                    format!("[{dir}] report: {rep}")
+                });
+            }
+        }
+        v.check(o.status.code() == Some(0), || {
+            format!("[{dir}] the run: {}", text(&o))
+        });
+        let warned = String::from_utf8_lossy(&o.stderr).contains("can be written by any user");
+        v.check(warned == (mode == 0o777), || {
+            format!("[{dir}] the warning of a folder open to all: {}", text(&o))
+        });
+    }
+    v.done();
+}
+
+/// Compile's staging used `.NAME.sealc-tmp-PID`, opened with a call that
+/// follows links: a user who knew the PID (here: the shell that `exec`s
+/// sealc, so the PID is known before sealc starts) planted a link there and
+/// root's compile wrote the record into the victim. Now every temp name is
+/// random and made with `O_EXCL|O_NOFOLLOW`.
+#[test]
+fn compile_writes_through_no_planted_link() {
+    if !ready(&[RIVAL]) {
+        return;
+    }
+    let lab = Lab::new(Caller::Root);
+    let out = lab.path("shared-out");
+    std::fs::create_dir(&out).unwrap();
+    chmod(&out, 0o777);
+    std::fs::create_dir(out.join("codex")).unwrap();
+    chmod(&out.join("codex"), 0o777);
+    let mut c = Command::new("/bin/sh");
+    c.current_dir(&lab.t)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "-c",
+            &format!("read go; exec {SEALC} compile spec.toml --force --out shared-out"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let pid = child.id();
+    for name in [
+        "seal.json",
+        "seal.bwrap.json",
+        "env.json",
+        "codex/config.toml",
+    ] {
+        let (dir, file) = match name.split_once('/') {
+            Some((d, f)) => (out.join(d), f.to_string()),
+            None => (out.clone(), name.to_string()),
+        };
+        for tmp in [
+            format!(".{file}.sealc-tmp-{pid}"),
+            format!(".{file}.sealc-{pid}-0.tmp"),
+        ] {
+            let o = as_user(
+                Some(RIVAL),
+                &[
+                    "/bin/ln",
+                    "-s",
+                    &lab.path("victim").display().to_string(),
+                    &dir.join(tmp).display().to_string(),
+                ],
+            )
+            .output()
+            .unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+        }
+    }
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        lab.victim_untouched(),
+        "compile wrote through a planted link"
+    );
+    let rec = std::fs::read(out.join("seal.json")).unwrap();
+    assert!(rec.starts_with(b"{"), "the record is there");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("can be written by any user"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Started by root, sealc swept `/tmp/sealc-bridge-PID-N` directories of a
+/// dead PID and removed what they held, whoever made them: a local user's
+/// `proxy.sock` went. Root's bridges now live in `/run/sealc/bridge`, and an
+/// unprivileged caller's sweep takes only its own.
+#[test]
+fn the_bridge_sweep_leaves_other_users_directories_alone() {
+    if !ready(&[USER, RIVAL]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    for who in [Caller::Root, Caller::User] {
+        let lab = Lab::new(who);
+        let planted = PathBuf::from(format!("/tmp/sealc-bridge-999999-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&planted);
+        for argv in [
+            vec!["/bin/mkdir", planted.to_str().unwrap()],
+            vec![
+                "/usr/bin/touch",
+                &format!("{}/proxy.sock", planted.display()),
+            ],
+        ] {
+            let o = as_user(Some(RIVAL), &argv).output().unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+        }
+        let (o, pid) = output_pid(lab.exec(&[], "echo hi"));
+        v.check(o.status.code() == Some(0), || {
+            format!("[{who:?}] {}", text(&o))
+        });
+        v.check(planted.join("proxy.sock").exists(), || {
+            format!("[{who:?}] the other user's planted file was removed")
+        });
+        let _ = std::fs::remove_dir_all(&planted);
+        // Nothing of this run's bridge is left behind.
+        let mine = format!("sealc-bridge-{pid}-");
+        let left: Vec<_> = ["/tmp", "/run/sealc/bridge"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+            .map(|e| e.path())
+            .collect();
+        v.check(left.is_empty(), || {
+            format!("[{who:?}] bridges left: {left:?}")
+        });
+    }
+    v.done();
+}
