@@ -324,8 +324,13 @@ deny_read = [\"${ws}/link\"]",
     ),
     (
         "sealc::codex::home",
-        "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies inside no write root",
+        "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies strictly below no write root (`sealc exec` makes it fresh for every run)",
         "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",
+    ),
+    (
+        "sealc::codex::credentials",
+        "`codex.credentials` names a file inside a write root, where the agent could put anything in its place",
+        "[filesystem]\nwrite = [\"/w\"]\n[env]\nset = { CODEX_HOME = \"/w/home/.codex\" }\n[codex]\ncredentials = \"/w/auth.json\"",
     ),
     (
         "sealc::lint::codex_layers",

@@ -4,10 +4,13 @@ use sha2::{Digest, Sha256};
 
 /// `sha256:` followed by the lowercase hex digest of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    let mut s = String::with_capacity(7 + 64);
-    s.push_str("sha256:");
-    for b in d {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
         s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
     }

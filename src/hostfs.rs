@@ -388,6 +388,136 @@ pub fn read_text(path: &Path, max: u64) -> io::Result<String> {
     })
 }
 
+/// One entry a [`walk`] meets.
+pub struct Entry<'a> {
+    /// The directory it is in.
+    pub dir: &'a OwnedFd,
+    pub name: &'a std::ffi::CStr,
+    /// Its path below the top, `/`-joined (names that are not UTF-8 shown
+    /// lossily).
+    pub path: &'a str,
+    /// What `fstatat` (no link followed) says of it.
+    pub stat: &'a rustix::fs::Stat,
+    /// 0 for an entry of the top directory.
+    pub depth: usize,
+}
+
+impl Entry<'_> {
+    pub fn kind(&self) -> FileType {
+        FileType::from_raw_mode(self.stat.st_mode)
+    }
+}
+
+/// How far a [`walk`] goes before it gives up with an error.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub entries: usize,
+    pub depth: usize,
+}
+
+/// Walk the tree below the directory `top`, depth first: no link followed,
+/// nothing on another device entered (a filesystem mounted inside), one
+/// open directory per level. `pre` sees each entry and says whether to go
+/// into it (a directory); `post` sees each directory gone into once its
+/// contents are done (to remove it). More entries or levels than `bounds`
+/// is an error that names the limit: no tree, however an agent made it,
+/// makes the walk unbounded. Returns the number of entries met.
+pub fn walk(
+    top: &OwnedFd,
+    bounds: Bounds,
+    pre: &mut dyn FnMut(&Entry<'_>) -> io::Result<bool>,
+    post: &mut dyn FnMut(&Entry<'_>) -> io::Result<()>,
+) -> io::Result<usize> {
+    let dev = rustix::fs::fstat(top).map_err(errno)?.st_dev;
+    let mut seen = 0usize;
+    walk_dir(top, "", 0, dev, bounds, &mut seen, pre, post)?;
+    Ok(seen)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_dir(
+    dir: &OwnedFd,
+    at: &str,
+    depth: usize,
+    dev: u64,
+    bounds: Bounds,
+    seen: &mut usize,
+    pre: &mut dyn FnMut(&Entry<'_>) -> io::Result<bool>,
+    post: &mut dyn FnMut(&Entry<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    if depth >= bounds.depth {
+        return Err(io::Error::other(format!(
+            "more than {} levels of directories",
+            bounds.depth
+        )));
+    }
+    // The names first, so nothing is removed from under the listing.
+    let listed = rustix::fs::openat(dir, ".", dir_flags(), Mode::empty()).map_err(errno)?;
+    let mut names = Vec::new();
+    for e in rustix::fs::Dir::read_from(&listed).map_err(errno)? {
+        let e = e.map_err(errno)?;
+        let n = e.file_name();
+        if n.to_bytes() != b"." && n.to_bytes() != b".." {
+            *seen += 1;
+            if *seen > bounds.entries {
+                return Err(io::Error::other(format!(
+                    "more than {} entries",
+                    bounds.entries
+                )));
+            }
+            names.push(n.to_owned());
+        }
+    }
+    names.sort();
+    for name in &names {
+        let stat = match rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(errno(e)),
+        };
+        let shown = String::from_utf8_lossy(name.to_bytes());
+        let path = if at.is_empty() {
+            shown.into_owned()
+        } else {
+            format!("{at}/{shown}")
+        };
+        let entry = Entry {
+            dir,
+            name: name.as_c_str(),
+            path: &path,
+            stat: &stat,
+            depth,
+        };
+        let into = pre(&entry)?;
+        if into && entry.kind() == FileType::Directory && stat.st_dev == dev {
+            let child = rustix::fs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty())
+                .map_err(errno)?;
+            walk_dir(&child, &path, depth + 1, dev, bounds, seen, pre, post)?;
+            post(&entry)?;
+        }
+    }
+    Ok(())
+}
+
+/// Remove everything below the directory `top` (its entries, not `top`
+/// itself), with [`walk`]: nothing followed, nothing on another device
+/// touched.
+pub fn empty_tree(top: &OwnedFd, bounds: Bounds) -> io::Result<usize> {
+    let dev = rustix::fs::fstat(top).map_err(errno)?.st_dev;
+    walk(
+        top,
+        bounds,
+        &mut |e| {
+            if e.kind() == FileType::Directory {
+                return Ok(e.stat.st_dev == dev);
+            }
+            rustix::fs::unlinkat(e.dir, e.name, AtFlags::empty()).map_err(errno)?;
+            Ok(false)
+        },
+        &mut |e| rustix::fs::unlinkat(e.dir, e.name, AtFlags::REMOVEDIR).map_err(errno),
+    )
+}
+
 /// A file written under its temp name, to be renamed into place.
 pub struct Staged<'a> {
     dir: &'a OwnedFd,
@@ -624,6 +754,64 @@ mod tests {
         assert!(dir.read(OsStr::new("link"), 10).is_err());
         assert!(dir.read(OsStr::new("none"), 10).unwrap().is_none());
         assert!(dir.read(OsStr::new("../x"), 10).is_err());
+    }
+
+    #[test]
+    fn a_walk_is_bounded_and_a_tree_is_emptied_without_following_links() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("top/a/b")).unwrap();
+        std::fs::write(base.join("top/a/b/f"), "x").unwrap();
+        std::fs::write(base.join("outside"), "keep").unwrap();
+        symlink(base.join("outside"), base.join("top/a/link")).unwrap();
+        symlink(&base, base.join("top/up")).unwrap();
+        let top = Dir::open(&base.join("top")).unwrap();
+        let mut paths = Vec::new();
+        let n = walk(
+            top.fd(),
+            Bounds {
+                entries: 100,
+                depth: 10,
+            },
+            &mut |e| {
+                paths.push(e.path.to_string());
+                Ok(true)
+            },
+            &mut |_| Ok(()),
+        )
+        .unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(paths, ["a", "a/b", "a/b/f", "a/link", "up"]);
+        let few = Bounds {
+            entries: 3,
+            depth: 10,
+        };
+        assert!(walk(top.fd(), few, &mut |_| Ok(true), &mut |_| Ok(()))
+            .unwrap_err()
+            .to_string()
+            .contains("more than 3 entries"));
+        let shallow = Bounds {
+            entries: 100,
+            depth: 2,
+        };
+        assert!(walk(top.fd(), shallow, &mut |_| Ok(true), &mut |_| Ok(()))
+            .unwrap_err()
+            .to_string()
+            .contains("levels"));
+        empty_tree(
+            top.fd(),
+            Bounds {
+                entries: 100,
+                depth: 10,
+            },
+        )
+        .unwrap();
+        assert_eq!(std::fs::read_dir(base.join("top")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_to_string(base.join("outside")).unwrap(),
+            "keep"
+        );
+        assert!(base.exists());
     }
 
     #[test]

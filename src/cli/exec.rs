@@ -13,8 +13,9 @@ use crate::facts::RealHost;
 const AFTER_HELP: &str = "\
 Exit codes:
   N    the command's own exit code (128+S when it was killed by signal S)
-  1    drift: the record, its artifacts, the host or the installed Codex
-       config differ, or --expect names another seal; nothing started
+  1    drift: the record, its artifacts or the host differ, a Codex home
+       an earlier run left is there (--force discards it), or --expect
+       names another seal; nothing started
   2    bad input, nothing started: an unreadable record, a seal for the
        other platform, stdio, --user, a missing secret, a --report path
        that cannot be written
@@ -48,7 +49,7 @@ pub struct Args {
     /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
     #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
     expect: Option<String>,
-    /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
+    /// Discard what an earlier run left in the seal's Codex home (otherwise nothing starts: each run gets a fresh one).
     #[arg(long)]
     force: bool,
     /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
@@ -111,6 +112,10 @@ struct ExecCtx {
     user: Option<String>,
     /// The `--report` path lies in the agent's reach: nothing is written there.
     report_refused: bool,
+    /// A Codex seal: the fresh Codex home of this run, until it is finished.
+    codex_home: Option<crate::exec::codex_home::Home>,
+    /// What the run left in it.
+    codex_left: Option<crate::exec::codex_home::Left>,
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -154,6 +159,8 @@ fn exec(
         trees: Vec::new(),
         user: None,
         report_refused: false,
+        codex_home: None,
+        codex_left: None,
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -189,6 +196,10 @@ fn exec(
         &mut tee,
         &mut ctx,
     );
+    // However the run ended (or stopped before it started), the Codex home
+    // made for it is finished: no later run starts with it.
+    let keep = target.as_ref().filter(|_| !ctx.report_refused);
+    finish_codex_home(&mut ctx, keep, &mut tee);
     let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
         return code;
     };
@@ -209,6 +220,7 @@ fn exec(
             .collect(),
         binding: ctx.binding,
         codex_config: ctx.codex_config,
+        codex_home: ctx.codex_left,
         cpu_seconds: r.cpu_seconds,
         duration_seconds: t0.elapsed().as_secs_f64(),
         ended_at: report::rfc3339(std::time::SystemTime::now()),
@@ -502,7 +514,7 @@ fn exec_run(
         return OK;
     }
     // Write roots absent when compiled: made now, where the seal mounts them.
-    let made = match crate::absent::make_write_roots(&compiled.ir) {
+    let made_roots = match crate::absent::make_write_roots(&compiled.ir) {
         Ok(m) => m,
         Err(e) => {
             let _ = writeln!(err, "error: {e}, so nothing was started");
@@ -521,7 +533,7 @@ fn exec_run(
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
-            crate::absent::unmake(&made);
+            crate::absent::unmake(&made_roots);
             let _ = writeln!(err, "error: {e}, so nothing was started");
             let _ = writeln!(
                 err,
@@ -538,24 +550,38 @@ fn exec_run(
         .unwrap_or_default();
     let installs = codex_target(&compiled.ir).is_some();
     if installs {
-        use crate::exec::codex_home::{install, Refused};
-        match install(&compiled.ir, &codex_config, opts.force) {
-            Ok(_) => {}
-            Err(Refused::Drift(why)) => {
-                let _ = writeln!(err, "drift       codex config  {why}");
+        use crate::exec::codex_home::{prepare, read_credentials, Refused};
+        let made = read_credentials(&compiled.ir)
+            .and_then(|creds| prepare(&compiled.ir, &codex_config, creds.as_deref(), opts.force));
+        match made {
+            Ok(home) => {
+                if home.discarded > 0 {
+                    let _ = writeln!(
+                        err,
+                        "sealc: warning: discarded what an earlier run left in the Codex home {} ({} entries), as `--force` asks",
+                        quote(&home.path),
+                        home.discarded
+                    );
+                }
+                ctx.codex_home = Some(home);
+            }
+            Err(Refused::Left(why)) => {
+                crate::absent::unmake(&made_roots);
+                let _ = writeln!(err, "drift       codex home  {why}");
                 let _ = writeln!(
                     err,
-                    "error: the seal's Codex config is not the verified one, so nothing was started"
+                    "error: the seal's Codex home is made fresh for every run, and one is there already, so nothing was started"
                 );
                 let _ = writeln!(
                     err,
-                    "help: look at what changed it (`sealc verify {display} --codex-config PATH --workspace DIR` shows how), then run again with `--force` to replace it"
+                    "help: review what is there (an earlier run's instructions, skills or rules would steer this run's Codex), then remove it or run again with `--force` to discard it"
                 );
                 return DIFFERS;
             }
             Err(Refused::Io(why)) => {
+                crate::absent::unmake(&made_roots);
                 let _ = writeln!(err, "error: {why}, so nothing was started");
-                return crate::exec::SANDBOX_FAILED;
+                return BAD_INPUT;
             }
         }
     }
@@ -739,6 +765,59 @@ fn exec_run(
     code
 }
 
+/// Once nothing of the sandbox is left: what the run left in its Codex
+/// home is listed, kept for review beside the report (`FILE.codex-home`)
+/// or discarded, and the home removed, so no run starts with another's.
+fn finish_codex_home(
+    ctx: &mut ExecCtx,
+    report: Option<&crate::hostfs::Target>,
+    err: &mut dyn Write,
+) {
+    let Some(home) = ctx.codex_home.take() else {
+        return;
+    };
+    if ctx.result.as_ref().is_some_and(|r| r.survivors) {
+        let _ = writeln!(
+            err,
+            "sealc: warning: a process of the sandbox was still there after the run, so the Codex home {} was left as it is (the next run refuses it until it is reviewed and removed)",
+            quote(&home.path)
+        );
+        return;
+    }
+    let name = report.map(|t| {
+        let mut n = t.name.clone();
+        n.push(".codex-home");
+        n
+    });
+    let keep = report.zip(name.as_deref()).map(|(t, n)| (&t.dir, n));
+    let left = home.finish(keep);
+    match &left.kept {
+        Some(at) => {
+            let _ = writeln!(
+                err,
+                "sealc: the Codex home held {} entries after the run: kept for review in {}, and removed",
+                left.entries.len() + left.entries_omitted,
+                quote(at)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                err,
+                "sealc: the Codex home held {} entries after the run: discarded (`--report FILE` keeps them beside the report)",
+                left.entries.len() + left.entries_omitted
+            );
+        }
+    }
+    for p in left.problems.iter().take(20) {
+        let _ = writeln!(
+            err,
+            "sealc: warning: the Codex home: {}",
+            crate::diag::visible(p)
+        );
+    }
+    ctx.codex_left = Some(left);
+}
+
 /// From the hand-over on: build the plan's bridge, run, check the Codex
 /// config after.
 #[allow(clippy::too_many_arguments)]
@@ -818,8 +897,8 @@ fn run_handed(
                 );
             }
             let mut code = result.exit_code();
-            if installs {
-                let after = codex_after(ir, codex_config, code, err);
+            if let (true, Some(home)) = (installs, &ctx.codex_home) {
+                let after = codex_after(ir, home, codex_config, code, err);
                 ctx.codex_config = Some(
                     if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
                         "drift"
@@ -866,7 +945,13 @@ fn codex_target(ir: &crate::ir::Ir) -> Option<String> {
 /// After the command: the drift check of the Codex config (what
 /// `sealc verify --codex-config` does). Drift is reported and gives
 /// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status.
-fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Write) -> i32 {
+fn codex_after(
+    ir: &crate::ir::Ir,
+    home: &crate::exec::codex_home::Home,
+    generated: &[u8],
+    code: i32,
+    err: &mut dyn Write,
+) -> i32 {
     use crate::facts::Host as _;
     let mut report = crate::verify::Report::default();
     let mut workspaces = ir.codex.workspaces.clone();
@@ -878,8 +963,11 @@ fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Wr
             workspaces.insert(0, cwd);
         }
     }
-    match crate::exec::codex_home::read_back(ir) {
-        Ok(after) => crate::verify::check_codex_config(generated, &after, &workspaces, &mut report),
+    match home.config_after(generated) {
+        Ok((_, false)) => {}
+        Ok((after, true)) => {
+            crate::verify::check_codex_config(generated, &after, &workspaces, &mut report)
+        }
         Err(why) => report.push("codex config", crate::verify::Status::Drift, why),
     }
     if report.verdict() == crate::verify::Verdict::Verified {
@@ -892,7 +980,7 @@ fn codex_after(ir: &crate::ir::Ir, generated: &[u8], code: i32, err: &mut dyn Wr
     );
     let _ = writeln!(
         err,
-        "help: the agent or Codex changed its own config: review the change; the next `sealc exec` refuses to start until it is put back or replaced with `--force`"
+        "help: the agent or Codex changed its own config during the run: a Codex started meanwhile may have used the changed one; review the run (the next run gets a fresh home and the verified config)"
     );
     crate::exec::CODEX_CONFIG_DRIFT
 }

@@ -1,50 +1,79 @@
-//! The seal's `CODEX_HOME`: `sealc exec` installs the verified Codex config
-//! there before the command starts, and reads it back when the command has
-//! ended, for the drift check (`verify::check_codex_config`).
+//! The seal's `CODEX_HOME`, owned by `sealc exec` (a Codex seal only).
 //!
-//! The directory lies in a write root, which the previous run's agent
-//! controlled: every component below the write root is opened without
-//! following a link (a link there is refused, never followed), the config is
-//! written to a temp file beside it and renamed into place, and an existing
-//! `config.toml` that is not a regular file is never read or written through.
-//! Started by root, what it makes (the directories down to `CODEX_HOME`, the
-//! config) is given to the owner of the directory it is made in, as if that
-//! owner had made it: the agent writes the root as its owner.
+//! Codex reads its global instructions (`AGENTS.md`), skills, rules and
+//! credentials from its home, and the home lies in a write root: what one
+//! run's agent leaves there would steer the next run's Codex. So the home is
+//! made fresh for every run and never reused:
+//!
+//! - before the run ([`prepare`]) it must not exist (what an earlier run
+//!   left is refused, or discarded with `--force`); it is made (0700), with
+//!   the verified `config.toml` and, when the spec names one (`[codex]
+//!   credentials`), a copy of that file as `auth.json` (read from outside
+//!   every write root, no link followed; copied, never linked);
+//! - after the run ([`Home::check_config`], [`Home::finish`]) the config is
+//!   checked by identity (inode, ctime, mtime, size: a change that was put
+//!   back is still a change) and by content, the copied credentials are
+//!   compared (and never written back), everything there is listed (path,
+//!   kind, size, digest), copied for review beside the run report
+//!   (`--report FILE` → `FILE.codex-home/`, without the credentials) or
+//!   discarded, and the home is removed.
+//!
+//! Every component below the write root is opened without following a link
+//! (a link there is refused), every file is made with `O_EXCL|O_NOFOLLOW`,
+//! and every walk is bounded. Started by root, what sealc makes there is
+//! the write root's owner's, as if that owner had made it (the agent writes
+//! the root as its owner: see [`super::idmap`]).
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use serde::Serialize;
 
 use crate::diag::quote;
+use crate::hostfs::{Bounds, Dir};
 use crate::ir::{is_within, Ir, RootKind};
 
 /// The config's file name in `CODEX_HOME`.
 pub const CONFIG: &str = "config.toml";
+/// The credentials' file name in `CODEX_HOME` (Codex's `auth.json`).
+pub const CREDENTIALS: &str = "auth.json";
+/// The most bytes of a credentials file sealc copies.
+pub const MAX_CREDENTIALS: u64 = 1 << 20;
+/// The most bytes of the config sealc reads back.
+pub const MAX_CONFIG: u64 = 1 << 20;
+/// How far the walks of a home go: listing, copying and removing it.
+pub const BOUNDS: Bounds = Bounds {
+    entries: 100_000,
+    depth: 64,
+};
+/// The most entries the report lists one by one (the rest are counted).
+pub const MAX_LISTED: usize = 10_000;
+/// Files up to this size are hashed and copied for review; larger ones are
+/// listed with their size only.
+pub const MAX_FILE: u64 = 64 << 20;
+/// The most bytes copied for review in all.
+pub const MAX_COPY: u64 = 512 << 20;
 
-/// What installing found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Installed {
-    /// There was no config; the verified one is in place now.
-    New,
-    /// The same bytes were there already.
-    Same,
-    /// A different config was there and `--force` replaced it.
-    Replaced,
-}
-
-/// Why the config was not installed.
+/// Why the home was not made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
-    /// A different config (or something that is not a regular file) is
-    /// there, and `--force` was not given.
-    Drift(String),
-    /// The directory could not be reached or written.
+    /// The home is there already: what an earlier run left (or something
+    /// else put in its place), and `--force` was not given.
+    Left(String),
+    /// The directory could not be reached or written, or the credentials
+    /// could not be read.
     Io(String),
 }
 
+fn io(what: &str, e: impl std::fmt::Display) -> Refused {
+    Refused::Io(format!("{what}: {e}"))
+}
+
 /// Where the seal's `CODEX_HOME` is on this host: its write root's recorded
-/// realpath and the components below it.
+/// realpath and the components below it (never empty: the home lies
+/// strictly below its write root).
 pub fn location(ir: &Ir) -> Option<(String, Vec<String>)> {
     let home = ir.codex.home.as_ref()?;
     let root = ir
@@ -53,28 +82,133 @@ pub fn location(ir: &Ir) -> Option<(String, Vec<String>)> {
         .filter(|r| r.kind == RootKind::Write && is_within(home, &r.path))
         .max_by_key(|r| r.path.len())?;
     let real = root.real.clone()?;
-    let below = home[root.path.len()..]
+    let below: Vec<String> = home[root.path.len()..]
         .split('/')
         .filter(|c| !c.is_empty())
         .map(str::to_string)
         .collect();
-    Some((real, below))
+    (!below.is_empty()).then_some((real, below))
 }
 
-fn io(what: &str, e: impl std::fmt::Display) -> Refused {
-    Refused::Io(format!("{what}: {e}"))
+/// What a file sealc made looked like: any write, chmod, link or rename
+/// since changes one of these (ctime moves whatever else is put back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    nlink: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
 }
 
-/// Started by root: the owner of the write root (its directory's), whose
-/// what sealc makes in it becomes, as if that owner had made it (the agent
-/// writes the root as its owner: see [`super::idmap`]). `None` otherwise.
-fn root_owner(dir: &OwnedFd, root: &str) -> Result<Option<(u32, u32)>, Refused> {
-    if !rustix::process::geteuid().is_root() {
-        return Ok(None);
+impl Stamp {
+    // `st_nlink` is a `u16` on macOS.
+    #[allow(clippy::unnecessary_cast)]
+    fn of(st: &rustix::fs::Stat) -> Stamp {
+        Stamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            nlink: st.st_nlink as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime, st.st_ctime_nsec as i64),
+        }
     }
-    let st = rustix::fs::fstat(dir)
-        .map_err(|e| io(&format!("cannot inspect the write root {}", quote(root)), e))?;
-    Ok(Some((st.st_uid, st.st_gid)))
+
+    /// How `now` differs from this, in words (`None`: not at all).
+    fn changed(&self, now: &Stamp) -> Option<String> {
+        if (now.dev, now.ino) != (self.dev, self.ino) {
+            return Some("it was replaced (another file is at its name)".into());
+        }
+        if now.nlink != self.nlink {
+            return Some(format!(
+                "its link count went from {} to {} (a hard link was made or removed)",
+                self.nlink, now.nlink
+            ));
+        }
+        if now.ctime != self.ctime || now.mtime != self.mtime || now.size != self.size {
+            return Some(
+                "it was changed during the run (its ctime moved, even if its bytes were put back)"
+                    .into(),
+            );
+        }
+        None
+    }
+}
+
+/// The fresh home of one run.
+#[derive(Debug)]
+pub struct Home {
+    /// `CODEX_HOME` as the seal names it.
+    pub path: String,
+    /// The directory above it, and its name there.
+    parent: OwnedFd,
+    name: String,
+    /// The home, as made.
+    dir: OwnedFd,
+    id: (u64, u64),
+    config: Stamp,
+    /// The copied credentials, as written, and their bytes' digest.
+    credentials: Option<(Stamp, String)>,
+    /// Entries an earlier run left, discarded before this one (`--force`).
+    pub discarded: usize,
+}
+
+/// One entry of the home after the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HomeEntry {
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: &'static str,
+    /// Below `CODEX_HOME`, `/`-joined.
+    pub path: String,
+    /// `sha256:...` of a regular file up to [`MAX_FILE`] bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    pub size: u64,
+    /// A symlink's target text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// What the run left in its Codex home, for the run report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Left {
+    /// The copied credentials after the run: `unchanged`, `changed` (Codex
+    /// refreshed a token, or the agent wrote it: never written back) or
+    /// `removed`; absent when none were copied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<&'static str>,
+    /// Entries an earlier run had left, discarded before this run (`--force`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub discarded_before: usize,
+    /// Every entry, sorted by path (the credentials' copy included).
+    pub entries: Vec<HomeEntry>,
+    /// Entries past [`MAX_LISTED`], counted only.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub entries_omitted: usize,
+    /// Where the home was copied for review (beside the run report), or
+    /// `null`: discarded.
+    pub kept: Option<String>,
+    /// `CODEX_HOME`.
+    pub path: String,
+    /// What could not be done (the home replaced during the run, a copy or
+    /// removal that stopped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Started by root: the write root's owner (its directory's), whose what
+/// sealc makes in it becomes. `None` otherwise.
+fn root_owner(dir: &OwnedFd) -> Option<(u32, u32)> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    rustix::fs::fstat(dir).ok().map(|st| (st.st_uid, st.st_gid))
 }
 
 /// Give what sealc just made to the write root's owner (see [`root_owner`]).
@@ -89,21 +223,26 @@ fn give(fd: impl std::os::fd::AsFd, owner: Option<(u32, u32)>) -> rustix::io::Re
     )
 }
 
-/// Open (and with `create`, make) the directory `below` the write root
-/// `root`, one component at a time, following no link.
-fn open_home(root: &str, below: &[String], create: bool) -> Result<OwnedFd, Refused> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = super::user::open_nofollow(root, flags)
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// The directory above the home: the write root, then each component below
+/// it but the last, opened one at a time without following a link (made,
+/// the owner's, when absent).
+fn open_parent(root: &str, below: &[String]) -> Result<(OwnedFd, Option<(u32, u32)>), Refused> {
+    let mut dir = super::user::open_nofollow(root, DIR_FLAGS)
         .map_err(|e| io(&format!("cannot open the write root {}", quote(root)), e))?;
-    let owner = root_owner(&dir, root)?;
+    let owner = root_owner(&dir);
     let mut at = root.to_string();
-    for c in below {
+    for c in &below[..below.len().saturating_sub(1)] {
         at = format!("{at}/{c}");
-        let next = match rustix::fs::openat(&dir, c.as_str(), flags, Mode::empty()) {
-            Err(rustix::io::Errno::NOENT) if create => {
+        let next = match rustix::fs::openat(&dir, c.as_str(), DIR_FLAGS, Mode::empty()) {
+            Err(rustix::io::Errno::NOENT) => {
                 rustix::fs::mkdirat(&dir, c.as_str(), Mode::from_raw_mode(0o755))
                     .map_err(|e| io(&format!("cannot make {}", quote(&at)), e))?;
-                rustix::fs::openat(&dir, c.as_str(), flags, Mode::empty()).and_then(|d| {
+                rustix::fs::openat(&dir, c.as_str(), DIR_FLAGS, Mode::empty()).and_then(|d| {
                     give(&d, owner)?;
                     Ok(d)
                 })
@@ -111,170 +250,608 @@ fn open_home(root: &str, below: &[String], create: bool) -> Result<OwnedFd, Refu
             r => r,
         };
         dir = next.map_err(|e| match e {
-            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => Refused::Drift(format!(
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => Refused::Left(format!(
                 "{} is not a directory (a link or a file was put in its place)",
                 quote(&at)
             )),
             e => io(&format!("cannot open {}", quote(&at)), e),
         })?;
     }
-    Ok(dir)
+    Ok((dir, owner))
 }
 
-/// The config in the directory: `Ok(None)` when there is none, `Err` when
-/// what is there is not a regular file (a link is not followed).
-fn read_config(dir: &OwnedFd, home: &str) -> Result<Option<Vec<u8>>, Refused> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = match rustix::fs::openat(dir, CONFIG, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => {
-            return Err(Refused::Drift(format!(
-                "{home}/{CONFIG} is a symlink, not the config"
-            )))
-        }
-        Err(e) => return Err(io(&format!("cannot open {home}/{CONFIG}"), e)),
+/// A new file `name` in `dir` holding `bytes` (`O_EXCL|O_NOFOLLOW`: the
+/// directory was just made, so nothing can be there), synced, the owner's.
+fn create(
+    dir: &OwnedFd,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> std::io::Result<Stamp> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(mode))?;
+    let mut f = std::fs::File::from(fd);
+    give(&f, owner)?;
+    rustix::fs::fchmod(&f, Mode::from_raw_mode(mode))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(Stamp::of(&rustix::fs::fstat(&f)?))
+}
+
+/// The credentials file the spec names (`[codex] credentials`), read now:
+/// its directory reached without following a link swapped in after the
+/// path was resolved, the file itself not a link, regular, at most
+/// [`MAX_CREDENTIALS`] bytes, and outside every write root (by path and by
+/// identity), where the agent could have put anything in its place.
+pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
+    let Some(src) = ir.codex.credentials.as_deref() else {
+        return Ok(None);
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| io("cannot stat the config", e))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Refused::Drift(format!(
-            "{home}/{CONFIG} is not a regular file"
-        )));
+    let path = std::path::Path::new(src);
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Refused::Io(format!("{} names no file", quote(src))));
+    };
+    let shown = quote(src);
+    let dir =
+        Dir::open(parent).map_err(|e| io(&format!("cannot read the credentials {shown}"), e))?;
+    let above = dir
+        .ancestry()
+        .map_err(|e| io("cannot inspect the credentials' directory", e))?;
+    for r in ir.roots.iter().filter(|r| r.kind == RootKind::Write) {
+        let Some(real) = r.real.as_deref() else {
+            continue;
+        };
+        let by_path = is_within(&dir.path().join(name).to_string_lossy(), real);
+        let by_id = std::fs::symlink_metadata(real).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            above.contains(&(m.dev(), m.ino()))
+        });
+        if by_path || by_id {
+            return Err(Refused::Io(format!(
+                "the credentials {shown} lie inside the write root {}, where the agent could have put anything in their place",
+                quote(&r.origin)
+            )));
+        }
     }
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io(&format!("cannot read {home}/{CONFIG}"), e))?;
-    Ok(Some(bytes))
+    match dir.read(name, MAX_CREDENTIALS) {
+        Ok(Some(b)) => Ok(Some(b)),
+        Ok(None) => Err(Refused::Io(format!(
+            "the credentials {shown} (`[codex] credentials`) are not there"
+        ))),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(Refused::Io(format!(
+            "the credentials {shown} are a symlink: name the file it leads to"
+        ))),
+        Err(e) => Err(io(&format!("cannot read the credentials {shown}"), e)),
+    }
 }
 
-/// Install `bytes` as the seal's `CODEX_HOME/config.toml`, atomically. A
-/// different file there is drift unless `force`.
-pub fn install(ir: &Ir, bytes: &[u8], force: bool) -> Result<Installed, Refused> {
+/// Make the seal's `CODEX_HOME` for this run: absent before (what an
+/// earlier run left is refused, or with `discard` emptied and removed),
+/// then made (0700) with the verified `config` and, given, the credentials
+/// as `auth.json` (0600).
+pub fn prepare(
+    ir: &Ir,
+    config: &[u8],
+    credentials: Option<&[u8]>,
+    discard: bool,
+) -> Result<Home, Refused> {
     let Some((root, below)) = location(ir) else {
         return Err(Refused::Io(
-            "the seal's CODEX_HOME has no write root on this host".into(),
+            "the seal's CODEX_HOME lies strictly below no write root on this host".into(),
         ));
     };
-    let home = ir.codex.home.clone().unwrap_or_default();
-    let dir = open_home(&root, &below, true)?;
-    let existing = match read_config(&dir, &home) {
-        Ok(e) => e,
-        Err(Refused::Drift(_)) if force => Some(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let outcome = match existing {
-        Some(e) if e == bytes => return Ok(Installed::Same),
-        Some(_) if !force => {
-            return Err(Refused::Drift(format!(
-                "{home}/{CONFIG} differs from the verified config"
-            )))
+    let path = ir.codex.home.clone().unwrap_or_default();
+    let shown = quote(&path);
+    let (parent, owner) = open_parent(&root, &below)?;
+    let name = below.last().cloned().unwrap_or_default();
+    let mut discarded = 0;
+    match rustix::fs::statat(&parent, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(io(&format!("cannot inspect {shown}"), e)),
+        Ok(st) if !discard => {
+            let what = match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => {
+                    let n = rustix::fs::openat(&parent, name.as_str(), DIR_FLAGS, Mode::empty())
+                        .ok()
+                        .and_then(|d| {
+                            crate::hostfs::walk(&d, BOUNDS, &mut |_| Ok(true), &mut |_| Ok(())).ok()
+                        });
+                    match n {
+                        Some(n) => format!("a directory of {n} entries"),
+                        None => "a directory".to_string(),
+                    }
+                }
+                FileType::Symlink => "a symlink".into(),
+                _ => "a file".into(),
+            };
+            return Err(Refused::Left(format!(
+                "the seal's CODEX_HOME {shown} is there already ({what}): an earlier run left it (or something was put in its place), and a home is never reused"
+            )));
         }
-        Some(_) => Installed::Replaced,
-        None => Installed::New,
-    };
-    let tmp = format!(".{CONFIG}.sealc-{}", std::process::id());
-    let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), rustix::fs::AtFlags::empty());
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o644))
-        .map_err(|e| io(&format!("cannot write in {}", quote(&home)), e))?;
-    // Started by root, the config is its directory's owner's.
-    let owner = match rustix::process::geteuid().is_root() {
-        true => rustix::fs::fstat(&dir)
-            .ok()
-            .map(|st| (st.st_uid, st.st_gid)),
-        false => None,
-    };
-    let mut f = std::fs::File::from(fd);
-    let written = give(&f, owner)
-        .map_err(std::io::Error::from)
-        .and_then(|()| f.write_all(bytes))
-        .and_then(|()| f.sync_all());
-    let renamed = written.map_err(|e| e.to_string()).and_then(|()| {
-        rustix::fs::renameat(&dir, tmp.as_str(), &dir, CONFIG).map_err(|e| e.to_string())
-    });
-    if let Err(e) = renamed {
-        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), rustix::fs::AtFlags::empty());
-        return Err(io(&format!("cannot install {home}/{CONFIG}"), e));
+        Ok(st) => {
+            if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                let d = rustix::fs::openat(&parent, name.as_str(), DIR_FLAGS, Mode::empty())
+                    .map_err(|e| io(&format!("cannot open {shown}"), e))?;
+                discarded = crate::hostfs::empty_tree(&d, BOUNDS)
+                    .map_err(|e| io(&format!("cannot discard what is in {shown}"), e))?;
+                rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::REMOVEDIR)
+            } else {
+                discarded = 1;
+                rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::empty())
+            }
+            .map_err(|e| io(&format!("cannot discard {shown}"), e))?;
+        }
     }
-    Ok(outcome)
+    rustix::fs::mkdirat(&parent, name.as_str(), Mode::from_raw_mode(0o700))
+        .map_err(|e| io(&format!("cannot make {shown}"), e))?;
+    let dir = rustix::fs::openat(&parent, name.as_str(), DIR_FLAGS, Mode::empty())
+        .map_err(|e| io(&format!("cannot open {shown}"), e))?;
+    let made = give(&dir, owner)
+        .and_then(|()| rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o700)))
+        .and_then(|()| rustix::fs::fstat(&dir));
+    let st = match made {
+        Ok(st) => st,
+        Err(e) => {
+            let _ = rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::REMOVEDIR);
+            return Err(io(&format!("cannot make {shown}"), e));
+        }
+    };
+    let mut home = Home {
+        path,
+        parent,
+        name,
+        id: (st.st_dev, st.st_ino),
+        dir,
+        config: Stamp::of(&st),
+        credentials: None,
+        discarded,
+    };
+    let written = create(&home.dir, CONFIG, config, 0o644, owner).and_then(|stamp| {
+        home.config = stamp;
+        if let Some(c) = credentials {
+            let stamp = create(&home.dir, CREDENTIALS, c, 0o600, owner)?;
+            home.credentials = Some((stamp, crate::digest::sha256(c)));
+        }
+        Ok(())
+    });
+    if let Err(e) = written {
+        home.remove();
+        return Err(io(&format!("cannot write in {}", quote(&home.path)), e));
+    }
+    Ok(home)
 }
 
-/// The config in the seal's `CODEX_HOME` after a run, read without following
-/// a link; `Err` says why it could not be had.
-pub fn read_back(ir: &Ir) -> Result<Vec<u8>, String> {
-    let (root, below) = location(ir).ok_or("the seal has no CODEX_HOME in a write root")?;
-    let home = ir.codex.home.clone().unwrap_or_default();
-    let dir = open_home(&root, &below, false).map_err(|e| match e {
-        Refused::Drift(m) | Refused::Io(m) => m,
-    })?;
-    match read_config(&dir, &home) {
-        Ok(Some(b)) => Ok(b),
-        Ok(None) => Err(format!("{home}/{CONFIG} was removed")),
-        Err(Refused::Drift(m) | Refused::Io(m)) => Err(m),
+impl Home {
+    /// The home at its name now, if it is still the directory made (the
+    /// agent may have renamed it away and made another).
+    fn current(&self) -> Result<(), String> {
+        match rustix::fs::statat(&self.parent, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if (st.st_dev, st.st_ino) == self.id => Ok(()),
+            Ok(_) => Err(format!(
+                "{} was replaced during the run (another object is at its name)",
+                quote(&self.path)
+            )),
+            Err(rustix::io::Errno::NOENT) => {
+                Err(format!("{} was removed during the run", quote(&self.path)))
+            }
+            Err(e) => Err(format!("cannot inspect {}: {e}", quote(&self.path))),
+        }
     }
+
+    /// The config after the run: `Ok((bytes, false))` when it is the file
+    /// sealc made, untouched; `Ok((bytes, true))` when it was changed, its
+    /// bytes to be judged by `verify::check_codex_config` (Codex itself may
+    /// record its workspace's trust, by writing a new file); `Err(why)` when
+    /// it is drift whatever its bytes: removed, a link, or changed and put
+    /// back to the verified bytes.
+    pub fn config_after(&self, generated: &[u8]) -> Result<(Vec<u8>, bool), String> {
+        self.current()?;
+        let file = format!("{}/{CONFIG}", self.path);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.dir, CONFIG, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Err(format!("{} was removed", quote(&file))),
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(format!("{} is a symlink, not the config", quote(&file)))
+            }
+            Err(e) => return Err(format!("cannot open {}: {e}", quote(&file))),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect the config: {e}"))?;
+        let changed = self.config.changed(&Stamp::of(&st));
+        let bytes = crate::hostfs::read_bounded(fd, MAX_CONFIG)
+            .map_err(|e| format!("cannot read {}: {e}", quote(&file)))?;
+        match changed {
+            None => Ok((bytes, false)),
+            // The verified bytes, but not the file made: changed and put
+            // back (or replaced by a copy), which a bytes check misses.
+            Some(why) if bytes == generated => Err(format!("{}: {why}", quote(&file))),
+            Some(_) => Ok((bytes, true)),
+        }
+    }
+
+    /// After the run, once nothing of the sandbox is left: list what is in
+    /// the home, copy it for review into `keep` (a directory name in the
+    /// report's directory) or discard it, and remove the home.
+    pub fn finish(self, keep: Option<(&Dir, &OsStr)>) -> Left {
+        let mut left = Left {
+            path: self.path.clone(),
+            discarded_before: self.discarded,
+            ..Left::default()
+        };
+        if let Err(why) = self.current() {
+            left.problems.push(why);
+        }
+        // The credentials' copy, compared (never written back).
+        if let Some((stamp, digest)) = &self.credentials {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            left.credentials = Some(
+                match rustix::fs::openat(&self.dir, CREDENTIALS, flags, Mode::empty()) {
+                    Err(_) => "removed",
+                    Ok(fd) => {
+                        let same_file = rustix::fs::fstat(&fd)
+                            .is_ok_and(|st| stamp.changed(&Stamp::of(&st)).is_none());
+                        let same_bytes = crate::hostfs::read_bounded(fd, MAX_CREDENTIALS)
+                            .is_ok_and(|b| crate::digest::sha256(&b) == *digest);
+                        if same_file && same_bytes {
+                            "unchanged"
+                        } else {
+                            "changed"
+                        }
+                    }
+                },
+            );
+        }
+        match list(&self.dir) {
+            Ok((entries, omitted)) => {
+                left.entries = entries;
+                left.entries_omitted = omitted;
+            }
+            Err(e) => left
+                .problems
+                .push(format!("cannot list {}: {e}", quote(&self.path))),
+        }
+        if let Some((dir, name)) = keep {
+            match copy_for_review(&self.dir, dir, name) {
+                Ok(problems) => {
+                    left.kept = Some(dir.path().join(name).display().to_string());
+                    left.problems.extend(problems);
+                }
+                Err(e) => left
+                    .problems
+                    .push(format!("cannot keep {} for review: {e}", quote(&self.path))),
+            }
+        }
+        if let Err(e) = self.remove_checked() {
+            left.problems.push(e);
+        }
+        left
+    }
+
+    /// Remove the home (what is in it, then it), if it is still the one made.
+    fn remove_checked(&self) -> Result<(), String> {
+        self.current()?;
+        crate::hostfs::empty_tree(&self.dir, BOUNDS)
+            .map_err(|e| format!("cannot remove what is in {}: {e}", quote(&self.path)))?;
+        rustix::fs::unlinkat(&self.parent, self.name.as_str(), AtFlags::REMOVEDIR)
+            .map_err(|e| format!("cannot remove {}: {e}", quote(&self.path)))
+    }
+
+    /// Remove the home, as far as it goes (nothing ran in it yet).
+    pub fn remove(&self) {
+        let _ = self.remove_checked();
+    }
+}
+
+fn kind_name(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "file",
+        FileType::Directory => "dir",
+        FileType::Symlink => "symlink",
+        _ => "other",
+    }
+}
+
+/// Every entry of the home, sorted by path, at most [`MAX_LISTED`] (and the
+/// number left out).
+fn list(dir: &OwnedFd) -> std::io::Result<(Vec<HomeEntry>, usize)> {
+    let mut out = Vec::new();
+    let mut omitted = 0;
+    crate::hostfs::walk(
+        dir,
+        BOUNDS,
+        &mut |e| {
+            if out.len() >= MAX_LISTED {
+                omitted += 1;
+                return Ok(true);
+            }
+            let kind = e.kind();
+            let size = e.stat.st_size.max(0) as u64;
+            let sha256 = (kind == FileType::RegularFile && size <= MAX_FILE)
+                .then(|| digest_at(e.dir, e.name))
+                .flatten();
+            let target = (kind == FileType::Symlink)
+                .then(|| rustix::fs::readlinkat(e.dir, e.name, Vec::new()).ok())
+                .flatten()
+                .map(|t| String::from_utf8_lossy(t.to_bytes()).into_owned());
+            out.push(HomeEntry {
+                kind: kind_name(kind),
+                path: e.path.to_string(),
+                sha256,
+                size,
+                target,
+            });
+            Ok(true)
+        },
+        &mut |_| Ok(()),
+    )?;
+    Ok((out, omitted))
+}
+
+/// `sha256:...` of the regular file `name` in `dir` (no link followed).
+fn digest_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<String> {
+    use sha2::Digest;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
+    let mut f = std::fs::File::from(fd).take(MAX_FILE);
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+    Some(format!("sha256:{}", crate::digest::hex(&h.finalize())))
+}
+
+/// Copy the home into a new directory `name` of `dest` (staged under a
+/// random name, then renamed over `name`): directories (0700) and regular
+/// files up to [`MAX_FILE`] (0600), [`MAX_COPY`] bytes in all, the
+/// credentials' copy left out; symlinks and other objects are not copied
+/// (the listing names them). Returns what was left out for a bound.
+fn copy_for_review(home: &OwnedFd, dest: &Dir, name: &OsStr) -> std::io::Result<Vec<String>> {
+    let (top, tmp) = dest.make_unique(".sealc-codex-home-", 0o700)?;
+    let mut problems = Vec::new();
+    let copied = copy_tree(home, top.fd(), &mut problems);
+    if let Err(e) = copied {
+        let _ = crate::hostfs::empty_tree(top.fd(), BOUNDS);
+        let _ = dest.remove(tmp.as_ref(), true);
+        return Err(e);
+    }
+    // An earlier run's copy of that name goes (it is sealc's own).
+    if dest.kind(name)? == Some(FileType::Directory) {
+        let old = dest.subdir(name, None)?;
+        crate::hostfs::empty_tree(old.fd(), BOUNDS)?;
+        dest.remove(name, true)?;
+    }
+    rustix::fs::renameat(dest.fd(), tmp.as_str(), dest.fd(), name)?;
+    Ok(problems)
+}
+
+fn copy_tree(from: &OwnedFd, to: &OwnedFd, problems: &mut Vec<String>) -> std::io::Result<()> {
+    // The destination directory of each depth, as the walk goes down.
+    let mut dirs: Vec<OwnedFd> = vec![rustix::fs::openat(to, ".", DIR_FLAGS, Mode::empty())?];
+    let mut total = 0u64;
+    crate::hostfs::walk(
+        from,
+        BOUNDS,
+        &mut |e| {
+            dirs.truncate(e.depth + 1);
+            let Some(here) = dirs.last() else {
+                return Ok(false);
+            };
+            match e.kind() {
+                FileType::Directory => {
+                    rustix::fs::mkdirat(here, e.name, Mode::from_raw_mode(0o700))?;
+                    let d = rustix::fs::openat(here, e.name, DIR_FLAGS, Mode::empty())?;
+                    dirs.push(d);
+                    Ok(true)
+                }
+                FileType::RegularFile
+                    if e.depth == 0 && e.name.to_bytes() == CREDENTIALS.as_bytes() =>
+                {
+                    Ok(false)
+                }
+                FileType::RegularFile => {
+                    let size = e.stat.st_size.max(0) as u64;
+                    if size > MAX_FILE || total + size > MAX_COPY {
+                        if problems.len() < 20 {
+                            problems.push(format!(
+                                "{:?} ({size} bytes) was not kept: past the copy's bound",
+                                e.path
+                            ));
+                        }
+                        return Ok(false);
+                    }
+                    let flags =
+                        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                    let src = rustix::fs::openat(e.dir, e.name, flags, Mode::empty())?;
+                    let out = OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC;
+                    let dst = rustix::fs::openat(here, e.name, out, Mode::from_raw_mode(0o600))?;
+                    let n = std::io::copy(
+                        &mut std::fs::File::from(src).take(MAX_FILE),
+                        &mut std::fs::File::from(dst),
+                    )?;
+                    total += n;
+                    Ok(false)
+                }
+                _ => Ok(false),
+            }
+        },
+        &mut |_| Ok(()),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ir_at(root: &std::path::Path) -> Ir {
+    fn ir_at(root: &std::path::Path, creds: Option<&std::path::Path>) -> Ir {
         let r = root.display().to_string();
+        let creds = creds.map_or(String::new(), |c| {
+            format!("credentials = \"{}\"\n", c.display())
+        });
         let spec = format!(
-            "version = 1\nname = \"c\"\n[filesystem]\nwrite = [\"{r}/w\"]\n[env]\nset = {{ CODEX_HOME = \"{r}/w/home/.codex\" }}\n[codex]\nworkspace = \"{r}/w\"\n"
+            "version = 1\nname = \"c\"\n[filesystem]\nwrite = [\"{r}/w\"]\n[env]\nset = {{ CODEX_HOME = \"{r}/w/home/.codex\" }}\n[codex]\nworkspace = \"{r}/w\"\n{creds}"
         );
         crate::compile("c.toml", &spec, &Vec::new(), &crate::facts::RealHost)
             .unwrap()
             .ir
     }
 
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
-    fn installs_atomically_and_refuses_a_different_file_or_a_link() {
+    fn a_home_is_made_fresh_never_reused_and_removed_after() {
         let t = tempfile::tempdir().unwrap();
         let base = t.path().canonicalize().unwrap();
         std::fs::create_dir(base.join("w")).unwrap();
-        let ir = ir_at(&base);
+        std::fs::create_dir(base.join("creds")).unwrap();
+        std::fs::write(base.join("creds/auth.json"), "{\"token\":1}").unwrap();
+        let ir = ir_at(&base, Some(&base.join("creds/auth.json")));
+        let creds = read_credentials(&ir).unwrap();
+        let home = prepare(&ir, b"a = 1\n", creds.as_deref(), false).unwrap();
+        let h = base.join("w/home/.codex");
+        assert_eq!(names(&h), ["auth.json", "config.toml"]);
+        assert_eq!(std::fs::read(h.join("config.toml")).unwrap(), b"a = 1\n");
+        // A second run while this home is there: refused.
+        assert!(matches!(
+            prepare(&ir, b"a = 1\n", None, false),
+            Err(Refused::Left(_))
+        ));
+        // The run: Codex writes its state, the agent plants instructions,
+        // the token is refreshed.
+        std::fs::create_dir(h.join("sessions")).unwrap();
+        std::fs::write(h.join("sessions/rollout.jsonl"), "{}\n").unwrap();
+        std::fs::write(h.join("AGENTS.md"), "obey me\n").unwrap();
+        std::fs::write(h.join("auth.json"), "{\"token\":2}").unwrap();
+        assert_eq!(
+            home.config_after(b"a = 1\n").unwrap(),
+            (b"a = 1\n".to_vec(), false)
+        );
+        let review = Dir::open(&base).unwrap();
+        let left = home.finish(Some((&review, OsStr::new("run.json.codex-home"))));
+        assert_eq!(left.credentials, Some("changed"));
+        let paths: Vec<&str> = left.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "AGENTS.md",
+                "auth.json",
+                "config.toml",
+                "sessions",
+                "sessions/rollout.jsonl"
+            ]
+        );
+        assert!(left.problems.is_empty(), "{:?}", left.problems);
+        assert!(!h.exists(), "the home is removed after the run");
+        let kept = base.join("run.json.codex-home");
+        assert_eq!(
+            names(&kept),
+            ["AGENTS.md", "config.toml", "sessions"],
+            "no credentials kept"
+        );
+        assert_eq!(
+            std::fs::read_to_string(base.join("creds/auth.json")).unwrap(),
+            "{\"token\":1}",
+            "never written back"
+        );
+        // The next run starts fresh.
+        let again = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        assert_eq!(names(&h), ["config.toml"]);
+        again.remove();
+    }
+
+    #[test]
+    fn a_config_changed_and_put_back_is_drift() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("w")).unwrap();
+        let ir = ir_at(&base, None);
         let cfg = base.join("w/home/.codex/config.toml");
-        assert_eq!(install(&ir, b"a = 1\n", false), Ok(Installed::New));
-        assert_eq!(std::fs::read(&cfg).unwrap(), b"a = 1\n");
-        assert_eq!(install(&ir, b"a = 1\n", false), Ok(Installed::Same));
-        assert!(matches!(
-            install(&ir, b"a = 2\n", false),
-            Err(Refused::Drift(_))
-        ));
-        assert_eq!(std::fs::read(&cfg).unwrap(), b"a = 1\n", "nothing written");
-        assert_eq!(install(&ir, b"a = 2\n", true), Ok(Installed::Replaced));
-        assert_eq!(read_back(&ir).unwrap(), b"a = 2\n");
-        // No temp file is left behind.
-        let names: Vec<_> = std::fs::read_dir(cfg.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, [std::ffi::OsString::from("config.toml")]);
-        // A link in place of the config is never followed.
-        let outside = base.join("outside.toml");
-        std::fs::write(&outside, b"secret").unwrap();
-        std::fs::remove_file(&cfg).unwrap();
-        std::os::unix::fs::symlink(&outside, &cfg).unwrap();
-        assert!(matches!(
-            install(&ir, b"a = 1\n", false),
-            Err(Refused::Drift(_))
-        ));
-        assert!(read_back(&ir).is_err());
-        assert_eq!(install(&ir, b"a = 1\n", true), Ok(Installed::Replaced));
-        assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
-        // A link in place of a directory on the way is refused, with or without --force.
-        std::fs::remove_dir_all(base.join("w/home")).unwrap();
+        // Edited in place, then the same bytes put back.
+        let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&cfg, "a = 2\n").unwrap();
+        std::fs::write(&cfg, "a = 1\n").unwrap();
+        let e = home.config_after(b"a = 1\n").unwrap_err();
+        assert!(e.contains("put back"), "{e}");
+        home.remove();
+        // Replaced by a rename.
+        let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        std::fs::write(base.join("w/home/.codex/x"), "a = 1\n").unwrap();
+        std::fs::rename(base.join("w/home/.codex/x"), &cfg).unwrap();
+        assert!(home
+            .config_after(b"a = 1\n")
+            .unwrap_err()
+            .contains("replaced"));
+        home.remove();
+        // The home itself renamed away and made again.
+        let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        std::fs::rename(base.join("w/home/.codex"), base.join("w/home/old")).unwrap();
+        std::fs::create_dir(base.join("w/home/.codex")).unwrap();
+        std::fs::write(&cfg, "a = 1\n").unwrap();
+        assert!(home
+            .config_after(b"a = 1\n")
+            .unwrap_err()
+            .contains("replaced"));
+        let left = home.finish(None);
+        assert!(
+            left.problems.iter().any(|p| p.contains("replaced")),
+            "{:?}",
+            left.problems
+        );
+    }
+
+    #[test]
+    fn a_link_on_the_way_or_credentials_in_a_write_root_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("w")).unwrap();
+        std::fs::write(base.join("w/auth.json"), "{}").unwrap();
+        // Named inside a write root: compile refuses it.
+        let r = base.display().to_string();
+        let spec = format!(
+            "version = 1\nname = \"c\"\n[filesystem]\nwrite = [\"{r}/w\"]\n[env]\nset = {{ CODEX_HOME = \"{r}/w/home/.codex\" }}\n[codex]\ncredentials = \"{r}/w/auth.json\"\n"
+        );
+        let e = crate::compile("c.toml", &spec, &Vec::new(), &crate::facts::RealHost).unwrap_err();
+        assert_eq!(e.0[0].code, "sealc::codex::credentials");
+        // Reached through a link into one: refused when the run starts.
+        std::os::unix::fs::symlink(base.join("w"), base.join("to-w")).unwrap();
+        let ir = ir_at(&base, Some(&base.join("to-w/auth.json")));
+        let e = read_credentials(&ir).unwrap_err();
+        assert!(
+            matches!(&e, Refused::Io(m) if m.contains("inside the write root")),
+            "{e:?}"
+        );
+        std::fs::write(base.join("secret"), "root's").unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), base.join("link.json")).unwrap();
+        let ir = ir_at(&base, Some(&base.join("link.json")));
+        assert!(matches!(read_credentials(&ir), Err(Refused::Io(m)) if m.contains("symlink")));
+        // A link in place of a directory on the way: refused, nothing made through it.
         std::fs::create_dir(base.join("elsewhere")).unwrap();
         std::os::unix::fs::symlink(base.join("elsewhere"), base.join("w/home")).unwrap();
         assert!(matches!(
-            install(&ir, b"a = 1\n", true),
-            Err(Refused::Drift(_))
+            prepare(&ir_at(&base, None), b"a\n", None, true),
+            Err(Refused::Left(_))
         ));
-        assert!(std::fs::read_dir(base.join("elsewhere"))
-            .unwrap()
-            .next()
-            .is_none());
+        assert_eq!(
+            std::fs::read_dir(base.join("elsewhere")).unwrap().count(),
+            0
+        );
     }
 }

@@ -115,6 +115,10 @@ pub struct Report {
     /// The Codex config in `CODEX_HOME` after the run: `unchanged` or `drift`
     /// (a Codex seal only).
     pub codex_config: Option<&'static str>,
+    /// A Codex seal: the fresh Codex home of the run, what it held after
+    /// the run, and where that was kept for review (or `null`: discarded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codex_home: Option<super::codex_home::Left>,
     /// CPU seconds of every process of the run (user + system).
     pub cpu_seconds: Option<f64>,
     pub duration_seconds: f64,

@@ -158,8 +158,12 @@ pub struct CodexIr {
     /// a Codex permission profile (`backend::codex_profile`).
     pub profile: bool,
     /// The seal's `CODEX_HOME` (`env` `CODEX_HOME`, else `HOME` + `/.codex`),
-    /// for a Codex seal; always inside a write root.
+    /// for a Codex seal; always strictly below a write root: `sealc exec`
+    /// makes it fresh for every run.
     pub home: Option<String>,
+    /// `[codex] credentials`: the file `sealc exec` copies into the fresh
+    /// home as `auth.json`; outside every write root.
+    pub credentials: Option<String>,
 }
 
 /// `[codex.provider]`, resolved.
@@ -1291,6 +1295,7 @@ impl Lower<'_> {
         } else {
             None
         };
+        let credentials = self.codex_credentials(spec, roots);
         CodexIr {
             sealed: spec.is_codex_seal(),
             versions,
@@ -1301,7 +1306,36 @@ impl Lower<'_> {
             trust_workspace: c.allow_project_config.as_ref().is_some_and(|b| b.value),
             profile,
             home,
+            credentials,
         }
+    }
+
+    /// `[codex] credentials`: a file outside every write root (by every
+    /// spelling), which `sealc exec` copies into each run's fresh home.
+    fn codex_credentials(&mut self, spec: &Spec, roots: &[Root]) -> Option<String> {
+        let c = spec.codex.credentials.as_ref()?;
+        let path = self.path(c, "`codex.credentials`")?;
+        if let Some(w) = roots
+            .iter()
+            .filter(|r| r.kind == RootKind::Write)
+            .find(|r| r.spellings.iter().any(|sp| is_within(&path, sp)))
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::codex::credentials",
+                    format!(
+                        "the Codex credentials {} lie inside the write root {}",
+                        quote(&path),
+                        quote(&w.origin)
+                    ),
+                )
+                .at(c.span.clone())
+                .label("`sealc exec` copies this file into every run's Codex home")
+                .help("name a file outside every write root (the agent could put anything in its place), such as `${home}/.codex/auth.json`"),
+            );
+            return None;
+        }
+        Some(path)
     }
 
     /// `[codex] sandbox`: `profile` only when every meaning of the seal has
@@ -1538,7 +1572,7 @@ impl Lower<'_> {
         let inside = roots
             .iter()
             .filter(|r| r.kind == RootKind::Write)
-            .any(|r| is_within(&home, &r.path));
+            .any(|r| is_within(&home, &r.path) && home != r.path);
         if !inside {
             let span = spec
                 .env
@@ -1550,12 +1584,12 @@ impl Lower<'_> {
             let mut d = Diagnostic::error(
                 "sealc::codex::home",
                 format!(
-                    "the seal's CODEX_HOME {} lies inside no write root",
+                    "the seal's CODEX_HOME {} lies strictly below no write root",
                     quote(&home)
                 ),
             )
-            .label("`sealc exec` installs the Codex config there, and Codex writes its state there")
-            .help("set `CODEX_HOME` (or `HOME`) in `env.set` to a directory below a write root");
+            .label("`sealc exec` makes the Codex home fresh for every run there, and Codex writes its state there")
+            .help("set `CODEX_HOME` (or `HOME`) in `env.set` to a directory below a write root (not the write root itself: it is made and removed with each run)");
             if let Some(span) = span {
                 d = d.at(span);
             }

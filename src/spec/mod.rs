@@ -433,6 +433,10 @@ pub struct Codex {
     /// The model provider Codex talks to (written as `model_provider = "sealc"`); without it, Codex's built-in OpenAI provider.
     #[serde(default)]
     pub provider: Option<CodexProvider>,
+    /// A credentials file (Codex's `auth.json`, e.g. `${home}/.codex/auth.json`) that `sealc exec` copies into the fresh Codex home of every run, outside every write root; never linked, never written back (a token Codex refreshes during a run is not kept). Without it, the agent authenticates only by its `env.secret` API key.
+    #[serde(default)]
+    #[schemars(pattern(PATH_PATTERN), extend("examples" = ["${home}/.codex/auth.json"]))]
+    pub credentials: Option<Spanned<String>>,
     /// Let Codex read its system layers in `/etc/codex` (`config.toml`, `managed_config.toml`, `requirements.toml`), which can override the sealed config. Denied by default.
     #[serde(default)]
     #[schemars(extend("default" = false))]

@@ -719,6 +719,7 @@ impl Cx {
                 "provider",
                 "allow_system_config",
                 "allow_project_config",
+                "credentials",
             ],
         );
         let provider = t.get("provider").and_then(|pv| {
@@ -744,6 +745,7 @@ impl Cx {
             workspace: self.opt_string(&t, "workspace"),
             sandbox: self.opt_string(&t, "sandbox"),
             provider,
+            credentials: self.opt_string(&t, "credentials"),
             allow_system_config: t
                 .get("allow_system_config")
                 .and_then(|v| self.boolean("codex.allow_system_config", v)),
