@@ -129,8 +129,11 @@ impl Lab {
 }
 
 /// A Codex seal whose `CODEX_HOME` lies in the owner's write root: what
-/// sealc makes there before the run (the directories, the verified config)
-/// is the owner's, so the agent, writing as the owner, can use it.
+/// sealc makes there before the run (the directories, the fresh home, the
+/// verified config) is the owner's, so the agent, writing as the owner, can
+/// use it. Inside, the owner's files are the agent's own (the idmap maps
+/// only the owner's uid to it); after the run the home is gone (kept for
+/// review beside the report), the directory above it stays the owner's.
 #[test]
 fn what_sealc_makes_in_a_write_root_is_its_owners() {
     if !root_with_bwrap() {
@@ -141,19 +144,25 @@ fn what_sealc_makes_in_a_write_root_is_its_owners() {
         "",
         "set = { CODEX_HOME = \"WS/home/.codex\" }\n[codex]\nworkspace = \"WS\"",
     );
-    let out =
-        lab.sh("set -e; cd \"$CODEX_HOME\"; test -r config.toml; echo s > session; mkdir sessions");
+    let out = lab.sh(
+        "set -e; cd \"$CODEX_HOME\"; test -r config.toml; echo s > session; mkdir sessions; \
+         for p in .. . config.toml session sessions; do test -O \"$p\" || { echo \"not mine: $p\"; exit 1; }; done",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    for p in [
-        "ws/home",
-        "ws/home/.codex",
-        "ws/home/.codex/config.toml",
-        "ws/home/.codex/session",
-        "ws/home/.codex/sessions",
-    ] {
-        assert_eq!(owner(&lab.p(p)), OWNER, "{p}");
-    }
-    assert_eq!(lab.report()["codex_config"], "unchanged");
+    assert_eq!(owner(&lab.p("ws/home")), OWNER);
+    assert!(
+        !lab.p("ws/home/.codex").exists(),
+        "the home is removed after the run"
+    );
+    let report = lab.report();
+    assert_eq!(report["codex_config"], "unchanged");
+    let left: Vec<&str> = report["codex_home"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["config.toml", "session", "sessions"]);
 }
 
 /// Another user's file in the write root.
