@@ -31,6 +31,7 @@ pub mod idmap;
 pub mod inside;
 pub mod report;
 pub mod stdio;
+pub mod terminal;
 pub mod user;
 
 use std::ffi::OsString;
