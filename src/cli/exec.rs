@@ -27,6 +27,13 @@ Exit codes:
   127  the command is not in the sandbox
   (docs/limits.md; --report FILE says which)
 
+Output: the command's stdout and stderr are relayed. To a file or a pipe
+they go byte for byte; to a terminal only text (UTF-8, newline, tab,
+carriage return) and colours (SGR, ESC [ ... m) pass, and every other
+control and escape sequence (cursor moves, erases, titles, clipboard,
+queries, C1 controls) is dropped and counted in the report
+(controls_dropped); --raw-terminal passes everything.
+
 Example:
   sealc exec seal/seal.json --expect sha256:<binding> -- sh -c 'echo hi'";
 
@@ -51,6 +58,9 @@ pub struct Args {
     /// Replace a different Codex config in the seal's CODEX_HOME (otherwise drift: nothing starts).
     #[arg(long)]
     force: bool,
+    /// Relay the command's output to a terminal byte for byte, escape sequences included (by default, on a terminal, only text and SGR colours pass: see Output below).
+    #[arg(long)]
+    raw_terminal: bool,
     /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
     #[arg(long, value_name = "NAME=ADDR", hide = true)]
     resolve: Vec<String>,
@@ -73,6 +83,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             expect: a.expect.as_deref(),
             report: a.report.as_deref(),
             force: a.force,
+            raw_terminal: a.raw_terminal,
             resolve: &a.resolve,
         },
         &a.command,
@@ -87,6 +98,7 @@ struct ExecOpts<'a> {
     expect: Option<&'a str>,
     report: Option<&'a Path>,
     force: bool,
+    raw_terminal: bool,
     resolve: &'a [String],
 }
 
@@ -347,6 +359,8 @@ fn exec_run(
             return BAD_INPUT;
         }
     };
+    // The command's output to a terminal goes through the terminal filter.
+    let deliveries = crate::exec::stdio::deliveries(opts.raw_terminal);
     let user = match exec_user(compiled.ir.platform, opts.user) {
         Ok(u) => u,
         Err(e) => {
@@ -657,7 +671,7 @@ fn exec_run(
             rt,
             needs_bridge,
             command,
-            ways,
+            (ways, deliveries),
             overrides,
             (installs, &codex_config),
             out,
@@ -707,7 +721,10 @@ fn run_handed(
     rt: crate::exec::Runtime<'_>,
     needs_bridge: bool,
     command: &[OsString],
-    ways: [crate::exec::stdio::Way; 3],
+    (ways, deliveries): (
+        [crate::exec::stdio::Way; 3],
+        [crate::exec::stdio::Delivery; 2],
+    ),
     overrides: std::collections::BTreeMap<String, std::net::IpAddr>,
     (installs, codex_config): (bool, &[u8]),
     out: &mut dyn Write,
@@ -753,7 +770,7 @@ fn run_handed(
         p.audit = audit.clone();
     }
     let _ = out.flush();
-    let code = match crate::exec::run(&plan, ways, &ctx.trees) {
+    let code = match crate::exec::run(&plan, ways, deliveries, &ctx.trees) {
         Ok(result) => {
             use crate::exec::report::Outcome;
             let said = match &result.outcome {
