@@ -753,7 +753,9 @@ fn run_handed(
     };
     // sealc's own proxy tells each refusal on stderr, in one write, through
     // its own copy of the descriptor: this thread holds the lock on
-    // `Stderr` meanwhile.
+    // `Stderr` meanwhile. The line is made of the agent's request: escaped
+    // (again: the proxy keeps it to one line of visible ASCII), so it
+    // cannot drive the caller's terminal.
     use std::os::fd::AsFd;
     let log: Option<crate::proxy::Log> = std::io::stderr()
         .as_fd()
@@ -762,6 +764,7 @@ fn run_handed(
         .map(std::fs::File::from)
         .map(|f| -> crate::proxy::Log {
             Box::new(move |line: &str| {
+                let line = crate::diag::visible(line);
                 let _ = (&f).write_all(format!("sealc: {line}\n").as_bytes());
             })
         });
@@ -779,8 +782,14 @@ fn run_handed(
                 Some(Outcome::MemoryLimit) => Some("the memory limit".into()),
                 Some(Outcome::OutputLimit) => Some("the output limit".into()),
                 Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
+                // Said from inside the sandbox (the status pipe): escaped.
                 Some(Outcome::CouldNotStart { phase, message }) => {
-                    let _ = writeln!(err, "error: {} failed: {message}", phase.as_str());
+                    let _ = writeln!(
+                        err,
+                        "error: {} failed: {}",
+                        phase.as_str(),
+                        crate::diag::visible(message)
+                    );
                     None
                 }
                 _ => None,
