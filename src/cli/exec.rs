@@ -27,12 +27,13 @@ Exit codes:
   127  the command is not in the sandbox
   (docs/limits.md; --report FILE says which)
 
-Output: the command's stdout and stderr are relayed. To a file or a pipe
-they go byte for byte; to a terminal only text (UTF-8, newline, tab,
-carriage return) and colours (SGR, ESC [ ... m) pass, and every other
-control and escape sequence (cursor moves, erases, titles, clipboard,
-queries, C1 controls) is dropped and counted in the report
-(controls_dropped); --raw-terminal passes everything.
+Output:
+  The command's stdout and stderr are relayed: to a file or a pipe byte
+  for byte; to a terminal only text (UTF-8, newline, tab, carriage return)
+  and colours (SGR, ESC [ ... m) pass, every other control and escape
+  sequence (cursor moves, erases, titles, clipboard, queries, C1 controls)
+  is dropped and counted in the report (controls_dropped); --raw-terminal
+  passes everything.
 
 Example:
   sealc exec seal/seal.json --expect sha256:<binding> -- sh -c 'echo hi'";

@@ -39,6 +39,11 @@ const CAN: u8 = 0x18;
 const SUB: u8 = 0x1a;
 const DEL: u8 = 0x7f;
 
+/// Printable ASCII, `\n`, `\t`, `\r`: passes as it is from the ground state.
+fn plain(b: u8) -> bool {
+    matches!(b, 0x20..=0x7e | b'\n' | b'\t' | b'\r')
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Ground,
@@ -112,8 +117,22 @@ impl Filter {
     /// character that `input` ends inside is held for the next call.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         out.reserve(input.len() + self.len);
-        for &b in input {
-            while let Step::Again = self.step(b, out) {}
+        let mut i = 0;
+        while i < input.len() {
+            if self.state == State::Ground {
+                // A run of plain text at once.
+                let run = input[i..]
+                    .iter()
+                    .position(|&b| !plain(b))
+                    .unwrap_or(input.len() - i);
+                out.extend_from_slice(&input[i..i + run]);
+                i += run;
+                if i == input.len() {
+                    break;
+                }
+            }
+            while let Step::Again = self.step(input[i], out) {}
+            i += 1;
         }
     }
 
@@ -181,7 +200,7 @@ impl Filter {
         match self.state {
             State::Ground => {
                 match b {
-                    0x20..=0x7e | b'\n' | b'\t' | b'\r' => out.push(b),
+                    _ if plain(b) => out.push(b),
                     ESC => {
                         self.hold(b);
                         self.state = State::Esc;
