@@ -14,7 +14,8 @@
 //! through descriptors opened once, without following a link, and checked,
 //! so a host process swapping a root for a symlink while the sandbox starts
 //! cannot redirect a mount. stdin, stdout and stderr are checked first
-//! ([`stdio`]).
+//! ([`stdio`]); the command's stdout and stderr are relayed, through the
+//! [`terminal`] filter where the caller's descriptor is a terminal.
 //!
 //! In `proxy` mode the sandbox has its own network namespace. A bridge
 //! carries the proxy port across it: sealc listens on a unix socket in a
@@ -31,6 +32,7 @@ pub mod idmap;
 pub mod inside;
 pub mod report;
 pub mod stdio;
+pub mod terminal;
 pub mod user;
 
 use std::ffi::OsString;
@@ -655,21 +657,30 @@ fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
 /// to one file (`> log 2>&1`) keep every byte (`io::copy` would splice, which
 /// can race on the position, and hold a pipe's lock while it waits). Past
 /// `cap` bytes the rest is read and dropped, and `over` is called once.
+/// To a terminal (`Delivery::Filtered`) what is read goes through the
+/// [`terminal::Filter`] (the cap still counts the bytes read), and a reset
+/// of the text attributes follows if the command's last SGR left them set.
 fn relay(
     mut from: impl io::Read,
     mut to: impl io::Write,
     cap: Option<u64>,
     over: &dyn Fn(),
+    delivery: stdio::Delivery,
 ) -> report::Stream {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut out = report::Stream::default();
+    let mut out = report::Stream {
+        terminal: delivery.as_report(),
+        ..Default::default()
+    };
+    let mut filter = (delivery == stdio::Delivery::Filtered).then(terminal::Filter::new);
+    let mut shown = Vec::new();
     let mut open = true;
     loop {
         let n = match from.read(&mut buf) {
-            Ok(0) => return out,
+            Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return out,
+            Err(_) => break,
         };
         let room = cap
             .map_or(n as u64, |c| c.saturating_sub(out.bytes))
@@ -679,13 +690,29 @@ fn relay(
             over();
         }
         if open && room > 0 {
-            if to.write_all(&buf[..room]).is_err() {
+            let bytes = match &mut filter {
+                None => &buf[..room],
+                Some(f) => {
+                    shown.clear();
+                    f.feed(&buf[..room], &mut shown);
+                    &shown[..]
+                }
+            };
+            if !bytes.is_empty() && to.write_all(bytes).is_err() {
                 open = false; // the caller stopped reading: drain, so nothing inside blocks
             } else {
                 out.bytes += room as u64;
             }
         }
     }
+    if let Some(mut f) = filter {
+        f.finish();
+        if open && f.styled() {
+            let _ = to.write_all(terminal::RESET);
+        }
+        out.controls_dropped = f.dropped();
+    }
+    out
 }
 
 /// Let the sandbox's builder inherit `fd` (and return its number).
@@ -764,13 +791,15 @@ fn seconds(ticks: u64) -> f64 {
 }
 
 /// Start the plan and wait for it: own process group, exact environment,
-/// stdio as [`stdio::ways`] decided, signals forwarded, the limits
-/// enforced; returns how it ended.
-/// Run `plan`; with `trees` (started by root, see [`idmap`]) the write
-/// roots are bound from their idmapped trees.
+/// stdio as [`stdio::ways`] decided, stdout and stderr relayed to the
+/// caller as [`stdio::deliveries`] decided, signals forwarded, the limits
+/// enforced; returns how it ended. With `trees` (started by root, see
+/// [`idmap`]) the write roots are bound from their idmapped trees; with
+/// `bridge`, the proxy bridge is served from that directory.
 pub fn run(
     plan: &Plan,
     ways: [stdio::Way; 3],
+    deliveries: [stdio::Delivery; 2],
     trees: &[idmap::Tree],
     bridge: Option<&Bridge>,
 ) -> io::Result<RunResult> {
@@ -923,7 +952,7 @@ pub fn run(
                 .try_clone_to_owned()
                 .map(std::fs::File::from)
             {
-                relay(from, &mut to, None, &|| {});
+                relay(from, &mut to, None, &|| {}, stdio::Delivery::Bytes);
             }
         });
     }
@@ -937,19 +966,23 @@ pub fn run(
     if let Some(from) = child.stdout.take() {
         let to = caller(io::stdout().as_fd())?;
         let tx = tx.clone();
+        let delivery = deliveries[0];
         out_relay = Some(std::thread::spawn(move || {
-            relay(from, to, cap, &|| {
+            let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));
-            })
+            };
+            relay(from, to, cap, &over, delivery)
         }));
     }
     if let Some(from) = child.stderr.take() {
         let to = caller(io::stderr().as_fd())?;
         let tx = tx.clone();
+        let delivery = deliveries[1];
         err_relay = Some(std::thread::spawn(move || {
-            relay(from, to, cap, &|| {
+            let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));
-            })
+            };
+            relay(from, to, cap, &over, delivery)
         }));
     }
     let group = rustix::process::Pid::from_child(&child);
@@ -1440,6 +1473,37 @@ mod tests {
         assert_eq!(e.code, "sealc::exec::command");
         // No `env` runs in between any more, so `=` in a name is fine.
         assert!(plan(&i, &["A=1".into()], &|_| Some("v".into()), &rt()).is_ok());
+    }
+
+    #[test]
+    fn the_relay_filters_for_a_terminal_only_and_the_cap_counts_what_was_read() {
+        let input: &[u8] = b"\x1b]52;c;AAAA\x07\x1b[31mred\x1b[2J\x9b6n\n";
+        let run = |d: stdio::Delivery, cap: Option<u64>| {
+            let mut to = Vec::new();
+            let over = std::cell::Cell::new(0);
+            let s = relay(input, &mut to, cap, &|| over.set(over.get() + 1), d);
+            (to, s, over.get())
+        };
+        // Not a terminal, or `--raw-terminal`: byte for byte.
+        for d in [stdio::Delivery::Bytes, stdio::Delivery::Raw] {
+            let (to, s, over) = run(d, None);
+            assert_eq!(to, input);
+            assert_eq!(
+                (s.bytes, s.controls_dropped, over),
+                (input.len() as u64, 0, 0)
+            );
+            assert_eq!(s.terminal, d.as_report());
+        }
+        // A terminal: text and colours, then a reset of the colour left set.
+        let (to, s, _) = run(stdio::Delivery::Filtered, None);
+        assert_eq!(to, b"\x1b[31mred\n\x1b[0m");
+        assert_eq!(s.bytes, input.len() as u64);
+        assert_eq!(s.controls_dropped, input.len() as u64 - 9);
+        assert_eq!(s.terminal, Some("filtered"));
+        // The cap counts bytes read from the command, filtered or not.
+        let (to, s, over) = run(stdio::Delivery::Filtered, Some(20));
+        assert_eq!((s.bytes, s.truncated, over), (20, true, 1));
+        assert_eq!(to, b"\x1b[31mred\x1b[0m");
     }
 
     #[test]

@@ -28,6 +28,14 @@ Exit codes:
   127  the command is not in the sandbox
   (docs/limits.md; --report FILE says which)
 
+Output:
+  The command's stdout and stderr are relayed: to a file or a pipe byte
+  for byte; to a terminal only text (UTF-8, newline, tab, carriage return)
+  and colours (SGR, ESC [ ... m) pass, every other control and escape
+  sequence (cursor moves, erases, titles, clipboard, queries, C1 controls)
+  is dropped and counted in the report (controls_dropped); --raw-terminal
+  passes everything.
+
 Example:
   sealc exec seal/seal.json --expect sha256:<binding> -- sh -c 'echo hi'";
 
@@ -52,6 +60,9 @@ pub struct Args {
     /// Discard what an earlier run left in the seal's Codex home (otherwise nothing starts: each run gets a fresh one).
     #[arg(long)]
     force: bool,
+    /// Relay the command's output to a terminal byte for byte, escape sequences included (by default, on a terminal, only text and SGR colours pass: see Output below).
+    #[arg(long)]
+    raw_terminal: bool,
     /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
     #[arg(long, value_name = "NAME=ADDR", hide = true)]
     resolve: Vec<String>,
@@ -74,6 +85,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             expect: a.expect.as_deref(),
             report: a.report.as_deref(),
             force: a.force,
+            raw_terminal: a.raw_terminal,
             resolve: &a.resolve,
         },
         &a.command,
@@ -88,6 +100,7 @@ struct ExecOpts<'a> {
     expect: Option<&'a str>,
     report: Option<&'a Path>,
     force: bool,
+    raw_terminal: bool,
     resolve: &'a [String],
 }
 
@@ -382,6 +395,8 @@ fn exec_run(
             return BAD_INPUT;
         }
     };
+    // The command's output to a terminal goes through the terminal filter.
+    let deliveries = crate::exec::stdio::deliveries(opts.raw_terminal);
     let user = match exec_user(compiled.ir.platform, opts.user) {
         Ok(u) => u,
         Err(e) => {
@@ -724,7 +739,7 @@ fn exec_run(
             rt,
             needs_bridge,
             command,
-            ways,
+            (ways, deliveries),
             overrides,
             (installs, &codex_config),
             out,
@@ -827,7 +842,10 @@ fn run_handed(
     rt: crate::exec::Runtime<'_>,
     needs_bridge: bool,
     command: &[OsString],
-    ways: [crate::exec::stdio::Way; 3],
+    (ways, deliveries): (
+        [crate::exec::stdio::Way; 3],
+        [crate::exec::stdio::Delivery; 2],
+    ),
     overrides: std::collections::BTreeMap<String, std::net::IpAddr>,
     (installs, codex_config): (bool, &[u8]),
     out: &mut dyn Write,
@@ -857,7 +875,9 @@ fn run_handed(
     };
     // sealc's own proxy tells each refusal on stderr, in one write, through
     // its own copy of the descriptor: this thread holds the lock on
-    // `Stderr` meanwhile.
+    // `Stderr` meanwhile. The line is made of the agent's request: escaped
+    // (again: the proxy keeps it to one line of visible ASCII), so it
+    // cannot drive the caller's terminal.
     use std::os::fd::AsFd;
     let log: Option<crate::proxy::Log> = std::io::stderr()
         .as_fd()
@@ -866,6 +886,7 @@ fn run_handed(
         .map(std::fs::File::from)
         .map(|f| -> crate::proxy::Log {
             Box::new(move |line: &str| {
+                let line = crate::diag::visible(line);
                 let _ = (&f).write_all(format!("sealc: {line}\n").as_bytes());
             })
         });
@@ -874,7 +895,7 @@ fn run_handed(
         p.audit = audit.clone();
     }
     let _ = out.flush();
-    let code = match crate::exec::run(&plan, ways, &ctx.trees, bridge.as_ref()) {
+    let code = match crate::exec::run(&plan, ways, deliveries, &ctx.trees, bridge.as_ref()) {
         Ok(result) => {
             use crate::exec::report::Outcome;
             let said = match &result.outcome {
@@ -883,8 +904,14 @@ fn run_handed(
                 Some(Outcome::MemoryLimit) => Some("the memory limit".into()),
                 Some(Outcome::OutputLimit) => Some("the output limit".into()),
                 Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
+                // Said from inside the sandbox (the status pipe): escaped.
                 Some(Outcome::CouldNotStart { phase, message }) => {
-                    let _ = writeln!(err, "error: {} failed: {message}", phase.as_str());
+                    let _ = writeln!(
+                        err,
+                        "error: {} failed: {}",
+                        phase.as_str(),
+                        crate::diag::visible(message)
+                    );
                     None
                 }
                 _ => None,

@@ -74,6 +74,8 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
     };
     use crate::exec::StartFailure;
     let (kind, e) = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);
+    // It names the command and `PATH` entries: escaped, as on the status pipe's way out.
+    let e = crate::diag::visible(&e.to_string());
     match kind {
         StartFailure::Sandbox => {
             let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");

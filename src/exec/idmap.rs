@@ -29,6 +29,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use rustix::fs::OFlags;
 
 use super::user::{open_nofollow, Ids, Owner};
+use crate::diag::visible;
 
 /// `MOUNT_ATTR_*` and `struct mount_attr` (`linux/mount.h`), which the libc
 /// crate does not carry for every target.
@@ -72,10 +73,10 @@ pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read the mount table: {e}"))?;
     for o in owners.iter().filter(|o| o.ids != agent) {
-        if let Some(m) = mount_inside(&table, &o.root) {
-            // Its files would be the agent's to write too, beyond the walks
-            // that clear set-id bits (they stay on one filesystem).
-            return Err(format!("`{m}` is mounted inside write root `{}`", o.root));
+        // Its files would be the agent's to write too, beyond the walks
+        // that clear set-id bits (they stay on one filesystem).
+        if let Some(why) = mounted_inside(&table, &o.root) {
+            return Err(why);
         }
     }
     let mut spaces: std::collections::BTreeMap<(u32, u32), OwnedFd> = Default::default();
@@ -94,6 +95,19 @@ pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, String> {
         out.push(tree(o, ns)?);
     }
     Ok(out)
+}
+
+/// Why `root` cannot be idmapped when a mount point is inside it. The
+/// mount point's name may be the agent's (a directory it made, where the
+/// host mounted something later), and the mount table escapes only space,
+/// tab, newline and backslash: shown escaped, never as terminal controls.
+fn mounted_inside(table: &str, root: &str) -> Option<String> {
+    let m = mount_inside(table, root)?;
+    Some(format!(
+        "`{}` is mounted inside write root `{}`",
+        visible(&m),
+        visible(root)
+    ))
 }
 
 /// A mount point strictly inside `root`, from the text of a
@@ -384,7 +398,7 @@ impl Prepared {
 
 #[cfg(test)]
 mod tests {
-    use super::mount_inside;
+    use super::{mount_inside, mounted_inside};
 
     #[test]
     fn mounts_strictly_inside_a_root_are_found_escaped() {
@@ -398,5 +412,15 @@ mod tests {
         assert_eq!(mount_inside(table, "/w/a"), None);
         assert_eq!(mount_inside(table, "/w/ab"), None);
         assert_eq!(mount_inside(table, "/w").as_deref(), Some("/w/a\\040b/m"));
+    }
+
+    #[test]
+    fn a_mount_point_named_by_the_agent_is_said_escaped() {
+        let table = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                     30 22 0:5 / /w/\u{1b}]52;c;eA==\u{7}\u{9b}2J rw - tmpfs t rw\n";
+        let why = mounted_inside(table, "/w").unwrap();
+        assert!(!why.chars().any(char::is_control), "{why:?}");
+        assert!(why.contains(r"\u{1b}]52;c;eA==\u{7}\u{9b}2J"), "{why}");
+        assert_eq!(mounted_inside(table, "/v"), None);
     }
 }

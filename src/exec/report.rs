@@ -94,8 +94,17 @@ impl Outcome {
 /// What one relayed stream carried.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Stream {
-    /// Bytes passed on to the caller.
+    /// Bytes of the command's relayed to the caller (counted before the
+    /// terminal filter, as `limits.output_bytes` counts them).
     pub bytes: u64,
+    /// Of those, the bytes the terminal filter dropped (escape sequences
+    /// and controls); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub controls_dropped: u64,
+    /// The caller's descriptor was a terminal: `filtered` (through the
+    /// terminal filter) or `raw` (`--raw-terminal`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<&'static str>,
     /// Bytes past `limits.output_bytes` were dropped.
     pub truncated: bool,
 }
@@ -252,5 +261,26 @@ mod tests {
         assert_eq!(codes, [124, 152, 120, 121, 153]);
         assert_eq!(Outcome::Exited { code: 3 }.exit_code(), 3);
         assert_eq!(Outcome::Signaled { signal: 15 }.exit_code(), 143);
+    }
+
+    #[test]
+    fn a_stream_names_its_terminal_and_drops_only_when_there_were_some() {
+        let plain = serde_json::to_value(Stream {
+            bytes: 3,
+            ..Stream::default()
+        })
+        .unwrap();
+        assert_eq!(plain, serde_json::json!({"bytes": 3, "truncated": false}));
+        let filtered = serde_json::to_value(Stream {
+            bytes: 9,
+            controls_dropped: 4,
+            terminal: Some("filtered"),
+            truncated: false,
+        })
+        .unwrap();
+        assert_eq!(
+            filtered,
+            serde_json::json!({"bytes": 9, "controls_dropped": 4, "terminal": "filtered", "truncated": false})
+        );
     }
 }

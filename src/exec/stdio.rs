@@ -10,6 +10,10 @@
 //! file, a pipe or a memory device such as `/dev/null`, and a terminal or a
 //! socket on stdin (made in the caller's network namespace) is relayed
 //! through a pipe too.
+//!
+//! Relayed back, the command's stdout and stderr reach a file, a pipe or a
+//! socket byte for byte; a terminal gets them through the terminal filter
+//! ([`super::terminal`]), unless `--raw-terminal` ([`deliveries`]).
 
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -59,6 +63,48 @@ pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, String> {
     ))
 }
 
+/// How sealc writes the command's relayed stdout or stderr to its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Not a terminal (a file, a pipe, a socket): byte for byte.
+    Bytes,
+    /// A terminal: through [`super::terminal::Filter`].
+    Filtered,
+    /// A terminal, and `--raw-terminal`: byte for byte.
+    Raw,
+}
+
+impl Delivery {
+    /// What the run report says of the stream (`terminal`): `filtered`,
+    /// `raw`, or nothing when it did not go to a terminal.
+    pub fn as_report(self) -> Option<&'static str> {
+        match self {
+            Delivery::Bytes => None,
+            Delivery::Filtered => Some("filtered"),
+            Delivery::Raw => Some("raw"),
+        }
+    }
+}
+
+/// How the command's output is written to `fd`: filtered when it is a
+/// terminal, unless `raw`.
+pub fn delivery(fd: BorrowedFd<'_>, raw: bool) -> Delivery {
+    match (rustix::termios::isatty(fd), raw) {
+        (false, _) => Delivery::Bytes,
+        (true, false) => Delivery::Filtered,
+        (true, true) => Delivery::Raw,
+    }
+}
+
+/// [`delivery`] for this process's stdout and stderr, decided once before
+/// the run (`raw`: `--raw-terminal`).
+pub fn deliveries(raw: bool) -> [Delivery; 2] {
+    [
+        delivery(std::io::stdout().as_fd(), raw),
+        delivery(std::io::stderr().as_fd(), raw),
+    ]
+}
+
 /// [`way`] for this process's stdin, stdout and stderr.
 pub fn ways() -> Result<[Way; 3], String> {
     Ok([
@@ -82,5 +128,16 @@ mod tests {
         assert_eq!(way(1, null.as_fd()).unwrap(), Way::Relay);
         let (r, _w) = std::io::pipe().unwrap();
         assert_eq!(way(0, r.as_fd()).unwrap(), Way::Inherit);
+    }
+
+    #[test]
+    fn only_a_terminal_is_filtered() {
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let (r, _w) = std::io::pipe().unwrap();
+        for raw in [false, true] {
+            assert_eq!(delivery(null.as_fd(), raw), Delivery::Bytes);
+            assert_eq!(delivery(r.as_fd(), raw), Delivery::Bytes);
+        }
+        assert_eq!(Delivery::Bytes.as_report(), None);
     }
 }

@@ -726,6 +726,22 @@ mod tests {
         "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/:/x\nagent:x:999:995::/:/x\n";
 
     #[test]
+    fn a_problem_names_the_agents_path_escaped() {
+        let mut w = Walk::new(Ids { uid: 1, gid: 1 }, Op::Back { agent: 2 }, 0);
+        let path = "/w/\u{1b}]52;c;eA==\u{7}\u{1b}[2J\u{9b}A\nsealc: fake";
+        w.fail(path, rustix::io::Errno::PERM).unwrap();
+        w.fail(path, rustix::io::Errno::LOOP).unwrap();
+        assert_eq!(w.problems.len(), 2);
+        for p in &w.problems {
+            assert!(!p.chars().any(char::is_control), "{p:?}");
+            assert!(
+                p.contains(r"\u{1b}]52;c;eA==\u{7}\u{1b}[2J\u{9b}A\nsealc"),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
     fn users_by_name_uid_or_both_never_root() {
         assert_eq!(
             parse_user("agent", PASSWD).unwrap(),

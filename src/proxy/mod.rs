@@ -1205,6 +1205,58 @@ mod tests {
         (c, greeting, rep)
     }
 
+    /// Every refusal line the proxy gives its log (sealc prints them on its
+    /// stderr, maybe a terminal) is one line of visible text, whatever
+    /// controls the agent put in its request.
+    #[test]
+    fn refusal_lines_hold_no_control_character_from_the_request() {
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let kept = lines.clone();
+        let mut own = Own {
+            policy: Policy::new(&["allowed.test".to_string()], [443], []),
+            ..Own::default()
+        };
+        own.audit = Audit::new(
+            Some(Box::new(move |l: &str| lock(&kept).push(l.to_string()))),
+            BTreeMap::new(),
+        );
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = l.local_addr().unwrap().port();
+        let running = own.serve_on(l).unwrap();
+        let send = |req: &[u8]| {
+            let mut c = TcpStream::connect(("127.0.0.1", at)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            c.write_all(req).unwrap();
+            let mut sink = Vec::new();
+            let _ = c.read_to_end(&mut sink);
+        };
+        let socks = |name: &[u8]| {
+            let mut req = vec![5, 1, 0, 5, 1, 0, 3, name.len() as u8];
+            req.extend_from_slice(name);
+            req.extend_from_slice(&443u16.to_be_bytes());
+            req
+        };
+        let hostile: Vec<Vec<u8>> = vec![
+            b"CONNECT \x1b]52;c;eA==\x07.test:443 HTTP/1.1\r\n\r\n".to_vec(),
+            b"CONNECT evil\x9b2J.test:443 HTTP/1.1\r\n\r\n".to_vec(),
+            "CONNECT evil\u{9b}2J.test:443 HTTP/1.1\r\n\r\n".into(),
+            b"GET http://x\x1b[2J.test/ HTTP/1.1\r\n\r\n".to_vec(),
+            b"\x1b[2J\x07garbage\x1bM\r\n\r\n".to_vec(),
+            socks(b"\x1b]0;title\x07.test"),
+            socks("evil\u{9b}6n.test".as_bytes()),
+            socks(b"evil\r\nsealc: fake.test"),
+        ];
+        for req in &hostile {
+            send(req);
+        }
+        running.stop();
+        let lines = lock(&lines).clone();
+        assert_eq!(lines.len(), hostile.len(), "{lines:?}");
+        for l in &lines {
+            assert!(!l.chars().any(char::is_control), "{l:?}");
+        }
+    }
+
     #[test]
     fn socks5_clients_get_the_same_checks() {
         let (port, open) = upstream();

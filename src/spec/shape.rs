@@ -94,6 +94,10 @@ pub const SHAPES: &[(&str, &str)] = &[
     ("codex.allow_system_config", "allow_system_config = false"),
     ("codex.allow_project_config", "allow_project_config = false"),
     (
+        "codex.credentials",
+        "credentials = \"${home}/.codex/auth.json\"",
+    ),
+    (
         "assert",
         "assert = [{ deny = \"file-read-data\", paths = [\"${checkout}/x\"] }]",
     ),
