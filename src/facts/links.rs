@@ -16,9 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::host::{Bounds, Host, Unwalked};
 use crate::ir::is_within;
 
-/// The most entries one walk looks at (the root included): 1,000,000, about
-/// a second on a laptop-class disk that is cached. A hidden root with more
-/// cannot be checked, and is refused.
+/// The most entries one walk looks at (the root included): 1,000,000. A
+/// walk costs about 2.9 µs of CPU per entry (a debug build on a shared
+/// 2-core VM, ext4, cached: a tree of 100,000 files), so about 3 s at the
+/// bound. A hidden root with more cannot be checked, and is refused.
 pub const WALK_ENTRIES: u64 = 1_000_000;
 
 /// The deepest directory a walk enters, below its root (as the walks of
