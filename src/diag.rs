@@ -123,6 +123,16 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "# compiled where /r does not exist yet\n[filesystem]\nwrite = [\"/r/ws\"]",
     ),
     (
+        "sealc::root::linked",
+        "a denied or metadata-only root inside a write root holds a file with another hard link, which the seal does not hide (hiding a path does not hide the file): each file is named with its other links found in the write roots, and links elsewhere are counted; checked at compile and before every `sealc exec`, on either target",
+        "# ${ws}/grader/answer is also ${ws}/.peek (`ln ${ws}/grader/answer ${ws}/.peek`)\n[filesystem]\nwrite = [\"${ws}\"]\ndeny_read = [\"${ws}/grader\"]",
+    ),
+    (
+        "sealc::root::uncheckable",
+        "a denied or metadata-only root inside a write root cannot be walked to the end for hard links: more than 1,000,000 entries, deeper than 512 directories, or an entry that cannot be read",
+        "# ${ws}/cache holds more than 1,000,000 entries\n[filesystem]\nwrite = [\"${ws}\"]\ndeny_read = [\"${ws}/cache\"]",
+    ),
+    (
         "sealc::launcher::chain",
         "the launcher symlink chain cannot be walked to a regular file",
         "[launcher]\npath = \"/nonexistent/codex\"",

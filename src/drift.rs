@@ -5,11 +5,14 @@
 //! [`Host`] trait) with the recorded var values, and compared with the
 //! record: each root's realpath and kind, the identity of every denied root
 //! inside a write root and of its ancestors there, the launcher chain, and
-//! the programs that start the sandbox. Each difference says what kind of
+//! the programs that start the sandbox; and the check that no denied root
+//! inside a write root holds a file with another hard link
+//! ([`crate::facts::links`]) runs again. Each difference says what kind of
 //! change it is, because the remedy differs: a host that changed on purpose
-//! is compiled again, but a denied root that a run moved must not be, since
-//! a new compile would hide the decoy left in its place and expose what was
-//! moved.
+//! is compiled again, but a denied root inside a write root that a run
+//! moved, made or linked must not be, since a new compile would hide the
+//! decoy left in its place, or what a run prepared, and expose what it
+//! should hide.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -32,6 +35,30 @@ pub enum DriftKind {
     /// one there, was moved or replaced. Never compile again for this:
     /// that would expose what was moved.
     Moved,
+    /// A denied or metadata-only root inside a write root that was absent
+    /// when compiled exists now. Nothing hid it while it was absent, so a
+    /// run may have made it, with hard links to the files a host process
+    /// writes there later. Never compile again for this: the new seal would
+    /// hide it over whatever a run prepared in it.
+    Appeared,
+    /// A denied or metadata-only root inside a write root holds a file with
+    /// another hard link (`sealc::root::linked`), through which the agent
+    /// would read it, or cannot be walked to tell
+    /// (`sealc::root::uncheckable`). Never compile again for this (a
+    /// compile is refused the same way): remove the links, or start from a
+    /// fresh write root.
+    Linked,
+}
+
+impl DriftKind {
+    /// Is compiling again the wrong remedy (a new seal would hide a decoy,
+    /// or what a run prepared, and expose what it should hide)?
+    pub fn never_recompile(self) -> bool {
+        matches!(
+            self,
+            DriftKind::Moved | DriftKind::Appeared | DriftKind::Linked
+        )
+    }
 }
 
 /// One fact that no longer holds.
@@ -55,6 +82,11 @@ impl fmt::Display for Drift {
 
 /// Why recompiling is no remedy, said with every [`DriftKind::Moved`] drift.
 const EXPOSES: &str = "compiling again would expose what was moved";
+
+/// Why recompiling is no remedy, said with every [`DriftKind::Appeared`]
+/// drift.
+const PREPARED: &str =
+    "compiling again would hide it over whatever a run prepared in it (a hard link elsewhere to a file in it shows what is written there)";
 
 /// The filesystem facts the seal was compiled against that no longer hold on
 /// this host: each root's realpath (absent stays absent) and kind, the
@@ -83,7 +115,13 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         .0
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| Drift::new(DriftKind::Host, d.message.clone()))
+        .map(|d| {
+            let kind = match d.code {
+                "sealc::root::linked" | "sealc::root::uncheckable" => DriftKind::Linked,
+                _ => DriftKind::Host,
+            };
+            Drift::new(kind, d.message.clone())
+        })
         .collect();
 
     // The denied roots a run inside the seal can reach: inside a write root
@@ -113,6 +151,15 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         .iter()
         .filter_map(|d| recorded.realpaths.get(d))
         .collect();
+    // A denied root absent when compiled that exists now, inside a write
+    // root by the path as written or by where it is now.
+    let appeared = |p: &str, now: &str| {
+        denied.contains(p)
+            && (writes.iter().any(|w| is_within(p, w))
+                || write_reals.iter().any(|w| is_within(now, w))
+                || recorded.absent_writes.values().any(|a| is_within(now, a)))
+    };
+    let mut appeared_reals: BTreeSet<String> = BTreeSet::new();
 
     let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
     let all: BTreeSet<&String> = recorded
@@ -129,6 +176,20 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         // says (by `sealc exec` or by hand): what the seal mounts.
         if was.is_none() && now.is_some() && now == recorded.absent_writes.get(p) {
             continue;
+        }
+        if let (None, Some(now)) = (was, now) {
+            if appeared(p, now) {
+                appeared_reals.insert(now.clone());
+                drift.push(Drift::new(
+                    DriftKind::Appeared,
+                    format!(
+                        "{}: the denied root inside a write root was absent when compiled and exists now (at {}): a run may have made it, since nothing hid it while it was absent; {PREPARED}",
+                        quote(p),
+                        quote(now)
+                    ),
+                ));
+                continue;
+            }
         }
         if was.is_some() && movable(p) {
             drift.push(Drift::new(
@@ -151,7 +212,7 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     // Kinds; a pinned path's kind is part of its identity, compared below.
     let reals: BTreeSet<&String> = recorded.kinds.keys().chain(here.kinds.keys()).collect();
     for real in reals {
-        if recorded.identities.contains_key(real) {
+        if recorded.identities.contains_key(real) || appeared_reals.contains(real.as_str()) {
             continue;
         }
         let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
@@ -220,6 +281,10 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         ));
     }
     for path in here.identities.keys() {
+        // An appeared root and its ancestors there: said above.
+        if appeared_reals.iter().any(|a| is_within(a, path)) {
+            continue;
+        }
         if !recorded.identities.contains_key(path) {
             drift.push(Drift::new(
                 DriftKind::Host,
@@ -359,6 +424,74 @@ mod tests {
             d.iter().any(|d| d.message.contains("`/elsewhere/ws`")),
             "{d:?}"
         );
+    }
+
+    /// Issue 22, finding 3: a denied root absent when compiled that a run
+    /// made (nothing hid it) is drift of its own kind, never answered with
+    /// "compile again"; with a link prepared in it, the link is said too.
+    #[test]
+    fn a_denied_root_that_appeared_in_a_write_root_is_never_recompiled() {
+        let mut h = host();
+        h.files.remove("/w/a/secret");
+        let r = record(&h);
+        assert!(!r.facts.realpaths.contains_key("/w/a/secret"));
+        assert!(host_drift(&r, &h).is_empty());
+        let made = h.clone().file("/w/a/secret", b"");
+        let d = host_drift(&r, &made);
+        assert!(!d.is_empty(), "{d:?}");
+        assert!(d.iter().all(|d| d.kind == DriftKind::Appeared), "{d:?}");
+        assert!(
+            d[0].message
+                .contains("`/w/a/secret`: the denied root inside a write root was absent when compiled and exists now (at `/w/a/secret`)"),
+            "{}",
+            d[0]
+        );
+        assert!(d[0].message.contains(PREPARED), "{}", d[0]);
+        assert!(!d[0].message.contains("compile again"), "{}", d[0]);
+        let linked = made.hard_link("/w/a/secret", "/w/.peek");
+        let d = host_drift(&r, &linked);
+        let kinds: BTreeSet<DriftKind> = d.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            [DriftKind::Appeared, DriftKind::Linked].into(),
+            "{d:?}"
+        );
+        assert!(d.iter().all(|d| d.kind.never_recompile()));
+        assert!(
+            d.iter()
+                .any(|d| d.message.contains("`/w/a/secret` is also `/w/.peek`")),
+            "{d:?}"
+        );
+        // A root outside the write roots that appeared is a host change.
+        let spec = SPEC.replace("deny_read = [", "deny_read = [\"/elsewhere\", ");
+        let r = crate::compile("m.toml", &spec, &Vec::new(), &host())
+            .unwrap()
+            .record;
+        let d = host_drift(&r, &host().dir("/elsewhere"));
+        assert!(!d.is_empty(), "{d:?}");
+        assert!(d.iter().all(|d| d.kind == DriftKind::Host), "{d:?}");
+    }
+
+    /// A link to a denied file made after compiling (by a host process):
+    /// refused before the run, of the kind that never says compile again.
+    #[test]
+    fn a_link_made_after_compiling_is_linked_drift() {
+        let r = record(&host());
+        let d = host_drift(&r, &host().hard_link("/w/a/secret", "/w/.peek"));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].kind, DriftKind::Linked);
+        assert!(
+            d[0].message.contains("the `filesystem.deny_read` root `/w/a/secret` holds 1 file with another hard link, which the seal does not hide: `/w/a/secret` is also `/w/.peek`"),
+            "{}",
+            d[0]
+        );
+        // In a metadata-only root, with its other link out of sight.
+        let d = host_drift(&r, &host().file("/w/m/f", b"").links_elsewhere("/w/m/f", 3));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].kind, DriftKind::Linked);
+        assert!(d[0]
+            .message
+            .ends_with("with 3 links outside the write roots"));
     }
 
     #[test]

@@ -528,10 +528,15 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let here: Facts = match crate::facts::gather_for(&spec, src, &flags, recorded.platform, host) {
-        Ok((f, _)) => f,
-        Err(_) => Facts::default(),
-    };
+    // Every fact that could be read, past errors (a file linked out of a
+    // denied root is one, below; it must not blank the rest).
+    let (here, diags): (Facts, _) =
+        crate::facts::gather_all(&spec, src, &flags, recorded.platform, host);
+    for d in &diags.0 {
+        if matches!(d.code, "sealc::root::linked" | "sealc::root::uncheckable") {
+            rep.push("live hard links", Status::Drift, d.message.clone());
+        }
+    }
     for (path, real) in &recorded.realpaths {
         let subject = format!("live realpath {path}");
         match host.canonicalize(path) {

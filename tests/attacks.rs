@@ -1581,6 +1581,237 @@ fn escape_11_expect_pins_the_reviewed_seal() {
 }
 
 // ---------------------------------------------------------------------------
+// 12. Denied data read through a hard link (issue 22, finding 3)
+
+/// The grader's answer, written by the host into a denied file.
+const ANSWER: &str = "GRADER-ANSWER-9b27";
+
+/// Write `text` into the file at `p` in place, as a grader does: opened
+/// `O_WRONLY|O_TRUNC` (the same inode, so every link of it reads it), not
+/// replaced by a rename.
+fn write_in_place(p: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(p)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+/// Rendered diagnostics with the renderer's line wrapping undone.
+fn flat(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let l = l.trim();
+            l.strip_prefix('│').map_or(l, str::trim)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The help lines of a refusal say nothing of compiling again.
+fn no_recompile(err: &str) -> bool {
+    err.lines()
+        .filter(|l| l.starts_with("help: "))
+        .all(|l| !l.contains("compile again") && !l.contains("compile the seal again"))
+}
+
+/// Hiding a path does not hide an inode. A denied root inside a write root
+/// that did not exist when compiled (the grader's folder, made later): run
+/// 1 makes it, with an empty file hard-linked to `.peek` elsewhere in the
+/// write root; the host writes the answer into that file in place; run 2
+/// is refused as drift of its own kind (not "compile again"); a compile
+/// then is refused, naming `.peek`; with `.peek` gone it compiles, and run
+/// 3 reads the answer through no path. Then: a denied file that already
+/// has a second link in a write root is refused at compile, and one linked
+/// by a host process after compiling is refused at exec.
+#[test]
+fn escape_12_denied_data_is_not_read_through_a_hard_link() {
+    let mut v = Verdict::default();
+    let shape = Shape {
+        deny: &["ws/grader"],
+        ..Shape::default()
+    };
+    for who in CALLERS {
+        let Some(env) = env() else {
+            return;
+        };
+        let lab = Lab::layout(who, env);
+        let out = lab.compile(&shape.spec());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let said = flat(&String::from_utf8_lossy(&out.stderr));
+        v.check(said.contains("not hidden while it is absent"), || {
+            lab.label(&format!(
+                "compile does not say the absent denied root is not hidden:\n{said}"
+            ))
+        });
+
+        let run1 = lab.sh(
+            "echo SANDBOX-UP; mkdir $WS/grader && : > $WS/grader/answer && ln $WS/grader/answer $WS/.peek && echo LINKED",
+        );
+        if !stdout(&run1).contains("LINKED") {
+            v.check(false, || {
+                lab.label(&format!(
+                    "run 1 could not prepare the link:\n{}",
+                    text(&run1)
+                ))
+            });
+            continue;
+        }
+        // The grader, a host process, writes its answer in place.
+        write_in_place(&lab.path("ws/grader/answer"), ANSWER);
+        assert_eq!(
+            std::fs::read_to_string(lab.path("ws/.peek")).unwrap(),
+            ANSWER
+        );
+
+        let run2 = lab
+            .sh("echo SANDBOX-UP; touch $WS/started; cat $WS/.peek; cat $WS/grader/answer; true");
+        let all2 = text(&run2);
+        let err2 = String::from_utf8_lossy(&run2.stderr).into_owned();
+        v.check(!stdout(&run2).contains(ANSWER), || {
+            lab.label(&format!("run 2 read the answer through the link:\n{all2}"))
+        });
+        v.check(
+            run2.status.code() == Some(1) && !lab.path("ws/started").exists(),
+            || {
+                lab.label(&format!(
+                    "run 2 is not refused (exit 1, nothing started):\n{all2}"
+                ))
+            },
+        );
+        v.check(
+            err2.contains("was absent when compiled and exists now")
+                && err2.contains("ws/.peek`"),
+            || {
+                lab.label(&format!(
+                    "run 2's refusal does not say the denied root appeared, and where its link is:\n{all2}"
+                ))
+            },
+        );
+        v.check(no_recompile(&err2), || {
+            lab.label(&format!(
+                "run 2 advises compiling again, after which the link reads the answer:\n{all2}"
+            ))
+        });
+
+        // The harness compiles again anyway: refused, naming the link.
+        let before = lab.binding();
+        let again = lab.compile(&shape.spec());
+        let said = flat(&String::from_utf8_lossy(&again.stderr));
+        v.check(
+            again.status.code() == Some(2)
+                && said.contains("sealc::root::linked")
+                && said.contains("ws/.peek`"),
+            || {
+                lab.label(&format!(
+                    "a compile over the linked denied root is not refused naming `.peek`:\n{}",
+                    text(&again)
+                ))
+            },
+        );
+        v.check(lab.binding() == before, || {
+            lab.label("the refused compile wrote a record")
+        });
+
+        // The link removed: it compiles, and run 3 reads the answer through
+        // no path.
+        std::fs::remove_file(lab.path("ws/.peek")).unwrap();
+        let fixed = lab.compile(&shape.spec());
+        v.check(fixed.status.code() == Some(0), || {
+            lab.label(&format!(
+                "with `.peek` gone the compile is still refused:\n{}",
+                text(&fixed)
+            ))
+        });
+        if fixed.status.code() != Some(0) {
+            continue;
+        }
+        let run3 = lab.sh(
+            "echo SANDBOX-UP; ls -la $WS $WS/grader; cat $WS/grader/answer $WS/.peek; grep -rs GRADER-ANSWER $WS $TMPD $OUT $T/seal; find $WS $TMPD -xdev -type f -links +1 -exec cat {} +; true",
+        );
+        let all3 = text(&run3);
+        v.check(Lab::started(&run3) && run3.status.code() == Some(0), || {
+            lab.label(&format!("run 3 did not run:\n{all3}"))
+        });
+        v.check(!all3.contains(ANSWER), || {
+            lab.label(&format!("run 3 read the answer:\n{all3}"))
+        });
+    }
+
+    // A denied file that already has a second link in a write root (and a
+    // third outside it): the compile is refused, naming the one and
+    // counting the other.
+    let Some(e) = env() else {
+        return;
+    };
+    let lab = Lab::layout(Caller::Root, e);
+    std::fs::create_dir_all(lab.path("ws/grader")).unwrap();
+    std::fs::create_dir_all(lab.path("ws/notes")).unwrap();
+    std::fs::write(lab.path("ws/grader/answer"), ANSWER).unwrap();
+    std::fs::hard_link(lab.path("ws/grader/answer"), lab.path("ws/notes/copy")).unwrap();
+    std::fs::hard_link(lab.path("ws/grader/answer"), lab.path("outside/copy")).unwrap();
+    let out = lab.compile(&shape.spec());
+    let said = flat(&String::from_utf8_lossy(&out.stderr));
+    v.check(
+        out.status.code() == Some(2)
+            && said.contains("sealc::root::linked")
+            && said.contains("ws/grader/answer` is also `")
+            && said.contains("ws/notes/copy`")
+            && said.contains("and 1 more link outside the write roots"),
+        || {
+            format!(
+                "a denied file with a second link in a write root compiles, or is not named:\n{}",
+                text(&out)
+            )
+        },
+    );
+    v.check(!lab.record().exists(), || {
+        "a record was written for a denied file linked into a write root".into()
+    });
+
+    // Linked by a host process after compiling: refused at exec.
+    for who in CALLERS {
+        let Some(env) = env() else {
+            return;
+        };
+        let lab = Lab::layout(who, env);
+        std::fs::create_dir_all(lab.path("ws/grader")).unwrap();
+        std::fs::write(lab.path("ws/grader/answer"), ANSWER).unwrap();
+        if who == Caller::User {
+            give_to_user(&lab.path("ws"), env);
+        }
+        lab.compile_ok(&shape.spec());
+        std::fs::hard_link(lab.path("ws/grader/answer"), lab.path("ws/.peek")).unwrap();
+        let run = lab.sh("echo SANDBOX-UP; touch $WS/started; cat $WS/.peek; true");
+        let all = text(&run);
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        v.check(!stdout(&run).contains(ANSWER), || {
+            lab.label(&format!(
+                "a run read the answer through a link made after compiling:\n{all}"
+            ))
+        });
+        v.check(
+            run.status.code() == Some(1) && !lab.path("ws/started").exists(),
+            || {
+                lab.label(&format!(
+                    "a link made after compiling is not refused at exec (exit 1, nothing started):\n{all}"
+                ))
+            },
+        );
+        v.check(
+            err.contains("holds 1 file with another hard link") && err.contains("ws/.peek`"),
+            || lab.label(&format!("the refusal does not name the link:\n{all}")),
+        );
+        v.check(no_recompile(&err), || {
+            lab.label(&format!("the refusal advises compiling again:\n{all}"))
+        });
+    }
+    v.done();
+}
+
+// ---------------------------------------------------------------------------
 // Partial leaks
 
 /// No new user or mount namespace (`unshare`, `clone`, `clone3`, util-linux

@@ -243,3 +243,96 @@ proptest! {
         prop_assert_eq!(outcome.report.verdict(), sealc::verify::Verdict::Unusable);
     }
 }
+
+/// Files of the link property: in the write root `/w` (some in denied
+/// roots, one in a root re-allowed inside one) and outside it (`/o`).
+const LINKABLE: &[&str] = &[
+    "/w/a",
+    "/w/b/c",
+    "/w/g/x",
+    "/w/g/y/z",
+    "/w/g/pub/p",
+    "/w/h/q",
+    "/o/r",
+    "/o/s/t",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, .. ProptestConfig::default() })]
+
+    /// Issue 22, finding 3: a compile is refused for a hard link exactly
+    /// when a file in a denied root inside the write root has a link that
+    /// no denied root hides, and the refusal names every such link in the
+    /// write root.
+    #[test]
+    fn a_compile_is_refused_exactly_when_a_denied_file_has_a_visible_link(
+        groups in prop::collection::vec(0u8..4, LINKABLE.len()),
+        deny_g in any::<bool>(),
+        h_kind in 0u8..3,
+        allow_pub in any::<bool>(),
+        macos in any::<bool>(),
+    ) {
+        let allow_pub = allow_pub && deny_g;
+        let mut host = FakeHost::new().dir("/w/g").dir("/w/h").dir("/o");
+        let mut first: BTreeMap<u8, &str> = BTreeMap::new();
+        for (p, g) in LINKABLE.iter().zip(&groups) {
+            host = match first.get(g) {
+                Some(f) => host.hard_link(f, p),
+                None => {
+                    first.insert(*g, p);
+                    host.file(p, b"")
+                }
+            };
+        }
+        let mut deny = Vec::new();
+        let mut meta = Vec::new();
+        if deny_g {
+            deny.push("/w/g");
+        }
+        match h_kind {
+            1 => deny.push("/w/h"),
+            2 => meta.push("/w/h"),
+            _ => {}
+        }
+        let allow: Vec<&str> = if allow_pub { vec!["/w/g/pub"] } else { vec![] };
+        let src = format!(
+            "version = 1\nname = \"l\"\n[target]\nplatform = \"{}\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = {}\nmetadata_only = {}\nallow_read = {}\n",
+            if macos { "macos" } else { "linux" },
+            list(&deny),
+            list(&meta),
+            list(&allow),
+        );
+        let within = |p: &str, r: &str| p.starts_with(&format!("{r}/"));
+        let hidden = |p: &str| {
+            deny.iter().chain(&meta).any(|d| within(p, d))
+                && !(allow_pub && within(p, "/w/g/pub"))
+        };
+        let mut exposed_groups = Vec::new();
+        for g in first.keys() {
+            let members: Vec<&str> = LINKABLE
+                .iter()
+                .zip(&groups)
+                .filter(|(_, x)| *x == g)
+                .map(|(p, _)| *p)
+                .collect();
+            if members.iter().any(|p| hidden(p)) && members.iter().any(|p| !hidden(p)) {
+                exposed_groups.push(members);
+            }
+        }
+        let linked: Vec<String> = match sealc::compile("l.toml", &src, &VarFlags::new(), &host) {
+            Ok(_) => Vec::new(),
+            Err(d) => d.0.iter().filter(|d| d.code == "sealc::root::linked").map(|d| d.message.clone()).collect(),
+        };
+        prop_assert_eq!(!linked.is_empty(), !exposed_groups.is_empty(), "{}\n{:?}\n{:?}", src, groups, linked);
+        let said = linked.join("\n");
+        for members in &exposed_groups {
+            for p in members.iter().filter(|p| !hidden(p) && within(p, "/w")) {
+                let quoted = format!("`{p}`");
+                prop_assert!(said.contains(&quoted), "{} not named:\n{}", p, said);
+            }
+            if members.iter().any(|p| within(p, "/o")) {
+                prop_assert!(said.contains("outside the write roots"), "{}", said);
+            }
+        }
+    }
+}

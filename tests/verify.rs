@@ -376,6 +376,44 @@ fn live_reports_a_linux_root_that_changed_kind() {
     );
 }
 
+/// Issue 22, finding 3: `--live` runs the hard-link check `sealc exec`
+/// runs, and says a denied file linked into the write root after
+/// compiling, without blanking the other live facts.
+#[test]
+fn live_reports_a_denied_file_linked_into_a_write_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir_all(ws.join("grader")).unwrap();
+    std::fs::write(ws.join("grader/answer"), "a").unwrap();
+    let spec = format!(
+        "version = 1\nname = \"links\"\n[filesystem]\nwrite = [{:?}]\ndeny_read = [{:?}]\n",
+        ws.display().to_string(),
+        ws.join("grader").display().to_string()
+    );
+    let c = Sealc::new()
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--platform", "linux"])
+        .run();
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let record = c.path("seal/seal.json");
+    std::fs::hard_link(ws.join("grader/answer"), ws.join(".peek")).unwrap();
+    let drift = Sealc::new()
+        .args(["verify", "--live"])
+        .args([&record])
+        .run();
+    assert_eq!(drift.code, 1, "{}", drift.stdout);
+    assert!(
+        drift.stdout.contains("drift       live hard links") && drift.stdout.contains("/ws/.peek`"),
+        "{}",
+        drift.stdout
+    );
+    assert!(
+        drift.stdout.contains("ok          live kind "),
+        "{}",
+        drift.stdout
+    );
+}
+
 /// A Linux record whose facts lose a root's kind (an edit, re-bound by
 /// whoever made it) does not compile back: no root goes unmounted.
 #[test]

@@ -188,15 +188,25 @@ fn the_advice_note_counts_what_its_lint_command_shows() {
 /// names does what it says.
 #[test]
 fn drift_help_gives_commands_that_work() {
-    let spec = "version = 1\nname = \"d\"\n[target]\nplatform = \"linux\"\n[vars]\nws = { required = true }\n[filesystem]\ndeny_read = [\"${ws}/secret\"]\nwrite = [\"${ws}\"]\n";
+    let spec = "version = 1\nname = \"d\"\n[target]\nplatform = \"linux\"\n[vars]\nws = { required = true }\ncache = { required = true }\n[filesystem]\ndeny_read = [\"${cache}\"]\nwrite = [\"${ws}\"]\n";
     let out = Sealc::new()
         .file("d.toml", spec)
         .file("ws/.keep", "")
-        .args(["compile", "d.toml", "--var", "ws=ws", "--platform", "linux"])
+        .args([
+            "compile",
+            "d.toml",
+            "--var",
+            "ws=ws",
+            "--var",
+            "cache=cache",
+            "--platform",
+            "linux",
+        ])
         .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
-    // The denied root appears after compiling: the host drifted.
-    std::fs::create_dir(out.path("ws/secret")).unwrap();
+    // The denied root (outside the write root) appears after compiling:
+    // the host drifted.
+    std::fs::create_dir(out.path("cache")).unwrap();
     let exec = |dir| {
         Sealc::new()
             .in_dir(dir)
@@ -264,6 +274,62 @@ fn drift_help_gives_commands_that_work() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     let ok = exec(again.dir);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+/// Issue 22, finding 3: a denied root inside the write root that appeared
+/// since compiling (a run may have made it, with links to what the host
+/// writes there later) is never answered with "compile again", even when
+/// another drift, which alone would be, comes with it.
+#[test]
+fn an_appeared_denied_root_in_a_write_root_is_never_recompiled() {
+    let spec = "version = 1\nname = \"d\"\n[target]\nplatform = \"linux\"\n[vars]\nws = { required = true }\ncache = { required = true }\n[filesystem]\ndeny_read = [\"${ws}/grader\", \"${cache}\"]\nwrite = [\"${ws}\"]\n";
+    let out = Sealc::new()
+        .file("d.toml", spec)
+        .file("ws/.keep", "")
+        .args([
+            "compile",
+            "d.toml",
+            "--var",
+            "ws=ws",
+            "--var",
+            "cache=cache",
+            "--platform",
+            "linux",
+        ])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = flat(&out.stderr);
+    assert!(
+        said.contains("not hidden while it is absent"),
+        "compile does not say an absent denied root in a write root is not hidden: {said}"
+    );
+    std::fs::create_dir(out.path("ws/grader")).unwrap();
+    std::fs::write(out.path("ws/grader/answer"), "").unwrap();
+    std::fs::hard_link(out.path("ws/grader/answer"), out.path("ws/.peek")).unwrap();
+    std::fs::create_dir(out.path("cache")).unwrap();
+    let drifted = Sealc::new()
+        .in_dir(out.dir)
+        .args(["exec", "seal/seal.json", "--dry-run", "--", "/bin/true"])
+        .run();
+    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    let err = &drifted.stderr;
+    assert!(err.contains("exists now"), "{err}");
+    assert!(err.contains("/ws/.peek`"), "{err}");
+    assert!(err.contains("compiled as absent, now"), "{err}");
+    let helps: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("help: "))
+        .collect();
+    assert_eq!(helps.len(), 2, "{err}");
+    for h in &helps {
+        assert!(h.starts_with("keep this record"), "{h}");
+        assert!(
+            !h.contains("compile again") && !h.contains("sealc compile"),
+            "{h}"
+        );
+    }
+    assert!(helps[0].contains("start from a fresh write root"), "{err}");
+    assert!(helps[1].contains("remove the links named above"), "{err}");
 }
 
 /// A secret-looking `pass` name: compile says its value *is* recorded, and

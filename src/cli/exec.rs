@@ -1041,11 +1041,13 @@ fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> serde_json::V
     })
 }
 
-/// What to do about host drift, by its kind. A denied root that a run moved
-/// is never answered with "compile again": the new seal would hide the decoy
-/// left in its place and expose what was moved. Otherwise the help is the
-/// whole command that compiles the seal again over this one, and how to
-/// review the change before pinning the new binding.
+/// What to do about host drift, by its kind. A denied root inside a write
+/// root that a run moved, made or linked is never answered with "compile
+/// again", whatever else drifted: the new seal would hide the decoy left in
+/// its place, or what a run prepared, and expose what it should hide.
+/// Otherwise the help is the whole command that compiles the seal again
+/// over this one, and how to review the change before pinning the new
+/// binding.
 fn drift_help(
     drift: &[crate::drift::Drift],
     rec: &crate::record::Record,
@@ -1053,8 +1055,18 @@ fn drift_help(
 ) -> Vec<String> {
     use crate::drift::DriftKind;
     let has = |k: DriftKind| drift.iter().any(|d| d.kind == k);
-    if has(DriftKind::Moved) {
-        return vec!["keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record".into()];
+    if drift.iter().any(|d| d.kind.never_recompile()) {
+        let mut help = Vec::new();
+        if has(DriftKind::Moved) {
+            help.push("keep this record: a denied root (or an ancestor of one) inside a write root was moved or replaced, and a new compile would hide what now stands there and expose what was moved; put the moved paths back, or start from a fresh write root, then run this record");
+        }
+        if has(DriftKind::Appeared) {
+            help.push("keep this record: a denied root inside a write root that was absent when compiled exists now; nothing hid it while it was absent, so a run may have made it, with hard links elsewhere to the files a host process will write there, and a new seal would hide it over what a run prepared; start from a fresh write root (one no run has written to), then run this record; to hide such a root from the first run, make it before compiling");
+        }
+        if has(DriftKind::Linked) {
+            help.push("keep this record: a denied root inside a write root holds a file with another hard link (or could not be checked for them), and the agent would read the file through that link; remove the links named above (the denied file keeps its content), or start from a fresh write root, then run this record (a new compile is refused the same way)");
+        }
+        return help.into_iter().map(String::from).collect();
     }
     let mut first = Vec::new();
     if has(DriftKind::Builder) {

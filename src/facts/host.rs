@@ -5,6 +5,35 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Identity, NodeKind};
 
+/// A non-directory object a [`Host::walk`] met: its path (lossy UTF-8 for
+/// display), identity and link count (`st_nlink`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Met<'a> {
+    pub path: std::borrow::Cow<'a, str>,
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+}
+
+/// How far one [`Host::walk`] may go: the entries it may look at (the root
+/// included) and how many directories deep below the root it may enter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub entries: u64,
+    pub depth: usize,
+}
+
+/// Why a [`Host::walk`] stopped before the end of its tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unwalked {
+    /// More entries than [`Bounds::entries`].
+    Entries(u64),
+    /// A directory deeper than [`Bounds::depth`] (its path).
+    Depth(usize, String),
+    /// An object that could not be opened, listed or looked at.
+    Read { path: String, error: String },
+}
+
 /// What a path is, without following a final symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -35,6 +64,21 @@ pub trait Host {
     /// The platform this host runs, when sealc knows it (Linux or macOS):
     /// compile warns when a seal for it could not be started here.
     fn platform(&self) -> Option<crate::spec::Platform>;
+    /// Walk the tree at `root` (an absolute path without symlinks: a
+    /// realpath), depth first, and give `met` every object in it that is
+    /// not a directory (the root itself when it is not one), until `met`
+    /// answers `false`. No symlink is followed, no other mount entered
+    /// (neither looked at nor given), and a path in `skip` is neither given
+    /// nor entered. `Err` when the walk could not see the whole tree: more
+    /// entries or a deeper tree than `bounds` allows, or an object that
+    /// cannot be read (the root included).
+    fn walk(
+        &self,
+        root: &str,
+        skip: &BTreeSet<String>,
+        bounds: Bounds,
+        met: &mut dyn FnMut(&Met<'_>) -> bool,
+    ) -> Result<(), Unwalked>;
 }
 
 /// This machine.
@@ -102,6 +146,16 @@ impl Host for RealHost {
             .and_then(|p| p.into_os_string().into_string().ok())
     }
 
+    fn walk(
+        &self,
+        root: &str,
+        skip: &BTreeSet<String>,
+        bounds: Bounds,
+        met: &mut dyn FnMut(&Met<'_>) -> bool,
+    ) -> Result<(), Unwalked> {
+        super::walk::walk(root, skip, bounds, met)
+    }
+
     fn platform(&self) -> Option<crate::spec::Platform> {
         if cfg!(target_os = "linux") {
             Some(crate::spec::Platform::Linux)
@@ -114,9 +168,13 @@ impl Host for RealHost {
 }
 
 /// An in-memory host: env vars, directories, files and symlinks given by the
-/// test. Paths are absolute strings. Every path is on device 1, and its inode
-/// is derived from the path (so it is the same on every run) unless the test
-/// gives another with [`FakeHost::inode`], which is how a test moves one.
+/// test. Paths are absolute strings. Every path is on device 1 (or, below a
+/// [`FakeHost::mount`], that mount's own), and its inode is derived from the
+/// path (so it is the same on every run) unless the test gives another with
+/// [`FakeHost::inode`], which is how a test moves one. Files that share a
+/// device and inode are hard links of one file ([`FakeHost::hard_link`]):
+/// a file's link count is how many of them there are, plus the links the
+/// test put outside the tree ([`FakeHost::links_elsewhere`]).
 #[derive(Clone, Debug, Default)]
 pub struct FakeHost {
     pub env: BTreeMap<String, String>,
@@ -124,6 +182,13 @@ pub struct FakeHost {
     pub files: BTreeMap<String, Vec<u8>>,
     pub links: BTreeMap<String, String>,
     pub inodes: BTreeMap<String, u64>,
+    /// Links of a file's inode that no path of this host shows, by one of
+    /// the file's paths.
+    pub elsewhere: BTreeMap<String, u64>,
+    /// Mount points: each path at or below one is on a device of its own.
+    pub mounts: BTreeSet<String>,
+    /// Directories a walk cannot list.
+    pub unreadable: BTreeSet<String>,
     /// The current directory; none unless the test gives one.
     pub cwd: Option<String>,
     /// The platform it plays; none unless the test gives one.
@@ -163,6 +228,73 @@ impl FakeHost {
     pub fn inode(mut self, p: &str, ino: u64) -> Self {
         self.inodes.insert(p.into(), ino);
         self
+    }
+    /// `ln existing new`: a file at `new` that is the file at `existing`
+    /// (same device, inode and bytes). `existing` must be a file.
+    pub fn hard_link(mut self, existing: &str, new: &str) -> Self {
+        let bytes = self.files.get(existing).cloned().unwrap_or_default();
+        let ino = self.ino_of(existing);
+        self.files.insert(new.into(), bytes);
+        self.inodes.insert(new.into(), ino);
+        self
+    }
+    /// `n` more links of the file at `p`, in places this host does not show.
+    pub fn links_elsewhere(mut self, p: &str, n: u64) -> Self {
+        *self.elsewhere.entry(p.into()).or_default() += n;
+        self
+    }
+    /// Make `p` a mount point: it and everything below it are on a device
+    /// of their own.
+    pub fn mount(mut self, p: &str) -> Self {
+        self.mounts.insert(p.into());
+        self
+    }
+    /// A directory that a walk cannot list (`EACCES`).
+    pub fn unreadable(mut self, p: &str) -> Self {
+        self.unreadable.insert(p.into());
+        self
+    }
+
+    fn ino_of(&self, p: &str) -> u64 {
+        self.inodes
+            .get(p)
+            .copied()
+            .unwrap_or_else(|| FakeHost::derived_inode(p))
+    }
+
+    /// The device of a path: 1, or 2 + the rank of the deepest mount point
+    /// it lies at or below.
+    fn dev_of(&self, p: &str) -> u64 {
+        self.mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| crate::ir::is_within(p, m))
+            .max_by_key(|(_, m)| m.len())
+            .map_or(1, |(i, _)| 2 + i as u64)
+    }
+
+    /// Every path at or below `root` this host shows (directories implied
+    /// by a deeper path included), sorted.
+    fn tree(&self, root: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let keys = self
+            .dirs
+            .iter()
+            .chain(self.files.keys())
+            .chain(self.links.keys());
+        for k in keys.filter(|k| crate::ir::is_within(k, root)) {
+            let mut cur = k.as_str();
+            while out.insert(cur.to_string()) && cur != root {
+                cur = match cur.rfind('/') {
+                    Some(0) | None => "/",
+                    Some(i) => &cur[..i],
+                };
+                if !crate::ir::is_within(cur, root) {
+                    break;
+                }
+            }
+        }
+        out
     }
 
     /// The inode of a path that the test did not give one: FNV-1a of the
@@ -266,12 +398,11 @@ impl Host for FakeHost {
             Kind::Symlink => NodeKind::Symlink,
             Kind::Other => NodeKind::Other,
         };
-        let ino = self
-            .inodes
-            .get(path)
-            .copied()
-            .unwrap_or_else(|| FakeHost::derived_inode(path));
-        Some(Identity { dev: 1, ino, kind })
+        Some(Identity {
+            dev: self.dev_of(path),
+            ino: self.ino_of(path),
+            kind,
+        })
     }
 
     fn cwd(&self) -> Option<String> {
@@ -280,6 +411,82 @@ impl Host for FakeHost {
 
     fn platform(&self) -> Option<crate::spec::Platform> {
         self.platform
+    }
+
+    fn walk(
+        &self,
+        root: &str,
+        skip: &BTreeSet<String>,
+        bounds: Bounds,
+        met: &mut dyn FnMut(&Met<'_>) -> bool,
+    ) -> Result<(), Unwalked> {
+        if self.lstat(root).is_none() {
+            return Err(Unwalked::Read {
+                path: root.to_string(),
+                error: "No such file or directory (os error 2)".into(),
+            });
+        }
+        // Link counts: the files of each (device, inode), and the links
+        // elsewhere of any of them.
+        let mut nlinks: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for f in self.files.keys() {
+            *nlinks.entry((self.dev_of(f), self.ino_of(f))).or_default() += 1;
+        }
+        for (f, n) in &self.elsewhere {
+            *nlinks.entry((self.dev_of(f), self.ino_of(f))).or_default() += n;
+        }
+        let dev = self.dev_of(root);
+        let mut seen: u64 = 0;
+        let depth_of = |p: &str| {
+            let rel = if root == "/" { p } else { &p[root.len()..] };
+            rel.matches('/').count()
+        };
+        // Sorted paths: everything below a skipped or foreign directory
+        // follows it, until the next path outside it.
+        let mut cut: Option<String> = None;
+        for p in self.tree(root) {
+            if cut.as_deref().is_some_and(|c| crate::ir::is_within(&p, c)) {
+                continue;
+            }
+            cut = None;
+            if p != root && (skip.contains(&p) || self.dev_of(&p) != dev) {
+                cut = Some(p);
+                continue;
+            }
+            seen += 1;
+            if seen > bounds.entries {
+                return Err(Unwalked::Entries(bounds.entries));
+            }
+            let kind = self.lstat(&p);
+            if kind == Some(Kind::Dir) {
+                let depth = if p == root { 0 } else { depth_of(&p) };
+                if depth > bounds.depth {
+                    return Err(Unwalked::Depth(bounds.depth, p));
+                }
+                if self.unreadable.contains(&p) {
+                    return Err(Unwalked::Read {
+                        path: p,
+                        error: "Permission denied (os error 13)".into(),
+                    });
+                }
+                continue;
+            }
+            let (dev, ino) = (self.dev_of(&p), self.ino_of(&p));
+            let nlink = match kind {
+                Some(Kind::File) => nlinks.get(&(dev, ino)).copied().unwrap_or(1),
+                _ => 1,
+            };
+            let m = Met {
+                path: std::borrow::Cow::Borrowed(p.as_str()),
+                dev,
+                ino,
+                nlink,
+            };
+            if !met(&m) {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -7,13 +7,15 @@
 //! at run time.
 
 mod host;
+pub mod links;
+mod walk;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use host::{FakeHost, Host, Kind, RealHost};
+pub use host::{Bounds, FakeHost, Host, Kind, Met, RealHost, Unwalked};
 
 use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics};
 use crate::spec::{interpolate, references, Platform, Spanned, Spec};
@@ -248,6 +250,15 @@ pub fn gather_all(
     } else {
         BTreeMap::new()
     };
+    linked_roots(
+        spec,
+        src,
+        &vars,
+        &realpaths,
+        host,
+        links::BOUNDS,
+        &mut diags,
+    );
     let builders = builders(spec, src, &vars, linux, host);
     if linux && host.platform() == Some(Platform::Linux) {
         no_bwrap(spec, &builders, &mut diags);
@@ -467,6 +478,194 @@ fn denied_in_write_roots(
         }
     }
     identities
+}
+
+/// The most paths a `sealc::root::linked` diagnostic names (the rest are
+/// counted).
+const LISTED: usize = 20;
+
+/// `1 file`, `2 files`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Why a walk stopped, in words.
+fn unwalked(root: &str, why: &Unwalked) -> String {
+    match why {
+        Unwalked::Entries(n) => format!("more than {n} entries under {}", quote(root)),
+        Unwalked::Depth(n, at) => format!(
+            "{} is more than {n} directories below {}",
+            quote(at),
+            quote(root)
+        ),
+        Unwalked::Read { path, error } => {
+            format!("cannot read {} ({error})", quote(path))
+        }
+    }
+}
+
+/// Hidden by identity, not only by path: each denied or metadata-only root
+/// whose realpath lies inside a write root's realpath (for either target:
+/// the host is the same) is walked for objects with another hard link
+/// ([`links::exposed`]), which the seal would not hide: the agent reads the
+/// file through the other name (one it made itself in an earlier run, when
+/// the root was absent, or one a host process made). Each such root is
+/// refused (`sealc::root::linked`), naming where the other links are; a
+/// root whose walk cannot finish cannot be checked and is refused too
+/// (`sealc::root::uncheckable`). Nothing is recorded: `sealc exec` runs the
+/// same check before every run (`drift::host_drift`).
+fn linked_roots(
+    spec: &Spec,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+    realpaths: &BTreeMap<String, String>,
+    host: &dyn Host,
+    bounds: Bounds,
+    diags: &mut Diagnostics,
+) {
+    use crate::ir::is_within;
+    let fs = &spec.filesystem;
+    let real_of = |e: &Spanned<String>| {
+        let p = root_path(e, src, vars)?;
+        let r = realpaths.get(&p)?.clone();
+        Some((p, r))
+    };
+    let writes: Vec<String> = fs
+        .write
+        .iter()
+        .filter_map(real_of)
+        .map(|(_, r)| r)
+        .collect();
+    let codex = spec.codex_denied();
+    let denied = fs.deny_read.iter().chain(&codex).map(|e| ("deny_read", e));
+    let stat_only = fs.metadata_only.iter().map(|e| ("metadata_only", e));
+    // Each hidden realpath, with the first entry that names it.
+    let mut hidden: BTreeMap<String, (&str, String, crate::diag::Span)> = BTreeMap::new();
+    for (key, entry) in denied.chain(stat_only) {
+        let Some((path, real)) = real_of(entry) else {
+            continue;
+        };
+        if writes.iter().any(|w| is_within(&real, w)) {
+            hidden
+                .entry(real)
+                .or_insert((key, path, entry.span.clone()));
+        }
+    }
+    if hidden.is_empty() {
+        return;
+    }
+    // What shows: the write roots, and a root re-allowed or writable inside
+    // a hidden one.
+    let mut visible = writes.clone();
+    for e in fs.allow_read.iter().chain(&fs.write) {
+        if let Some((_, r)) = real_of(e) {
+            if hidden.keys().any(|h| *h != r && is_within(&r, h)) {
+                visible.push(r);
+            }
+        }
+    }
+    let roots: Vec<String> = hidden.keys().cloned().collect();
+    let found = links::exposed(&roots, &visible, host, bounds);
+
+    let what = |key: &str, path: &str| format!("the `filesystem.{key}` root {}", quote(path));
+    for (root, why) in &found.unchecked {
+        let Some((key, path, span)) = hidden.get(root) else {
+            continue;
+        };
+        let help = match why {
+            Unwalked::Read { .. } => "make it readable to the user that runs sealc (the check runs at every compile and every `sealc exec`), or start from a fresh write root",
+            _ => "hide a smaller tree, or move this one out of the write root (the check runs at every compile and every `sealc exec`), or start from a fresh write root",
+        };
+        diags.push(
+            Diagnostic::error(
+                "sealc::root::uncheckable",
+                format!(
+                    "{}: {}, so sealc cannot check it for hard links",
+                    what(key, path),
+                    unwalked(root, why)
+                ),
+            )
+            .at(span.clone())
+            .label("inside a write root, where another link to a file in it would show it")
+            .help(help),
+        );
+    }
+    let partial: Vec<String> = found
+        .partial
+        .iter()
+        .map(|(root, why)| {
+            format!(
+                "the write root {} was not walked to the end ({}), so links there may be among those counted outside",
+                quote(root),
+                unwalked(root, why)
+            )
+        })
+        .collect();
+    let mut by_root: BTreeMap<&str, Vec<&links::Exposed>> = BTreeMap::new();
+    for e in &found.exposed {
+        by_root.entry(e.root.as_str()).or_default().push(e);
+    }
+    for (root, group) in by_root {
+        let Some((key, path, span)) = hidden.get(root) else {
+            continue;
+        };
+        let mut named = 0;
+        let mut items = Vec::new();
+        let (mut files_left, mut links_left, mut shown, mut outside) = (0u64, 0u64, 0u64, 0u64);
+        for e in &group {
+            outside += e.elsewhere;
+            let visible = e.visible.len() as u64 + e.more_visible;
+            shown += visible;
+            if named >= LISTED {
+                files_left += 1;
+                links_left += visible;
+                continue;
+            }
+            named += 1;
+            let take = e.visible.len().min(LISTED - named);
+            named += take;
+            links_left += visible - take as u64;
+            let links: Vec<String> = e.visible[..take].iter().map(|l| quote(l)).collect();
+            items.push(if links.is_empty() {
+                quote(&e.path)
+            } else {
+                format!("{} is also {}", quote(&e.path), links.join(", "))
+            });
+        }
+        let mut message = format!(
+            "{} holds {} with another hard link, which the seal does not hide: {}",
+            what(key, path),
+            count(group.len() as u64, "file", "files"),
+            items.join("; ")
+        );
+        if files_left > 0 || links_left > 0 {
+            message.push_str(&format!(
+                "; and {} and {} in the write roots, not listed",
+                count(files_left, "more file", "more files"),
+                count(links_left, "more link", "more links")
+            ));
+        }
+        if outside > 0 {
+            let n = if shown > 0 {
+                count(outside, "more link", "more links")
+            } else {
+                count(outside, "link", "links")
+            };
+            message.push_str(&format!(
+                "; {} {n} outside the write roots",
+                if shown > 0 { "and" } else { "with" }
+            ));
+        }
+        for p in &partial {
+            message.push_str(&format!(" ({p})"));
+        }
+        diags.push(
+            Diagnostic::error("sealc::root::linked", message)
+                .at(span.clone())
+                .label("hiding a path does not hide the file: every other link of it reads the same data")
+                .help("remove the other links (the file keeps its content), or give the file a single link of its own (copy it over itself: `cp -p FILE FILE.new && mv FILE.new FILE`; what it holds now stays readable through the old links), or start from a fresh write root"),
+        );
+    }
 }
 
 /// The programs that start the sandbox, each walked as the launcher is:
@@ -945,4 +1144,142 @@ pub fn normalize(p: &str) -> String {
         }
     }
     format!("/{}", parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(platform: &str, extra: &str) -> String {
+        format!("version = 1\nname = \"l\"\n[target]\nplatform = \"{platform}\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/w/grader\"]\n{extra}")
+    }
+
+    fn errors(src: &str, host: &FakeHost) -> Vec<Diagnostic> {
+        match crate::compile("l.toml", src, &Vec::new(), host) {
+            Ok(_) => Vec::new(),
+            Err(d) => d.0.into_iter().filter(Diagnostic::is_error).collect(),
+        }
+    }
+
+    /// Issue 22, finding 3: a denied file with another link in a write root
+    /// is refused at compile, for either target, naming both paths.
+    #[test]
+    fn a_denied_file_linked_into_a_write_root_is_refused_naming_both() {
+        let h = FakeHost::new()
+            .file("/w/grader/answer", b"")
+            .hard_link("/w/grader/answer", "/w/.peek");
+        for platform in ["linux", "macos"] {
+            let src = spec(platform, "");
+            let e = errors(&src, &h);
+            assert_eq!(e.len(), 1, "{e:?}");
+            assert_eq!(e[0].code, "sealc::root::linked");
+            assert!(
+                e[0].message
+                    .contains("`/w/grader/answer` is also `/w/.peek`"),
+                "{}",
+                e[0].message
+            );
+            assert!(e[0]
+                .message
+                .contains("`filesystem.deny_read` root `/w/grader`"));
+            let at = e[0].span.clone().unwrap();
+            assert_eq!(&src[at], "\"/w/grader\"");
+        }
+        // metadata_only alike; one link outside the write roots counted.
+        let src = spec("linux", "metadata_only = [\"/w/m\"]\n");
+        let h = FakeHost::new()
+            .file("/w/m/f", b"")
+            .links_elsewhere("/w/m/f", 1);
+        let e = errors(&src, &h);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].message
+                .contains("the `filesystem.metadata_only` root `/w/m` holds 1 file with another hard link, which the seal does not hide: `/w/m/f`; with 1 link outside the write roots"),
+            "{}",
+            e[0].message
+        );
+        // A single link, or links all inside the denied root: compiles.
+        let h = FakeHost::new()
+            .file("/w/grader/a", b"")
+            .hard_link("/w/grader/a", "/w/grader/b")
+            .file("/w/x", b"");
+        assert!(errors(&spec("linux", ""), &h).is_empty());
+        // A denied root outside the write roots is not walked.
+        let src =
+            "version = 1\nname = \"l\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/s\"]\n";
+        let h = FakeHost::new()
+            .dir("/w")
+            .file("/s/f", b"")
+            .hard_link("/s/f", "/w/f");
+        assert!(errors(src, &h).is_empty());
+    }
+
+    #[test]
+    fn the_listing_is_bounded() {
+        let mut h = FakeHost::new();
+        for i in 0..30 {
+            let f = format!("/w/grader/f{i:02}");
+            h = h
+                .file(&f, b"")
+                .hard_link(&f, &format!("/w/l{i:02}"))
+                .links_elsewhere(&f, 1);
+        }
+        let e = errors(&spec("linux", ""), &h);
+        assert_eq!(e.len(), 1, "{e:?}");
+        let m = &e[0].message;
+        assert_eq!(m.matches("`/w/").count(), LISTED + 1, "{m}");
+        assert!(m.contains("holds 30 files"), "{m}");
+        assert!(
+            m.contains("; and 20 more files and 20 more links in the write roots, not listed; and 30 more links outside the write roots"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_denied_root_that_cannot_be_walked_is_refused() {
+        let h = FakeHost::new()
+            .file("/w/grader/sub/f", b"")
+            .unreadable("/w/grader/sub");
+        let e = errors(&spec("linux", ""), &h);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].code, "sealc::root::uncheckable");
+        assert!(
+            e[0].message.contains("cannot read `/w/grader/sub`")
+                && e[0]
+                    .message
+                    .contains("so sealc cannot check it for hard links"),
+            "{}",
+            e[0].message
+        );
+        // Past the entry bound, or too deep (small bounds here; the
+        // compile's are `links::BOUNDS`).
+        let mut h = FakeHost::new().file("/w/grader/1/2/3/f", b"");
+        for i in 0..5 {
+            h = h.file(&format!("/w/grader/f{i}"), b"");
+        }
+        let src = spec("linux", "");
+        let parsed = crate::spec::parse(&src).unwrap();
+        let realpaths: BTreeMap<String, String> = [("/w", "/w"), ("/w/grader", "/w/grader")]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .into();
+        let run = |bounds: Bounds| {
+            let mut d = Diagnostics::default();
+            let vars = BTreeMap::new();
+            linked_roots(&parsed, &src, &vars, &realpaths, &h, bounds, &mut d);
+            d.0
+        };
+        let d = run(Bounds {
+            entries: 4,
+            depth: 8,
+        });
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].code, "sealc::root::uncheckable");
+        assert_eq!(d[0].message, "the `filesystem.deny_read` root `/w/grader`: more than 4 entries under `/w/grader`, so sealc cannot check it for hard links");
+        let d = run(Bounds {
+            entries: 100,
+            depth: 2,
+        });
+        assert_eq!(d[0].message, "the `filesystem.deny_read` root `/w/grader`: `/w/grader/1/2/3` is more than 2 directories below `/w/grader`, so sealc cannot check it for hard links");
+        assert!(run(links::BOUNDS).is_empty());
+    }
 }

@@ -521,11 +521,44 @@ impl Lower<'_> {
 
     /// Say which roots did not exist when compiled, and what that means.
     fn absent(&mut self, roots: &[Root], platform: Platform) {
+        // The write root a path lies in, as written or where it is.
+        let write_holding = |p: &str| {
+            roots
+                .iter()
+                .filter(|w| w.kind == RootKind::Write)
+                .find(|w| {
+                    is_within(p, &w.path) || w.real.as_deref().is_some_and(|r| is_within(p, r))
+                })
+                .map(|w| w.path.clone())
+        };
         for r in roots {
             let provided = r.kind == RootKind::WriteDevice
                 && platform == Platform::Linux
                 && crate::backend::bwrap::DEV_SET.contains(&r.path.as_str());
-            let (message, label, help) = if r.made {
+            let in_write = (r.kind.is_denied() && r.real.is_none())
+                .then(|| write_holding(&r.path))
+                .flatten();
+            let (message, label, help) = if let Some(w) = in_write {
+                // Issue 22, finding 3: what a run can do with it meanwhile.
+                let label = match platform {
+                    Platform::Linux => "absent when compiled: nothing is mounted for it",
+                    Platform::Macos => "absent when compiled: its rules apply by path",
+                };
+                let exposed = match platform {
+                    Platform::Linux => "it is not hidden while it is absent: a run may create it (and link the files it makes there to names elsewhere in the write root), and anything a host process writes there during a run is readable by the agent",
+                    Platform::Macos => "its rules apply by path if it appears during a run, but a run may be what makes it",
+                };
+                (
+                    format!(
+                        "`{}` root {} does not exist here, inside the write root {}: {exposed}; a later `sealc exec` refuses to start once it exists",
+                        r.kind.key(),
+                        quote(&r.path),
+                        quote(&w)
+                    ),
+                    label.to_string(),
+                    "make it before compiling (an empty directory will do), so it is hidden from the first run; otherwise correct the path",
+                )
+            } else if r.made {
                 (
                     format!(
                         "write root {} does not exist here: `sealc exec` makes it at {} before the sandbox starts",
@@ -1815,6 +1848,62 @@ mod tests {
         assert!(is_within("/a", "/a"));
         assert!(!is_within("/ab", "/a"));
         assert!(is_within("/x", "/"));
+    }
+
+    /// Issue 22, finding 3: an absent denied root inside a write root is
+    /// said to be unhidden while absent, and to be made before compiling.
+    #[test]
+    fn an_absent_denied_root_in_a_write_root_says_what_a_run_can_do_with_it() {
+        let host = crate::facts::FakeHost::new().dir("/w");
+        for platform in ["linux", "macos"] {
+            let src = format!("version = 1\nname = \"a\"\n[target]\nplatform = \"{platform}\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/w/grader\", \"/elsewhere\"]\n");
+            let c = crate::compile("a.toml", &src, &Vec::new(), &host).unwrap();
+            let absent: Vec<&crate::diag::Diagnostic> = c
+                .warnings
+                .0
+                .iter()
+                .filter(|d| d.code == "sealc::root::absent")
+                .collect();
+            assert_eq!(absent.len(), 2, "{absent:?}");
+            let inside = absent
+                .iter()
+                .find(|d| d.message.contains("`/w/grader`"))
+                .unwrap();
+            assert!(
+                inside
+                    .message
+                    .contains("does not exist here, inside the write root `/w`"),
+                "{}",
+                inside.message
+            );
+            assert!(
+                inside
+                    .message
+                    .ends_with("a later `sealc exec` refuses to start once it exists"),
+                "{}",
+                inside.message
+            );
+            if platform == "linux" {
+                assert!(
+                    inside
+                        .message
+                        .contains("it is not hidden while it is absent: a run may create it"),
+                    "{}",
+                    inside.message
+                );
+                assert!(inside.message.contains("anything a host process writes there during a run is readable by the agent"), "{}", inside.message);
+            }
+            assert!(inside
+                .help
+                .as_deref()
+                .unwrap()
+                .starts_with("make it before compiling"));
+            let outside = absent
+                .iter()
+                .find(|d| d.message.contains("`/elsewhere`"))
+                .unwrap();
+            assert!(!outside.message.contains("inside the write root"));
+        }
     }
 
     #[test]
