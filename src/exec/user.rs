@@ -249,7 +249,7 @@ const MAX_DEPTH: usize = 512;
 const SET_ID: u32 = 0o6000;
 
 /// What a walk over a write root's tree does.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
     /// Hand every object to `to`; the walk stops at the first failure.
     Over,
@@ -344,7 +344,9 @@ impl Walk {
                     if st.st_mode & SET_ID != 0 {
                         clear_set_id(fd, st.st_mode)?;
                     }
-                    clear_caps(fd)?;
+                    if st.st_mode & 0o111 != 0 {
+                        clear_caps(fd)?;
+                    }
                 }
                 return Ok(());
             }
@@ -358,16 +360,9 @@ impl Walk {
                     self.cleared
                         .push(format!("the setuid or setgid bit of {path:?}"));
                 }
-                if clear_caps(fd)? {
+                if st.st_mode & 0o111 != 0 && clear_caps(fd)? {
                     self.cleared
                         .push(format!("the file capabilities of {path:?}"));
-                }
-                if st.st_nlink > 1 {
-                    let e = self
-                        .links
-                        .entry((st.st_dev, st.st_ino))
-                        .or_insert_with(|| (st.st_nlink, 0, path.to_string()));
-                    e.1 += 1;
                 }
                 return Ok(());
             }
@@ -466,6 +461,19 @@ impl Walk {
         Ok(())
     }
 
+    /// Does this walk change the regular file whose `st` this is? Read
+    /// from `st` alone, so the many files a walk leaves as they are cost a
+    /// `statx` each, not an open. File capabilities act only when a file
+    /// is executed: they are looked for on files with an execute bit.
+    fn acts_on(&self, st: &rustix::fs::Stat) -> bool {
+        let set_id = st.st_mode & SET_ID != 0;
+        let exec = st.st_mode & 0o111 != 0;
+        match self.op {
+            Op::Sweep | Op::Prepare => set_id || exec,
+            Op::Over | Op::Back { .. } => self.takes(st) && st.st_nlink == 1,
+        }
+    }
+
     fn entry(
         &mut self,
         dir: &OwnedFd,
@@ -473,31 +481,57 @@ impl Walk {
         path: &str,
         depth: usize,
     ) -> rustix::io::Result<()> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let kind = FileType::from_raw_mode(st.st_mode);
+        if !matches!(kind, FileType::Directory | FileType::RegularFile) {
+            return Ok(()); // symlinks, sockets, fifos: left as they are
+        }
+        if st.st_dev != self.dev {
+            // Another device: a btrfs subvolume of the root's mount is
+            // walked, another filesystem mounted inside is not ours.
+            let fd = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            if self.elsewhere(&fd, &st) {
+                return Ok(());
+            }
+        }
+        if kind == FileType::Directory {
+            if self.skip.contains(&(st.st_dev, st.st_ino)) {
+                return Ok(());
+            }
+            let child = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            return self.dir(&child, path, depth + 1);
+        }
+        if self.op == Op::Prepare && st.st_nlink > 1 {
+            let e = self
+                .links
+                .entry((st.st_dev, st.st_ino))
+                .or_insert_with(|| (st.st_nlink, 0, path.to_string()));
+            e.1 += 1;
+        }
+        if !self.acts_on(&st) {
+            return Ok(());
+        }
         let fd = rustix::fs::openat(
             dir,
             name,
             OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        let st = rustix::fs::fstat(&fd)?;
-        if self.elsewhere(&fd, &st) {
-            return Ok(()); // another filesystem mounted inside: not ours to change
+        let now = rustix::fs::fstat(&fd)?;
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
+            return Err(rustix::io::Errno::AGAIN); // replaced meanwhile: said
         }
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory if self.skip.contains(&(st.st_dev, st.st_ino)) => Ok(()),
-            FileType::Directory => {
-                drop(fd);
-                let child = rustix::fs::openat(
-                    dir,
-                    name,
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )?;
-                self.dir(&child, path, depth + 1)
-            }
-            FileType::RegularFile => self.take(&fd, &st, path),
-            _ => Ok(()), // symlinks, sockets, fifos: left as they are
-        }
+        self.take(&fd, &now, path)
     }
 }
 

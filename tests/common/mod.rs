@@ -241,20 +241,36 @@ pub fn serve(reply: &'static str) -> u16 {
 
 /// Can bubblewrap make a sandbox here (pid and network namespaces)? The
 /// probe alone: callers decide whether its absence fails or skips.
+/// A failure is tried again a few times (a machine busy with many
+/// sandboxes at once can refuse one for a moment), and what bubblewrap
+/// said the last time is printed.
 #[allow(dead_code)]
 pub fn bwrap_sandboxes() -> bool {
-    std::process::Command::new("bwrap")
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-pid",
-            "--unshare-net",
-            "true",
-        ])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let mut said = String::new();
+    for _ in 0..5 {
+        let out = std::process::Command::new("bwrap")
+            .args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--unshare-pid",
+                "--unshare-net",
+                "true",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => return true,
+            Ok(o) => said = String::from_utf8_lossy(&o.stderr).into_owned(),
+            Err(e) => {
+                said = e.to_string();
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    eprintln!("bubblewrap's probe failed: {}", said.trim());
+    false
 }
 
 /// Is bubblewrap here and able to make namespaces? Fails instead of skipping
