@@ -771,26 +771,100 @@ pub fn init_main(
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     let main = rustix::process::Pid::from_child(&child);
     // Reap every orphan until the command itself ends; then pid 1 exits and
-    // the kernel ends whatever is left in the namespace.
-    loop {
-        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
-            Ok(Some((pid, status))) if pid == main => {
-                if let Some(fd) = status_fd {
-                    let line = match status.terminating_signal() {
-                        Some(n) => format!("signaled {n}\n"),
-                        None => format!("exited {}\n", status.exit_status().unwrap_or(0)),
-                    };
-                    // SAFETY: the status pipe named on the command line; this
-                    // is its last use in this process.
-                    #[allow(unsafe_code)]
-                    let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
-                    let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
-                }
-                return Ok(exit_code_of(status));
-            }
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => {}
+    // the kernel ends whatever is left in the namespace. The command is
+    // seen exited before it is reaped, so that its own CPU time can be read.
+    let (status, own_ns) = loop {
+        let pid = match next_exited() {
+            Ok(pid) => pid,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             Err(e) => return Err(format!("cannot wait for the command: {e}")),
+        };
+        let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+            // No pid said (never on Linux): reap whichever it is.
+            match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+                Ok(Some((p, status))) if p == main => break (status, None),
+                Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(format!("cannot wait for the command: {e}")),
+            }
+        };
+        if pid != main {
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+            continue;
+        }
+        // Its own CPU time, while it is still a zombie: all its threads',
+        // none of its children's, as `RLIMIT_CPU` counts it.
+        let own = prof_clock_ns(pid.as_raw_nonzero().get());
+        match reap(main) {
+            Ok(status) => break (status, own),
+            Err(e) => return Err(format!("cannot wait for the command: {e}")),
+        }
+    };
+    if let Some(fd) = status_fd {
+        let line = match (status.terminating_signal(), own_ns) {
+            (Some(n), Some(t)) => format!("signaled {n} cpu_ns {t}\n"),
+            (Some(n), None) => format!("signaled {n}\n"),
+            (None, _) => format!("exited {}\n", status.exit_status().unwrap_or(0)),
+        };
+        // SAFETY: the status pipe named on the command line; this is its
+        // last use in this process.
+        #[allow(unsafe_code)]
+        let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
+        let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
+    }
+    Ok(exit_code_of(status))
+}
+
+/// The pid of a child that has exited, left unreaped (`waitid` with
+/// `WEXITED | WNOWAIT`; rustix's `waitid` does not say which child).
+#[allow(unsafe_code)]
+fn next_exited() -> io::Result<i32> {
+    // SAFETY: `siginfo_t` is plain data, for which all zeroes is a valid
+    // value (and what `waitid` expects to find when no child is ready).
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid, writable `siginfo_t` for the duration of
+    // the call, which writes nothing else.
+    let r = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a successful `waitid` with `WEXITED` (and no `WNOHANG`) filled
+    // in a `SIGCHLD` siginfo, whose `si_pid` is the child's.
+    Ok(unsafe { info.si_pid() })
+}
+
+/// The CPU time of process `pid`, all its threads (not its children), in
+/// nanoseconds, as the kernel's CPU timers and `RLIMIT_CPU` sample it: its
+/// `CPUCLOCK_PROF` process clock (user + system). `/proc/<pid>/stat` and
+/// `getrusage` scale user and system time to the scheduler's runtime, which
+/// can lie a few percent below what the limit counted.
+#[allow(unsafe_code)]
+fn prof_clock_ns(pid: i32) -> Option<u64> {
+    // `MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_PROF)` of the kernel's
+    // posix-timers: the encoding glibc's `clock_getcpuclockid` uses (with
+    // `CPUCLOCK_SCHED`, 2).
+    let clock: libc::clockid_t = (!pid) << 3;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` for the duration of the
+    // call, which writes nothing else.
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if r != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+/// Reap `pid`, which has exited.
+fn reap(pid: rustix::process::Pid) -> io::Result<rustix::process::WaitStatus> {
+    loop {
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+            Ok(Some((_, status))) => return Ok(status),
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
