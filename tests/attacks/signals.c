@@ -13,8 +13,8 @@
  *              init, outlives it: only the answer is reported)
  *   fsetsig    a pipe with O_ASYNC and F_SETSIG SIGNAL, then written
  *   tiocsig    a new session with a pty as its terminal, then TIOCSIG on
- *              the master (the foreground group is this process's; kernels
- *              since 4.x answer EINVAL to any signal but INT, QUIT, TSTP)
+ *              the master (the foreground group is this process's; recent
+ *              kernels answer EINVAL to any signal but INT, QUIT, TSTP)
  *   timer      timer_create with SIGEV_SIGNAL SIGNAL, armed
  *   mq         mq_notify with SIGEV_SIGNAL SIGNAL, then a message
  *   setrlimit, prlimit   RLIMIT_FSIZE lowered to 4 KiB, then 64 KiB
