@@ -215,8 +215,13 @@ fn system_base(platform: Platform) -> &'static [&'static str] {
 
 fn filesystem(ir: &Ir) -> Filesystem {
     let (base_reads, system) = match (ir.base, ir.platform) {
-        (Base::AllowDefault, _) => (
+        (Base::AllowDefault, Platform::Macos) => (
             "everything on the host that is not hidden or stat only below".to_string(),
+            Vec::new(),
+        ),
+        (Base::AllowDefault, Platform::Linux) => (
+            "everything on the host that is not hidden or stat only below, but of /sys only the CPU, NUMA and transparent huge page entries"
+                .to_string(),
             Vec::new(),
         ),
         (Base::DenyDefault, Platform::Macos) => (
@@ -227,7 +232,7 @@ fn filesystem(ir: &Ir) -> Filesystem {
                 .collect(),
         ),
         (Base::DenyDefault, Platform::Linux) => (
-            "only the Linux system base (with a fresh /dev and /proc) and the roots below"
+            "only the Linux system base (with a fresh /dev and /proc, and of /sys only the CPU, NUMA and transparent huge page entries) and the roots below"
                 .to_string(),
             system_base(Platform::Linux)
                 .iter()

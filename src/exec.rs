@@ -786,6 +786,21 @@ fn cpu_ticks(pid: &str) -> (u64, u64) {
     (n(14) + n(15), n(16) + n(17))
 }
 
+/// CPU seconds (user + system) of this process's waited-for children and
+/// theirs (`RUSAGE_CHILDREN`).
+#[allow(unsafe_code)]
+fn children_cpu() -> f64 {
+    // SAFETY: `rusage` is plain data, for which all zeroes is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable `rusage` for the duration of the
+    // call, which writes nothing else.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
 fn seconds(ticks: u64) -> f64 {
     ticks as f64 / rustix::param::clock_ticks_per_second() as f64
 }
@@ -1161,14 +1176,14 @@ pub fn run(
         }
     };
     let (peak_kib, most) = peak.lock().map(|p| *p).unwrap_or_default();
-    let waited = seconds(cpu_ticks("self").1);
+    let waited = children_cpu();
     let watched = seconds(ticks.lock().map(|t| t.values().sum()).unwrap_or(0));
     let cpu = waited.max(watched);
     let mut limits_reached = Vec::new();
     if plan.limits.processes.is_some_and(|n| most >= n) {
         limits_reached.push("processes");
     }
-    let outcome = classify(plan, status, stop, &info, &status_text, cpu);
+    let outcome = classify(plan, status, stop, &info, &status_text, waited);
     match &outcome {
         report::Outcome::WallTimeout => limits_reached.push("wall_seconds"),
         report::Outcome::CpuLimit => limits_reached.push("cpu_seconds"),
@@ -1239,14 +1254,16 @@ fn sandbox_ended(init: &OwnedFd) -> bool {
 /// How the run ended, from what sealc saw and what the inside reported:
 /// bubblewrap's `--info-fd` (the sandbox was built), then the status pipe
 /// (`start-failed <why>` from `__confine`, `exited <code>` or
-/// `signaled <n>` from the init).
+/// `signaled <n> [cpu_ns <t>]` from the init, `t` the command's own CPU
+/// time). Without a sandbox (macOS), the command's own CPU time is taken
+/// from `children_cpu`, what sealc's waited-for children used.
 fn classify(
     plan: &Plan,
     status: ExitStatus,
     stop: Option<Stop>,
     info: &str,
     status_text: &str,
-    cpu: f64,
+    children_cpu: f64,
 ) -> report::Outcome {
     use report::Outcome as O;
     match stop {
@@ -1273,8 +1290,8 @@ fn classify(
                     message: why.to_string(),
                 };
             }
-            if let Some(n) = line.strip_prefix("signaled ").and_then(|n| n.parse().ok()) {
-                return classify_signal(plan, n, cpu);
+            if let Some((n, own)) = line.strip_prefix("signaled ").and_then(signaled_line) {
+                return classify_signal(plan, n, own);
             }
             if let Some(c) = line.strip_prefix("exited ").and_then(|c| c.parse().ok()) {
                 code = c;
@@ -1283,21 +1300,49 @@ fn classify(
         return O::Exited { code };
     }
     match status.signal() {
-        Some(n) => classify_signal(plan, n, cpu),
+        Some(n) => classify_signal(plan, n, Some(children_cpu)),
         None => O::Exited { code },
     }
 }
 
-fn classify_signal(plan: &Plan, signal: i32, cpu: f64) -> report::Outcome {
+/// `<n> [cpu_ns <t>]` of the init's `signaled` line: the signal, and the
+/// command's own CPU seconds when the init could read them.
+fn signaled_line(rest: &str) -> Option<(i32, Option<f64>)> {
+    let mut words = rest.split_whitespace();
+    let n = words.next()?.parse().ok()?;
+    let own = match (words.next(), words.next()) {
+        (Some("cpu_ns"), Some(t)) => t.parse::<u64>().ok().map(|ns| ns as f64 / 1e9),
+        _ => None,
+    };
+    Some((n, own))
+}
+
+/// How far below a limit the CPU time sealc reads back on macOS may lie
+/// and still count as reaching it (rusage scales user and system time to
+/// the scheduler's runtime). On Linux the init reads the clock the limit
+/// itself counts, which has reached the limit when the kernel fires it.
+const RUSAGE_TOLERANCE: f64 = 0.05;
+
+/// The outcome of a command killed by `signal`, having used `own` CPU
+/// seconds itself (`None`: unknown). A limit is blamed only where it
+/// fired: `SIGXCPU` once the command's own CPU time reached `cpu_seconds`
+/// (the soft limit), `SIGKILL` once it reached the hard limit a second
+/// later; `SIGXFSZ` under the Linux sandbox, whose filter leaves the
+/// kernel's `RLIMIT_FSIZE` its only source. Anything else is the signal
+/// the command got.
+fn classify_signal(plan: &Plan, signal: i32, own: Option<f64>) -> report::Outcome {
     use report::Outcome as O;
-    let cpu_spent = plan
-        .limits
-        .cpu_seconds
-        .is_some_and(|c| cpu + 0.05 >= c as f64);
+    let tolerance = if plan.bubblewrap {
+        0.0
+    } else {
+        RUSAGE_TOLERANCE
+    };
+    let reached = |limit: u64| own.is_some_and(|c| c + tolerance >= limit as f64);
+    let cpu = plan.limits.cpu_seconds;
     match signal {
-        libc::SIGXCPU if plan.limits.cpu_seconds.is_some() => O::CpuLimit,
-        libc::SIGKILL if cpu_spent => O::CpuLimit,
-        libc::SIGXFSZ if plan.limits.file_size_mib.is_some() => O::FileSizeLimit,
+        libc::SIGXCPU if cpu.is_some_and(reached) => O::CpuLimit,
+        libc::SIGKILL if cpu.is_some_and(|c| reached(c.saturating_add(1))) => O::CpuLimit,
+        libc::SIGXFSZ if plan.bubblewrap && plan.limits.file_size_mib.is_some() => O::FileSizeLimit,
         n => O::Signaled { signal: n },
     }
 }
@@ -1328,6 +1373,55 @@ mod tests {
 
     fn strs(v: &[OsString]) -> Vec<String> {
         v.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    /// Issue 22: a limit is blamed only where it fired.
+    #[test]
+    fn a_signal_names_a_limit_only_where_the_limit_sent_it() {
+        use report::Outcome as O;
+        let plan_for = |p: Platform| {
+            let mut plan = plan(&ir(p), &["cmd".into()], &|_| Some("k".into()), &rt()).unwrap();
+            plan.limits.cpu_seconds = Some(2);
+            plan.limits.file_size_mib = Some(8);
+            plan
+        };
+        let (linux, macos) = (plan_for(Platform::Linux), plan_for(Platform::Macos));
+        let (xcpu, xfsz, kill) = (libc::SIGXCPU, libc::SIGXFSZ, libc::SIGKILL);
+        let signaled = |signal| O::Signaled { signal };
+        for (plan, sig, own, want) in [
+            // The soft limit's SIGXCPU, the hard limit's SIGKILL.
+            (&linux, xcpu, Some(2.004), O::CpuLimit),
+            (&linux, kill, Some(3.001), O::CpuLimit),
+            // Sent, or caused by a lower limit of its own: not the seal's.
+            (&linux, xcpu, Some(0.0), signaled(xcpu)),
+            (&linux, xcpu, Some(1.99), signaled(xcpu)),
+            (&linux, xcpu, None, signaled(xcpu)),
+            (&linux, kill, Some(2.5), signaled(kill)),
+            // Only the kernel sends SIGXFSZ inside the Linux sandbox.
+            (&linux, xfsz, Some(0.0), O::FileSizeLimit),
+            (&macos, xfsz, Some(0.0), signaled(xfsz)),
+            // macOS reads rusage: 50 ms of tolerance.
+            (&macos, xcpu, Some(1.96), O::CpuLimit),
+            (&macos, xcpu, Some(0.3), signaled(xcpu)),
+        ] {
+            assert_eq!(
+                classify_signal(plan, sig, own),
+                want,
+                "{sig} {own:?} bubblewrap={}",
+                plan.bubblewrap
+            );
+        }
+        let mut unlimited = linux.clone();
+        unlimited.limits = Default::default();
+        assert_eq!(classify_signal(&unlimited, xfsz, None), signaled(xfsz));
+        assert_eq!(classify_signal(&unlimited, xcpu, Some(9.0)), signaled(xcpu));
+        assert_eq!(
+            signaled_line("24 cpu_ns 2004000000"),
+            Some((24, Some(2.004)))
+        );
+        assert_eq!(signaled_line("9"), Some((9, None)));
+        assert_eq!(signaled_line("9 cpu_ns x"), Some((9, None)));
+        assert_eq!(signaled_line("x"), None);
     }
 
     #[test]

@@ -27,9 +27,11 @@
 //!
 //! `seal.bwrap.json` mounts nothing for a root that was absent when compiled
 //! (and `sealc exec` refuses a host where one has appeared), so every mount
-//! it lists exists; the one exception, `--ro-bind-try` of a deny-default
-//! system root, is modelled as present. Host mounts below a bound root are
-//! not in the artifact, so the model takes each bind to be one mount.
+//! it lists exists; the exceptions, `--ro-bind-try` of a deny-default
+//! system root and of what the sandbox's own `/sys` shows of the host's
+//! (`bwrap::SYS_SHOWN`), are modelled as present. Host mounts below a bound
+//! root are not in the artifact, so the model takes each bind to be one
+//! mount.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -960,6 +962,59 @@ mod tests {
             shown.path(Access::ReadMetadata, "/t/top/ws"),
             true,
             "--ro-bind / /",
+        );
+    }
+
+    /// Issue 22, item 2: the sandbox's own /sys shows only what programs
+    /// need of the host's, under either base, and a root under /sys still
+    /// means what it says.
+    #[test]
+    fn sys_is_the_sandboxs_own() {
+        let host = lab()
+            .dir("/sys/class/net")
+            .dir("/sys/devices/system/cpu/cpu0");
+        for base in ["allow-default", "deny-default"] {
+            let m = model("write = [\"/t/w\"]", base, &host);
+            for p in ["/sys/class/net", "/sys/fs/cgroup/x", "/sys/firmware"] {
+                check(m.path(Access::ReadData, p), false, "--tmpfs /sys");
+                check(m.path(Access::ReadMetadata, p), false, "--tmpfs /sys");
+            }
+            check(
+                m.path(Access::ReadData, "/sys/devices/system/cpu/online"),
+                true,
+                "--ro-bind-try /sys/devices/system/cpu /sys/devices/system/cpu",
+            );
+            check(
+                m.path(Access::Write, "/sys/kernel/mm/transparent_hugepage/enabled"),
+                false,
+                "--ro-bind-try /sys/kernel/mm/transparent_hugepage",
+            );
+            check(m.name(Op::Create, "/sys/x"), false, "EROFS");
+            assert_eq!(
+                m.shown("/sys"),
+                BTreeSet::from(["devices".to_string(), "kernel".to_string()])
+            );
+        }
+        let m = model(
+            "allow_read = [\"/sys/class/net\"]\ndeny_read = [\"/sys/devices/system/cpu/cpu0\"]",
+            "allow-default",
+            &host,
+        );
+        check(
+            m.path(Access::ReadData, "/sys/class/net/lo"),
+            true,
+            "--ro-bind /sys/class/net /sys/class/net",
+        );
+        check(
+            m.path(Access::ReadData, "/sys/devices/system/cpu/cpu0/online"),
+            false,
+            "--tmpfs /sys/devices/system/cpu/cpu0",
+        );
+        let m = model("deny_read = [\"/sys\"]", "allow-default", &host.dir("/sys"));
+        check(
+            m.path(Access::ReadData, "/sys/devices/system/cpu/online"),
+            false,
+            "--tmpfs /sys",
         );
     }
 

@@ -105,7 +105,7 @@ pub const DIFFERENCES: &[Difference] = &[
     Difference {
         code: "sealc::platform::system-base",
         side: Side::Both,
-        what: "the deny-default system base differs: macOS reads /System, /bin, /sbin, /usr, /private/etc, /private/var/db/dyld and a few devices; Linux reads /bin, /etc, /lib*, /sbin, /usr and has a fresh /dev and /proc",
+        what: "the deny-default system base differs: macOS reads /System, /bin, /sbin, /usr, /private/etc, /private/var/db/dyld and a few devices; Linux reads /bin, /etc, /lib*, /sbin, /usr and has a fresh /dev and /proc and a /sys of its own with only the CPU, NUMA and transparent huge page entries",
         direction: "neither: each platform's own minimum to start a program",
         why: "the two systems keep what programs need in different places",
     },

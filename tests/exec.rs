@@ -884,7 +884,7 @@ mod model_matches_bubblewrap {
     const RUNNER: &str = r#"
 import errno, json, os, sys
 base, probes = sys.argv[1], json.loads(sys.argv[2])
-at = lambda r: base + "/" + r if r else base
+at = lambda r: r if r.startswith("/") else base + "/" + r if r else base
 name = lambda e: errno.errorcode.get(e.errno, str(e.errno))
 print("SANDBOX-UP")
 for i, (op, a, b) in enumerate(probes):
@@ -943,7 +943,8 @@ for i, (op, a, b) in enumerate(probes):
 "#;
 
     /// One probe: an operation on a path of the tree, or from it to a new
-    /// name (paths relative to the tree, `""` the tree itself).
+    /// name (paths relative to the tree, `""` the tree itself; or absolute,
+    /// the sandbox's own `/sys`).
     struct Probe {
         op: &'static str,
         path: String,
@@ -1024,6 +1025,35 @@ for i, (op, a, b) in enumerate(probes):
         names.push((LINKED.0.to_string(), true));
         names.push((join(LINKED.0, "f"), true));
         names.push((join(LINKED.0, "n"), false));
+        // The sandbox's own /sys (issue 22, item 2), where the host has
+        // every entry it binds back (each is `--ro-bind-try`; the model
+        // takes them to be there).
+        if sealc::backend::bwrap::SYS_SHOWN
+            .iter()
+            .all(|(p, _)| Path::new(p).is_dir())
+        {
+            for d in [
+                "/sys",
+                "/sys/devices",
+                "/sys/devices/system",
+                "/sys/devices/system/cpu",
+            ] {
+                push("list", d.to_string(), None);
+            }
+            for p in [
+                "/sys/class/net",
+                "/sys/fs/cgroup",
+                "/sys/firmware",
+                "/sys/block",
+                "/sys/devices/virtual/dmi",
+                "/sys/devices/system/cpu/online",
+                "/sys/kernel/mm/transparent_hugepage/enabled",
+            ] {
+                push("stat", p.to_string(), None);
+            }
+            push("create", "/sys/new".to_string(), None);
+            push("mkdir", "/sys/m".to_string(), None);
+        }
         for (k, (x, file)) in names.iter().enumerate() {
             let here = dir_of(x);
             if *file {
@@ -1051,6 +1081,8 @@ for i, (op, a, b) in enumerate(probes):
         let at = |r: &str| {
             if r.is_empty() {
                 t.to_string()
+            } else if r.starts_with('/') {
+                r.to_string()
             } else {
                 format!("{t}/{r}")
             }
@@ -1286,7 +1318,13 @@ for i, (op, a, b) in enumerate(probes):
                     // The host's entries where its data reads; else the
                     // names bubblewrap made (issue 11, item 5: nothing but
                     // the way to a deeper mount).
-                    let at = if p.path.is_empty() { ts.clone() } else { format!("{ts}/{}", p.path) };
+                    let at = if p.path.is_empty() {
+                        ts.clone()
+                    } else if p.path.starts_with('/') {
+                        p.path.clone()
+                    } else {
+                        format!("{ts}/{}", p.path)
+                    };
                     let want = if model.path(Access::ReadData, &at).allowed {
                         host.clone()
                     } else {

@@ -23,7 +23,8 @@
 //! | a re-allowed root written through a symlink the sandbox would not show | `--symlink` to its realpath |
 //! | a root absent when compiled | nothing (listed under `absent`) |
 //! | a `write` root absent when compiled | `--bind` where `sealc exec` makes it (listed under `create`) |
-//! | always | `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
+//! | always | a `--tmpfs /sys` (read-only) with only [`SYS_SHOWN`] bound back (`--ro-bind-try`), `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
+//! | a root under `/sys` | its step, after the sandbox's own `/sys`: it means what it says there too |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
 use std::collections::BTreeMap;
@@ -57,6 +58,36 @@ pub const DEV_SET: &[&str] = &[
 pub const INIT_PATH: &str = "/dev/.sealc-init";
 /// Where `sealc exec` binds the proxy bridge's private directory (read-only).
 pub const BRIDGE_PATH: &str = "/dev/.sealc-bridge";
+
+/// What the sandbox's own `/sys` (an empty read-only tmpfs) shows of the
+/// host's, bound read-only where present, each with the reason programs
+/// need it. The rest of the host's `/sys` names the host: its network
+/// interfaces, their addresses and traffic counters (`/sys/class/net`), its
+/// processes' cgroups (`/sys/fs/cgroup`), firmware tables and DMI serials
+/// (`/sys/firmware`, `/sys/devices/virtual/dmi`), its disks (`/sys/block`).
+/// Docker's choice is the anchor: a read-only sysfs of the container's own
+/// network namespace, with `/sys/firmware` masked; bubblewrap cannot mount
+/// a sysfs, so only these are bound back.
+pub const SYS_SHOWN: &[(&str, &str)] = &[
+    (
+        "/sys/devices/system/cpu",
+        "the CPUs (online, possible, topology, caches): glibc's sysconf(_SC_NPROCESSORS_*), getconf, Python's os.cpu_count and thread pools (OpenMP, BLAS) count them here",
+    ),
+    (
+        "/sys/devices/system/node",
+        "the NUMA nodes: libnuma, hwloc and JVMs place memory and threads by them",
+    ),
+    (
+        "/sys/kernel/mm/transparent_hugepage",
+        "the transparent huge page settings: the Go runtime, jemalloc and JVMs read them to choose how to allocate",
+    ),
+];
+
+/// Is `p` inside the sandbox's own `/sys` and outside what it shows of the
+/// host's ([`SYS_SHOWN`])?
+fn sys_hides(p: &str) -> bool {
+    is_within(p, "/sys") && !SYS_SHOWN.iter().any(|(s, _)| is_within(p, s))
+}
 
 /// Host-global `/proc` entries made read-only (Docker's read-only list).
 pub const PROC_READ_ONLY: &[&str] = &[
@@ -93,7 +124,9 @@ pub fn kernel_entry(step: &Step) -> Option<&str> {
 
 /// What `sealc __confine` refuses inside every Linux sandbox, through a
 /// seccomp filter (`EPERM`, or `ENOSYS` for `clone3` so that libc falls back
-/// to `clone`, whose flags the filter can read).
+/// to `clone`, whose flags the filter can read). Each entry names its
+/// system calls before any parenthesis (`exec::inside`'s rules are checked
+/// against these names).
 pub const REFUSED: &[&str] = &[
     "socket(other than AF_INET, AF_INET6, AF_NETLINK, AF_UNIX)",
     "socket(AF_NETLINK, other than NETLINK_ROUTE)",
@@ -111,9 +144,15 @@ pub const REFUSED: &[&str] = &[
     "userfaultfd",
     "io_uring_setup",
     "add_key, keyctl, request_key",
+    "fanotify_init, fanotify_mark",
     "ioctl(TIOCSTI, TIOCSCTTY, TIOCLINUX)",
     "chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat (setuid or setgid bit)",
     "mknod, mknodat (character or block device)",
+    "kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal (SIGXCPU, SIGXFSZ)",
+    "prctl(PR_SET_PDEATHSIG, SIGXCPU or SIGXFSZ)",
+    "fcntl(F_SETSIG, SIGXCPU or SIGXFSZ)",
+    "ioctl(TIOCSIG, SIGXCPU or SIGXFSZ)",
+    "clone(exit signal SIGXCPU or SIGXFSZ)",
     "x32 system calls of their own (512 to 547)",
 ];
 /// Also refused in `none` and `proxy` mode: new unix sockets, and unix
@@ -123,14 +162,36 @@ pub const REFUSED_OFFLINE: &[&str] = &[
     "socket(AF_UNIX)",
     "socketpair(AF_UNIX, other than SOCK_STREAM)",
 ];
+/// Also refused when `limits.file_size_mib` is set, so that a `SIGXFSZ`
+/// can only be the kernel's, at the seal's size: a lowered file size
+/// limit, and a `sigevent` (whose signal number lies in memory, which no
+/// filter reads; without one a timer signals `SIGALRM`), answered `ENOSYS`
+/// so that coreutils' `timeout` falls back to `setitimer` without a word.
+pub const REFUSED_FILE_SIZE: &[&str] = &[
+    "setrlimit, prlimit64 (RLIMIT_FSIZE, a new limit)",
+    "timer_create, mq_notify (a sigevent: ENOSYS)",
+];
+
+/// What `sealc __confine` refuses: always [`REFUSED`], with
+/// [`REFUSED_OFFLINE`] when the network is not open and
+/// [`REFUSED_FILE_SIZE`] when the file size is limited.
+pub fn refused_for(offline: bool, file_size: bool) -> Vec<&'static str> {
+    let mut v = REFUSED.to_vec();
+    if offline {
+        v.extend(REFUSED_OFFLINE);
+    }
+    if file_size {
+        v.extend(REFUSED_FILE_SIZE);
+    }
+    v
+}
 
 /// What `sealc __confine` refuses for this seal.
 pub fn refused(ir: &Ir) -> Vec<&'static str> {
-    let mut v = REFUSED.to_vec();
-    if ir.network.mode != NetMode::Open {
-        v.extend(REFUSED_OFFLINE);
-    }
-    v
+    refused_for(
+        ir.network.mode != NetMode::Open,
+        ir.exec.limits.file_size_mib.is_some(),
+    )
 }
 
 /// The Landlock layer `sealc __confine` applies, as far as the kernel's ABI
@@ -281,6 +342,8 @@ fn host_views(ir: &Ir, paths: &[((usize, u8, String), Step)]) -> impl Fn(&str) -
         Base::AllowDefault => vec![("/".to_string(), true)],
         Base::DenyDefault => SYSTEM_ROOTS.iter().map(|r| (r.to_string(), true)).collect(),
     };
+    covers.push(("/sys".to_string(), false));
+    covers.extend(SYS_SHOWN.iter().map(|(p, _)| (p.to_string(), true)));
     for (_, s) in paths {
         let a = &s.args;
         let (Some(opt), Some(dest)) = (a.first(), a.last()) else {
@@ -326,6 +389,16 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 );
             }
         }
+    }
+    out.push(step(
+        ["--tmpfs", "/sys"],
+        "a /sys of the sandbox's own: the host's names its network interfaces, their addresses and counters, its cgroups, firmware and DMI serials; only what programs need is bound back (as Docker shows a sysfs of the container's own and masks /sys/firmware)".into(),
+    ));
+    for (p, why) in SYS_SHOWN {
+        out.push(step(
+            ["--ro-bind-try", p, p],
+            format!("the host's {p}, read-only, when present: {why}"),
+        ));
     }
     out.push(step(
         ["--proc", "/proc"],
@@ -467,12 +540,15 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     }
     for entry in &ir.launcher {
         let hidden = match ir.base {
-            Base::AllowDefault => ir
-                .roots
-                .iter()
-                .filter(|r| r.kind.is_denied())
-                .filter_map(|r| r.real.as_deref())
-                .any(|d| is_within(&entry.path, d)),
+            Base::AllowDefault => {
+                sys_hides(&entry.path)
+                    || ir
+                        .roots
+                        .iter()
+                        .filter(|r| r.kind.is_denied())
+                        .filter_map(|r| r.real.as_deref())
+                        .any(|d| is_within(&entry.path, d))
+            }
             Base::DenyDefault => !SYSTEM_ROOTS.iter().any(|s| is_within(&entry.path, s)),
         };
         if !hidden {
@@ -531,6 +607,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         // The root bubblewrap builds is a tmpfs: nothing may be made in it.
         hidden_dirs.push("/".into());
     }
+    // The sandbox's own /sys, once the host's entries are bound in it.
+    hidden_dirs.push("/sys".into());
     hidden_dirs.sort();
     hidden_dirs.dedup();
     for d in &hidden_dirs {
@@ -540,8 +618,12 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                 Some(base_entry(ir.base)),
             )
         } else {
-            // The entry of the stand-in that stays read-only.
-            let stand_in = out.iter().find(|s| s.args[..] == ["--tmpfs", d.as_str()]);
+            // The entry of the stand-in that stays read-only (the last one
+            // made there: a `deny_read` of `/sys` over the sandbox's own).
+            let stand_in = out
+                .iter()
+                .rev()
+                .find(|s| s.args[..] == ["--tmpfs", d.as_str()]);
             (
                 format!("`{d}` stays read-only once the mounts inside it are made"),
                 stand_in.and_then(|s| s.spec.clone()),

@@ -21,7 +21,8 @@ Exit codes:
        that cannot be written
   120  the memory limit was reached        121  the output limit
   124  the wall-clock limit                152  the CPU limit (SIGXCPU)
-  153  the file-size limit (SIGXFSZ)
+  153  the file-size limit (SIGXFSZ); a SIGXCPU or SIGXFSZ that no limit
+       of the seal sent is 128+S as well, and --report says `signaled`
   125  the command ran, but the Codex config in CODEX_HOME changed
   122  the sandbox (or one of its layers) could not be built; nothing ran
   126  the command is in the sandbox but could not be executed
