@@ -277,7 +277,7 @@ impl Lab {
         std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::create_dir(t.join("ws")).unwrap();
         std::fs::create_dir(t.join("out")).unwrap();
-        std::fs::set_permissions(t.join("out"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::set_permissions(t.join("out"), std::fs::Permissions::from_mode(0o1777)).unwrap();
         if who == Caller::User {
             std::os::unix::fs::chown(t.join("ws"), Some(env.uid), Some(env.gid)).unwrap();
         }

@@ -823,3 +823,40 @@ fn a_root_left_with_the_agent_by_an_earlier_run_is_said() {
     );
     assert_eq!(owner(&lab.p("ws")), OWNER);
 }
+
+/// The walks of a root-started run are bounded: a write root holding more
+/// entries than `--walk-limit` (default 1,000,000: what an earlier run
+/// could leave, millions of empty files, would otherwise hold up every
+/// start) stops the run before anything starts (exit 122), naming the
+/// bound, and nothing changes hands.
+#[test]
+fn the_walks_of_a_write_root_are_bounded() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let lab = Lab::new("/usr/bin:/bin", "");
+    let ws = lab.p("ws").display().to_string();
+    let out = lab.sh(&format!(
+        "cd {ws} && mkdir many && cd many && i=0 && while [ $i -lt 60 ]; do : > f$i; i=$((i+1)); done"
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = lab
+        .start(&["--walk-limit", "50"], "echo RAN")
+        .wait_with_output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(122), "{said}");
+    assert!(said.contains("more than 50 entries"), "{said}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("RAN"),
+        "{said}"
+    );
+    assert!(!said.contains("by chown"), "{said}");
+    assert_eq!(owner(&lab.p("ws/many/f0")), OWNER);
+    // Within the bound it runs.
+    let out = lab
+        .start(&["--walk-limit", "100"], "echo RAN")
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

@@ -64,6 +64,9 @@ pub struct Args {
     /// Relay the command's output to a terminal byte for byte, escape sequences included (by default, on a terminal, only text and SGR colours pass: see Output below).
     #[arg(long)]
     raw_terminal: bool,
+    /// Started by root (Linux): the most entries sealc walks in the write roots before and after the run (clearing set-id bits and file capabilities, looking for hard links out); past it nothing starts.
+    #[arg(long, value_name = "ENTRIES", default_value_t = crate::exec::user::MAX_ENTRIES)]
+    walk_limit: u64,
     /// For tests only: sealc's proxy resolves NAME to ADDR without asking DNS (the answer is still checked).
     #[arg(long, value_name = "NAME=ADDR", hide = true)]
     resolve: Vec<String>,
@@ -88,6 +91,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             force: a.force,
             raw_terminal: a.raw_terminal,
             resolve: &a.resolve,
+            walk_limit: a.walk_limit,
         },
         &a.command,
         out,
@@ -103,6 +107,7 @@ struct ExecOpts<'a> {
     force: bool,
     raw_terminal: bool,
     resolve: &'a [String],
+    walk_limit: u64,
 }
 
 /// What `exec` learns on its way, for the run report.
@@ -672,7 +677,11 @@ fn exec_run(
         });
         let prepared = chosen.map(|(own, trees)| {
             let agent = own.as_ref().map_or(ids, |d| d.ids);
-            (own, trees, crate::exec::user::prepare(owners, agent))
+            (
+                own,
+                trees,
+                crate::exec::user::prepare(owners, agent, opts.walk_limit),
+            )
         });
         use crate::exec::user::Unprepared;
         let fallback = match prepared {
@@ -729,7 +738,7 @@ fn exec_run(
     let idmapped = ctx.write_roots == Some("idmapped");
     let code = 'run: {
         if let (Some(ids), false) = (user, idmapped) {
-            if let Err(e) = crate::exec::user::hand_over(&roots, ids) {
+            if let Err(e) = crate::exec::user::hand_over(&roots, ids, opts.walk_limit) {
                 let _ = writeln!(err, "error: {e}, so nothing was started");
                 break 'run crate::exec::SANDBOX_FAILED;
             }
@@ -765,9 +774,9 @@ fn exec_run(
                 );
             }
             ctx.trees.clear();
-            ctx.hand_back = crate::exec::user::sweep_set_id(&owners);
+            ctx.hand_back = crate::exec::user::sweep_set_id(&owners, opts.walk_limit);
         } else {
-            ctx.hand_back = crate::exec::user::hand_back(&owners, ids);
+            ctx.hand_back = crate::exec::user::hand_back(&owners, ids, opts.walk_limit);
         }
         let what = if idmapped {
             "cannot clear a set-id bit"

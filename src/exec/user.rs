@@ -138,7 +138,7 @@ pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
 /// root's filesystem. A file linked elsewhere keeps its owner (it may be
 /// another path's file). Works on descriptors opened without following
 /// links, so nothing swapped in meanwhile is changed instead.
-pub fn hand_over(roots: &[String], ids: Ids) -> Result<(), String> {
+pub fn hand_over(roots: &[String], ids: Ids, limit: u64) -> Result<(), String> {
     for root in roots {
         let dir = match open_nofollow(
             root,
@@ -157,7 +157,12 @@ pub fn hand_over(roots: &[String], ids: Ids) -> Result<(), String> {
         let dev = rustix::fs::fstat(&dir)
             .map_err(|e| format!("cannot inspect `{root}`: {e}"))?
             .st_dev;
-        walk(dir, dev, ids).map_err(|e| format!("cannot hand over `{root}`: {e}"))?;
+        walk(dir, dev, ids, limit).map_err(|e| match e {
+            rustix::io::Errno::TOOBIG => format!(
+                "cannot hand over `{root}`: it holds more than {limit} entries, more than sealc walks (`--walk-limit`)"
+            ),
+            e => format!("cannot hand over `{root}`: {e}"),
+        })?;
     }
     Ok(())
 }
@@ -245,6 +250,14 @@ fn chown_single(fd: &OwnedFd, ids: Ids) -> rustix::io::Result<()> {
 /// How deep a write root's tree may go before the hand-over gives up.
 const MAX_DEPTH: usize = 512;
 
+/// How many entries the walks of one start (or one hand-back) visit in
+/// all the write roots before they stop, unless `--walk-limit` says
+/// otherwise: a walk costs about 2 µs of an entry (`benches/walk.sh`), so
+/// the bound keeps a tree an earlier run left (millions of empty files)
+/// from holding up every later start; past it the run does not start (or
+/// the hand-back says where it stopped).
+pub const MAX_ENTRIES: u64 = crate::facts::links::WALK_ENTRIES;
+
 /// The setuid and setgid bits.
 const SET_ID: u32 = 0o6000;
 
@@ -284,6 +297,10 @@ struct Walk {
     /// in all, links seen, a path of one).
     cleared: Vec<String>,
     links: std::collections::BTreeMap<(u64, u64), (u64, u64, String)>,
+    /// Entries visited, by this walk and the walks of the other roots
+    /// before it (bounded by `limit`).
+    seen: u64,
+    limit: u64,
 }
 
 impl Walk {
@@ -298,13 +315,16 @@ impl Walk {
             dropped: 0,
             cleared: Vec::new(),
             links: Default::default(),
+            seen: 0,
+            limit: MAX_ENTRIES,
         }
     }
 
     /// A failure at `path`: the hand-over stops at the first, the hand-back
     /// notes it and goes on.
     fn fail(&mut self, path: &str, e: rustix::io::Errno) -> rustix::io::Result<()> {
-        if matches!(self.op, Op::Over | Op::Prepare) {
+        // Past the bound every walk stops.
+        if matches!(self.op, Op::Over | Op::Prepare) || e == rustix::io::Errno::TOOBIG {
             return Err(e);
         }
         // Only the first few are kept (each names a path the agent chose, up
@@ -453,6 +473,10 @@ impl Walk {
             if name.to_bytes() == b"." || name.to_bytes() == b".." {
                 continue;
             }
+            self.seen += 1;
+            if self.seen > self.limit {
+                return Err(rustix::io::Errno::TOOBIG);
+            }
             let at = format!("{path}/{}", String::from_utf8_lossy(name.to_bytes()));
             if let Err(e) = self.entry(dir, name, &at, depth) {
                 self.fail(&at, e)?;
@@ -571,8 +595,9 @@ fn mnt_id(fd: &OwnedFd) -> Option<u64> {
     (sx.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0).then_some(sx.stx_mnt_id)
 }
 
-fn walk(top: OwnedFd, dev: u64, ids: Ids) -> rustix::io::Result<()> {
+fn walk(top: OwnedFd, dev: u64, ids: Ids, limit: u64) -> rustix::io::Result<()> {
     let mut w = Walk::new(ids, Op::Over, dev);
+    w.limit = limit;
     w.mnt = mnt_id(&top);
     w.dir(&top, "", 0)
 }
@@ -598,9 +623,10 @@ pub enum Unprepared {
 /// that has a hard link outside the write roots, which the agent could
 /// write through. The same walk as [`hand_over`]: no link followed, no
 /// other filesystem entered, a write root nested inside walked on its own.
-pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, Unprepared> {
+pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, Unprepared> {
     let mut cleared = Vec::new();
     let mut links = std::collections::BTreeMap::new();
+    let mut seen = 0;
     for o in owners.iter().filter(|o| o.ids != agent) {
         let root = &o.root;
         let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
@@ -614,11 +640,16 @@ pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, Unprepared> 
         }
         let mut w = Walk::of_root(o, owners, Op::Prepare, &fd);
         w.links = std::mem::take(&mut links);
+        w.seen = seen;
+        w.limit = limit;
         let done = w.root(&fd, &st, root);
         if let Err(e) = done {
             let why = match e {
                 rustix::io::Errno::LOOP => format!(
                     "a directory deeper than {MAX_DEPTH} levels (or a link put in place of one) is in it"
+                ),
+                rustix::io::Errno::TOOBIG => format!(
+                    "the write roots hold more than {limit} entries, which sealc walks before and after a run started by root (set-id bits, file capabilities, hard links out; `--walk-limit` raises the bound)"
                 ),
                 e => format!("{e}"),
             };
@@ -628,6 +659,7 @@ pub fn prepare(owners: &[Owner], agent: Ids) -> Result<Vec<String>, Unprepared> 
         }
         cleared.extend(w.cleared);
         links = w.links;
+        seen = w.seen;
     }
     if let Some((_, _, path)) = links.values().find(|(all, seen, _)| seen < all) {
         return Err(Unprepared::LinkOut(format!(
@@ -687,13 +719,13 @@ const MAX_PROBLEMS: usize = 20;
 /// what the agent's user owns, the files it made included, and clearing a setuid or setgid bit before a file changes
 /// hands. A root that is not the object recorded before the run (replaced
 /// meanwhile) is left alone. Returns what could not be handed back.
-pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
+pub fn hand_back(owners: &[Owner], agent: Ids, limit: u64) -> Vec<String> {
     let theirs: Vec<Owner> = owners
         .iter()
         .filter(|o| o.ids != agent) // the agent's already: nothing to give back
         .cloned()
         .collect();
-    after(&theirs, owners, Op::Back { agent: agent.uid })
+    after(&theirs, owners, Op::Back { agent: agent.uid }, limit)
 }
 
 /// After an idmapped run, once nothing of the sandbox is left: clear the
@@ -704,14 +736,15 @@ pub fn hand_back(owners: &[Owner], agent: Ids) -> Vec<String> {
 /// catches what a host process set during the run, so the owner never
 /// keeps a set-id file whose bytes the agent could have written. Returns
 /// what could not be cleared.
-pub fn sweep_set_id(owners: &[Owner]) -> Vec<String> {
-    after(owners, owners, Op::Sweep)
+pub fn sweep_set_id(owners: &[Owner], limit: u64) -> Vec<String> {
+    after(owners, owners, Op::Sweep, limit)
 }
 
 /// Walk each root of `walked` with `op`, another root of `all` nested in it
 /// left to its own walk.
-fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
+fn after(walked: &[Owner], all: &[Owner], op: Op, limit: u64) -> Vec<String> {
     let mut problems = Vec::new();
+    let mut seen = 0;
     for o in walked {
         let root = &o.root;
         let fd = match open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC) {
@@ -735,9 +768,16 @@ fn after(walked: &[Owner], all: &[Owner], op: Op) -> Vec<String> {
             continue;
         }
         let mut w = Walk::of_root(o, all, op, &fd);
+        w.seen = seen;
+        w.limit = limit;
         let done = w.root(&fd, &st, root);
-        if let Err(e) = done {
-            w.problems.push(format!("`{root}`: {e}"));
+        seen = w.seen;
+        match done {
+            Ok(()) => {}
+            Err(rustix::io::Errno::TOOBIG) => w.problems.push(format!(
+                "`{root}`: the walk stopped past {limit} entries in the write roots (`--walk-limit`); what lies beyond was left as it is"
+            )),
+            Err(e) => w.problems.push(format!("`{root}`: {e}")),
         }
         problems.extend(w.problems);
         if w.dropped > 0 {
