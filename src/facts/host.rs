@@ -81,6 +81,10 @@ pub trait Host {
     ) -> Result<(), Unwalked>;
 }
 
+/// The most bytes of a file [`RealHost`] reads (the programs whose digests
+/// are facts: the launcher chain, what starts the sandbox).
+pub const MAX_PROGRAM: u64 = 1 << 30;
+
 /// This machine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RealHost;
@@ -117,7 +121,9 @@ impl Host for RealHost {
     }
 
     fn read(&self, path: &str) -> Option<Vec<u8>> {
-        std::fs::read(path).ok()
+        // A program sealc digests (a launcher, bubblewrap): never more than
+        // any program is, whatever a sparse file claims.
+        crate::hostfs::read_path(std::path::Path::new(path), MAX_PROGRAM).ok()
     }
 
     fn identity(&self, path: &str) -> Option<Identity> {
