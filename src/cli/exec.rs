@@ -816,7 +816,13 @@ fn finish_codex_home(
     });
     let keep = report.zip(name.as_deref()).map(|(t, n)| (&t.dir, n));
     let left = home.finish(keep);
+    // What sealc put there (the config, the credentials' copy) is no news.
+    let own = |p: &str| {
+        p == crate::exec::codex_home::CONFIG || p == crate::exec::codex_home::CREDENTIALS
+    };
+    let news = left.entries_omitted > 0 || left.entries.iter().any(|e| !own(&e.path));
     match &left.kept {
+        _ if !news => {}
         Some(at) => {
             let _ = writeln!(
                 err,

@@ -261,7 +261,8 @@ fn open_parent(root: &str, below: &[String]) -> Result<(OwnedFd, Option<(u32, u3
 }
 
 /// A new file `name` in `dir` holding `bytes` (`O_EXCL|O_NOFOLLOW`: the
-/// directory was just made, so nothing can be there), synced, the owner's.
+/// directory was just made, so nothing can be there), the owner's. Not
+/// synced: the home lasts one run, and is removed after it.
 fn create(
     dir: &OwnedFd,
     name: &str,
@@ -275,7 +276,6 @@ fn create(
     give(&f, owner)?;
     rustix::fs::fchmod(&f, Mode::from_raw_mode(mode))?;
     f.write_all(bytes)?;
-    f.sync_all()?;
     Ok(Stamp::of(&rustix::fs::fstat(&f)?))
 }
 
