@@ -402,6 +402,37 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
     });
 }
 
+/// The write root (as written in the spec) that reaches the directory
+/// `dir`, or the file `name` in it: by the realpath it was opened at, or by
+/// identity (`dir` or a directory above it is a write root's object, as
+/// where a bind mount gives a root a second path). What lies there the
+/// agent may have put there, or may change after: sealc neither reads
+/// evidence nor credentials from there, nor writes a report there.
+pub fn write_root_reaching<'a>(
+    ir: &'a Ir,
+    dir: &crate::hostfs::Dir,
+    name: Option<&std::ffi::OsStr>,
+) -> Option<&'a str> {
+    use std::os::unix::fs::MetadataExt;
+    let path = match name {
+        Some(n) => dir.path().join(n),
+        None => dir.path().to_path_buf(),
+    };
+    let path = path.to_string_lossy();
+    let above = dir.ancestry().unwrap_or_default();
+    ir.roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .find(|r| {
+            r.real.as_deref().is_some_and(|real| {
+                crate::ir::is_within(&path, real)
+                    || std::fs::symlink_metadata(real)
+                        .is_ok_and(|m| above.contains(&(m.dev(), m.ino())))
+            })
+        })
+        .map(|r| r.origin.as_str())
+}
+
 /// `host_drift` lives in its own module, `drift`, with the kinds of drift.
 pub use crate::drift::host_drift;
 

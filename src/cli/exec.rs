@@ -474,13 +474,13 @@ fn exec_run(
     // The report is evidence: one the agent could touch before or after
     // the run (a planted link at its name, a rewrite) proves nothing.
     if let Some(t) = report {
-        if let Some(w) = report_in_reach(&compiled.ir, &t.dir) {
+        if let Some(w) = crate::exec::write_root_reaching(&compiled.ir, &t.dir, None) {
             ctx.report_refused = true;
             let _ = writeln!(
                 err,
                 "error: the run report {} would be inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started (and no report written)",
                 quote(&t.path().display().to_string()),
-                quote(&w)
+                quote(w)
             );
             let _ = writeln!(
                 err,
@@ -817,9 +817,8 @@ fn finish_codex_home(
     let keep = report.zip(name.as_deref()).map(|(t, n)| (&t.dir, n));
     let left = home.finish(keep);
     // What sealc put there (the config, the credentials' copy) is no news.
-    let own = |p: &str| {
-        p == crate::exec::codex_home::CONFIG || p == crate::exec::codex_home::CREDENTIALS
-    };
+    let own =
+        |p: &str| p == crate::exec::codex_home::CONFIG || p == crate::exec::codex_home::CREDENTIALS;
     let news = left.entries_omitted > 0 || left.entries.iter().any(|e| !own(&e.path));
     match &left.kept {
         _ if !news => {}
@@ -1180,28 +1179,6 @@ pub(super) fn write_root_holding(ir: &crate::ir::Ir, path: &Path) -> Option<Stri
             r.real
                 .as_deref()
                 .is_some_and(|real| crate::ir::is_within(&path, real))
-        })
-        .map(|r| r.origin.clone())
-}
-
-/// The write root (as written) whose tree holds the directory `dir`: by the
-/// realpath it was opened at, or by identity (`dir` or a directory above it
-/// is a write root's object, as when a bind mount gives a root a second
-/// path).
-fn report_in_reach(ir: &crate::ir::Ir, dir: &crate::hostfs::Dir) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    if let Some(w) = write_root_holding(ir, dir.path()) {
-        return Some(w);
-    }
-    let above = dir.ancestry().ok()?;
-    ir.roots
-        .iter()
-        .filter(|r| r.kind == crate::ir::RootKind::Write)
-        .find(|r| {
-            r.real
-                .as_deref()
-                .and_then(|real| std::fs::symlink_metadata(real).ok())
-                .is_some_and(|m| above.contains(&(m.dev(), m.ino())))
         })
         .map(|r| r.origin.clone())
 }

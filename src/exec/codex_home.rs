@@ -295,24 +295,11 @@ pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
     let shown = quote(src);
     let dir =
         Dir::open(parent).map_err(|e| io(&format!("cannot read the credentials {shown}"), e))?;
-    let above = dir
-        .ancestry()
-        .map_err(|e| io("cannot inspect the credentials' directory", e))?;
-    for r in ir.roots.iter().filter(|r| r.kind == RootKind::Write) {
-        let Some(real) = r.real.as_deref() else {
-            continue;
-        };
-        let by_path = is_within(&dir.path().join(name).to_string_lossy(), real);
-        let by_id = std::fs::symlink_metadata(real).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            above.contains(&(m.dev(), m.ino()))
-        });
-        if by_path || by_id {
-            return Err(Refused::Io(format!(
-                "the credentials {shown} lie inside the write root {}, where the agent could have put anything in their place",
-                quote(&r.origin)
-            )));
-        }
+    if let Some(w) = super::write_root_reaching(ir, &dir, Some(name)) {
+        return Err(Refused::Io(format!(
+            "the credentials {shown} lie inside the write root {}, where the agent could have put anything in their place",
+            quote(w)
+        )));
     }
     match dir.read(name, MAX_CREDENTIALS) {
         Ok(Some(b)) => Ok(Some(b)),

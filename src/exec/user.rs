@@ -513,12 +513,7 @@ impl Walk {
         if st.st_dev != self.dev {
             // Another device: a btrfs subvolume of the root's mount is
             // walked, another filesystem mounted inside is not ours.
-            let fd = rustix::fs::openat(
-                dir,
-                name,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
+            let fd = open_path(dir, name)?;
             if self.elsewhere(&fd, &st) {
                 return Ok(());
             }
@@ -545,18 +540,23 @@ impl Walk {
         if !self.acts_on(&st) {
             return Ok(());
         }
-        let fd = rustix::fs::openat(
-            dir,
-            name,
-            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = open_path(dir, name)?;
         let now = rustix::fs::fstat(&fd)?;
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
             return Err(rustix::io::Errno::AGAIN); // replaced meanwhile: said
         }
         self.take(&fd, &now, path)
     }
+}
+
+/// `name` in `dir` as an `O_PATH` descriptor, no link followed.
+fn open_path(dir: &OwnedFd, name: &std::ffi::CStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 /// Clear the setuid and setgid bits of the file behind an `O_PATH`
