@@ -21,48 +21,11 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use common::text;
+use common::{text, Caller, Verdict, CALLERS, USER};
 
-const USER: &str = "sealc-test";
 const CREDS: &str = "{\"tokens\":{\"access_token\":\"tok-0d2c\"}}\n";
-
-fn ready() -> bool {
-    let why = if !rustix::process::geteuid().is_root() {
-        Some("not root (the tests run sealc as root and as `sealc-test`)".to_string())
-    } else if !common::bwrap_sandboxes() {
-        Some("bubblewrap is missing or cannot make namespaces".into())
-    } else if !Command::new("id")
-        .arg(USER)
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        Some(format!(
-            "the user `{USER}` does not exist (.ci/run makes it)"
-        ))
-    } else {
-        None
-    };
-    match why {
-        None => true,
-        Some(why) => {
-            assert!(
-                std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-                "SEALC_REQUIRE_BWRAP=1, but: {why}"
-            );
-            eprintln!("not run: {why}");
-            false
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Caller {
-    Root,
-    User,
-}
 
 struct Lab {
     _tmp: tempfile::TempDir,
@@ -71,11 +34,8 @@ struct Lab {
 }
 
 fn chown_user(p: &Path) {
-    let id = |f: &str| -> u32 {
-        let o = Command::new("id").args([f, USER]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
-    };
-    std::os::unix::fs::lchown(p, Some(id("-u")), Some(id("-g"))).unwrap();
+    let (uid, gid) = common::ids(USER);
+    std::os::unix::fs::lchown(p, Some(uid), Some(gid)).unwrap();
 }
 
 impl Lab {
@@ -122,26 +82,11 @@ impl Lab {
     /// `sealc exec` of the seal, as the caller, `sh -c script`.
     fn run(&self, flags: &[&str], script: &str) -> Output {
         let record = self.p("seal/seal.json").display().to_string();
-        let mut argv: Vec<&str> = Vec::new();
-        if self.who == Caller::User {
-            argv.extend([
-                "/usr/bin/setpriv",
-                "--reuid=sealc-test",
-                "--regid=sealc-test",
-                "--init-groups",
-                "--",
-            ]);
-        }
-        let sealc = env!("CARGO_BIN_EXE_sealc");
-        argv.extend([sealc, "exec", &record]);
+        let mut argv = vec![env!("CARGO_BIN_EXE_sealc"), "exec", &record];
         argv.extend(flags);
         argv.extend(["--", "/bin/sh", "-c", script]);
-        Command::new(argv[0])
-            .args(&argv[1..])
+        common::as_user(self.who.user(), &argv)
             .current_dir(&self.t)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null())
             .output()
             .unwrap()
     }
@@ -164,30 +109,16 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-#[derive(Default)]
-struct Verdict(Vec<String>);
-
-impl Verdict {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-    fn done(self) {
-        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
-    }
-}
-
 /// The agent plants what would steer the next Codex, rewrites the copied
 /// credentials, and edits the config, putting its bytes back before the
 /// end. The run is drift (125); the next run starts with none of it.
 #[test]
 fn nothing_one_run_leaves_in_the_codex_home_reaches_the_next() {
-    if !ready() {
+    if !common::ready_as_root_with(&[USER]) {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in CALLERS {
         let lab = Lab::new(who);
         let report = lab.p("out/run.json").display().to_string();
         let plant = "set -e; cd \"$CODEX_HOME\"; echo \"creds: $(cat auth.json)\"; \
@@ -257,11 +188,11 @@ fn nothing_one_run_leaves_in_the_codex_home_reaches_the_next() {
 /// than its bound, and says drift.
 #[test]
 fn a_sparse_config_is_read_only_up_to_a_bound() {
-    if !ready() {
+    if !common::ready_as_root_with(&[USER]) {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in CALLERS {
         let lab = Lab::new(who);
         let started = std::time::Instant::now();
         let o = lab.run(&[], "truncate -s 3G \"$CODEX_HOME/config.toml\"");
@@ -281,11 +212,11 @@ fn a_sparse_config_is_read_only_up_to_a_bound() {
 /// is refused before anything starts; `--force` discards it.
 #[test]
 fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
-    if !ready() {
+    if !common::ready_as_root_with(&[USER]) {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in CALLERS {
         let lab = Lab::new(who);
         let home = lab.p("ws/home/.codex");
         std::fs::create_dir_all(&home).unwrap();

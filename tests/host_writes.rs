@@ -23,64 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::text;
+use common::{as_user, ids, text, Caller, Verdict, CALLERS, RIVAL, USER};
 
 const SEALC: &str = env!("CARGO_BIN_EXE_sealc");
-/// The unprivileged caller.
-const USER: &str = "sealc-test";
-/// The local user who races root's sealc.
-const RIVAL: &str = "sealc-rival";
 /// What the victim file holds; a write through a planted link changes it.
 const VICTIM: &str = "ROOT-ONLY-7f3e\n";
-
-fn required() -> bool {
-    std::env::var_os("SEALC_REQUIRE_BWRAP").is_some_and(|v| v == "1")
-}
-
-/// Can these tests run here? Says why not (and fails under
-/// `SEALC_REQUIRE_BWRAP=1`).
-fn ready(users: &[&str]) -> bool {
-    let why = if !rustix::process::geteuid().is_root() {
-        Some("not root (the tests race root's sealc and switch users)".to_string())
-    } else if !common::bwrap_sandboxes() {
-        Some("bubblewrap is missing or cannot make namespaces".into())
-    } else if !Command::new("setpriv")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        Some("setpriv (util-linux) is missing".into())
-    } else {
-        users
-            .iter()
-            .find(|u| {
-                !Command::new("id")
-                    .arg(u)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success())
-            })
-            .map(|u| format!("the user `{u}` does not exist (.ci/run makes it)"))
-    };
-    match why {
-        None => true,
-        Some(why) => {
-            assert!(!required(), "SEALC_REQUIRE_BWRAP=1, but: {why}");
-            eprintln!("not run: {why}");
-            false
-        }
-    }
-}
-
-fn ids(user: &str) -> (u32, u32) {
-    let id = |flag: &str| -> u32 {
-        let o = Command::new("id").args([flag, user]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
-    };
-    (id("-u"), id("-g"))
-}
 
 fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -89,48 +36,6 @@ fn chmod(p: &Path, mode: u32) {
 fn chown(p: &Path, user: &str) {
     let (u, g) = ids(user);
     std::os::unix::fs::lchown(p, Some(u), Some(g)).unwrap();
-}
-
-/// Who starts sealc.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Caller {
-    Root,
-    User,
-}
-
-/// `argv` as the caller (through setpriv for the unprivileged one).
-fn as_caller(who: Caller, argv: &[&str]) -> Command {
-    as_user(
-        if who == Caller::User {
-            Some(USER)
-        } else {
-            None
-        },
-        argv,
-    )
-}
-
-fn as_user(user: Option<&str>, argv: &[&str]) -> Command {
-    let mut full: Vec<String> = Vec::new();
-    if let Some(u) = user {
-        full.extend(
-            [
-                "/usr/bin/setpriv",
-                &format!("--reuid={u}"),
-                &format!("--regid={u}"),
-                "--init-groups",
-                "--",
-            ]
-            .map(String::from),
-        );
-    }
-    full.extend(argv.iter().map(|a| a.to_string()));
-    let mut c = Command::new(&full[0]);
-    c.args(&full[1..])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::null());
-    c
 }
 
 /// Run, killing it after a minute.
@@ -208,7 +113,7 @@ impl Lab {
         let mut argv = vec![SEALC, "exec", &record];
         argv.extend(flags);
         argv.extend(["--", "/bin/sh", "-c", script]);
-        let mut c = as_caller(self.who, &argv);
+        let mut c = as_user(self.who.user(), &argv);
         c.current_dir(&self.t);
         c
     }
@@ -221,21 +126,6 @@ impl Lab {
     }
 }
 
-/// Failures collected over every case, reported at once.
-#[derive(Default)]
-struct Verdict(Vec<String>);
-
-impl Verdict {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-    fn done(self) {
-        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
-    }
-}
-
 /// Finding 1: a report in the agent's reach is refused before the run (by
 /// the path given, through a link to the write root, through a bind mount
 /// of it), nothing runs and nothing is written there. On main the agent
@@ -244,11 +134,11 @@ impl Verdict {
 /// and sealc wrote through them after the run.
 #[test]
 fn a_report_in_the_agents_reach_is_refused_before_anything_runs() {
-    if !ready(&[USER]) {
+    if !common::ready_as_root_with(&[USER]) {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in CALLERS {
         let lab = Lab::new(who);
         std::fs::create_dir(lab.path("outside")).unwrap();
         if who == Caller::User {
@@ -369,7 +259,7 @@ while time.time() < end:
 /// is a regular file of root's, and the folder open to all is warned of.
 #[test]
 fn a_local_user_racing_roots_run_redirects_no_write() {
-    if !ready(&[RIVAL]) {
+    if !common::ready_as_root_with(&[RIVAL]) {
         return;
     }
     let mut v = Verdict::default();
@@ -448,7 +338,7 @@ fn a_local_user_racing_roots_run_redirects_no_write() {
 /// random and made with `O_EXCL|O_NOFOLLOW`.
 #[test]
 fn compile_writes_through_no_planted_link() {
-    if !ready(&[RIVAL]) {
+    if !common::ready_as_root_with(&[RIVAL]) {
         return;
     }
     let lab = Lab::new(Caller::Root);
@@ -521,11 +411,11 @@ fn compile_writes_through_no_planted_link() {
 /// unprivileged caller's sweep takes only its own.
 #[test]
 fn the_bridge_sweep_leaves_other_users_directories_alone() {
-    if !ready(&[USER, RIVAL]) {
+    if !common::ready_as_root_with(&[USER, RIVAL]) {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in CALLERS {
         let lab = Lab::new(who);
         let planted = PathBuf::from(format!("/tmp/sealc-bridge-999999-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&planted);

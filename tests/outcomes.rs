@@ -18,7 +18,7 @@
 //! `.ci/run`), under which they fail.
 
 mod common;
-use common::text;
+use common::{text, Caller, Verdict, CALLERS};
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -161,33 +161,6 @@ fn prepare() -> Result<Env, String> {
     let helper = dir.join("signals");
     std::fs::rename(&tmp, &helper).map_err(|e| e.to_string())?;
     Ok(Env { helper, uid, gid })
-}
-
-/// Who starts `sealc exec`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Caller {
-    /// This process: root.
-    Root,
-    /// `sealc-test`, through `setpriv`.
-    User,
-}
-
-const CALLERS: [Caller; 2] = [Caller::Root, Caller::User];
-
-/// Failures collected over every case of a test, reported at once.
-#[derive(Default)]
-struct Verdict(Vec<String>);
-
-impl Verdict {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-
-    fn done(self) {
-        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
-    }
 }
 
 /// Run to completion, killing the command after [`DEADLINE`].

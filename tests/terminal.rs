@@ -12,7 +12,7 @@
 //! say why and pass, unless `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
-use common::text;
+use common::{text, Caller, Verdict, CALLERS};
 
 use std::fs::File;
 use std::io::Read;
@@ -103,14 +103,6 @@ fn ready() -> bool {
         }
     }
 }
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Caller {
-    Root,
-    User,
-}
-
-const CALLERS: [Caller; 2] = [Caller::Root, Caller::User];
 
 /// A small Linux seal (one write root, no network) and the payload files.
 struct Lab {
@@ -311,20 +303,6 @@ fn on_terminals(mut cmd: Command) -> (ExitStatus, bool, Vec<u8>, Vec<u8>) {
         drain(&out.master, quiet),
         drain(&err.master, quiet),
     )
-}
-
-#[derive(Default)]
-struct Verdict(Vec<String>);
-
-impl Verdict {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-    fn done(self) {
-        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
-    }
 }
 
 /// The terminal shows text and colours only: no title, clipboard, cursor

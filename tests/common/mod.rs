@@ -287,3 +287,117 @@ pub fn bwrap_works() -> bool {
     }
     ok
 }
+
+/// Failures collected over every case of a test, reported at once (so one
+/// run shows which attacks get through, not just the first).
+#[derive(Default)]
+pub struct Verdict(pub Vec<String>);
+
+impl Verdict {
+    pub fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(what());
+        }
+    }
+
+    pub fn done(self) {
+        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
+    }
+}
+
+/// The unprivileged test caller (`.ci/run` creates it).
+pub const USER: &str = "sealc-test";
+/// A second unprivileged user, who races root's sealc (`.ci/run` creates it).
+pub const RIVAL: &str = "sealc-rival";
+
+/// Who starts sealc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// This process: root.
+    Root,
+    /// [`USER`], through `setpriv`.
+    User,
+}
+
+pub const CALLERS: [Caller; 2] = [Caller::Root, Caller::User];
+
+impl Caller {
+    /// The user it is, when not this process.
+    pub fn user(self) -> Option<&'static str> {
+        match self {
+            Caller::Root => None,
+            Caller::User => Some(USER),
+        }
+    }
+}
+
+/// `argv` as `user` (through `setpriv`, its groups its own) or, without one,
+/// as this process; a cleared environment but `PATH`, stdin null.
+pub fn as_user(user: Option<&str>, argv: &[&str]) -> std::process::Command {
+    let mut full: Vec<String> = Vec::new();
+    if let Some(u) = user {
+        full.extend([
+            "/usr/bin/setpriv".to_string(),
+            format!("--reuid={u}"),
+            format!("--regid={u}"),
+            "--init-groups".to_string(),
+            "--".to_string(),
+        ]);
+    }
+    full.extend(argv.iter().map(|a| a.to_string()));
+    let mut c = std::process::Command::new(&full[0]);
+    c.args(&full[1..])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+/// A user's uid and gid (`id`).
+pub fn ids(user: &str) -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let o = std::process::Command::new("id")
+            .args([flag, user])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"))
+}
+
+/// Can the tests that run sealc for real as root and as `users` run here
+/// (root, bubblewrap, setpriv, the users)? Says why not, and under
+/// `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`) fails instead.
+pub fn ready_as_root_with(users: &[&str]) -> bool {
+    let ok = |program: &str, arg: &str| {
+        std::process::Command::new(program)
+            .arg(arg)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let why = if !rustix::process::geteuid().is_root() {
+        Some("not root (these tests run sealc as root and switch users)".to_string())
+    } else if !bwrap_sandboxes() {
+        Some("bubblewrap is missing or cannot make namespaces".into())
+    } else if !ok("setpriv", "--version") {
+        Some("setpriv (util-linux) is missing".into())
+    } else {
+        users
+            .iter()
+            .find(|u| !ok("id", u))
+            .map(|u| format!("the user `{u}` does not exist (.ci/run makes it)"))
+    };
+    match why {
+        None => true,
+        Some(why) => {
+            assert!(
+                std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+                "SEALC_REQUIRE_BWRAP=1, but: {why}"
+            );
+            eprintln!("not run: {why}");
+            false
+        }
+    }
+}
