@@ -73,12 +73,88 @@ fn walk_error(path: &Path, e: Errno) -> io::Error {
             "{} is no longer the directory it was (a link or a file was put on the way)",
             crate::diag::quote(&path.display().to_string())
         )),
-        e => io::Error::other(format!(
-            "cannot open {}: {}",
-            crate::diag::quote(&path.display().to_string()),
-            errno(e)
-        )),
+        e => io::Error::new(
+            errno(e).kind(),
+            format!(
+                "cannot open {}: {}",
+                crate::diag::quote(&path.display().to_string()),
+                errno(e)
+            ),
+        ),
     }
+}
+
+/// `path` made absolute with its links resolved, the way the kernel does
+/// with `fs.protected_symlinks` on, whatever this host's setting: a link in
+/// a sticky directory that any user may write (`/tmp`) is followed only when
+/// it is the caller's or the directory owner's, so a link another user
+/// planted there is refused, never followed. Returns the part that exists,
+/// resolved, and the components below it that do not exist yet.
+pub fn resolve(path: &Path) -> io::Result<(PathBuf, Vec<OsString>)> {
+    use std::os::unix::fs::MetadataExt;
+    // A bare file name's directory is the current one.
+    let path = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
+    let abs = std::path::absolute(path)?;
+    let me = rustix::process::geteuid().as_raw();
+    let comps = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n.to_os_string()),
+                std::path::Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    };
+    // What is still to be resolved, the next component last.
+    let mut todo: Vec<OsString> = comps(&abs);
+    todo.reverse();
+    let mut real = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(c) = todo.pop() {
+        if c == ".." {
+            real.pop();
+            continue;
+        }
+        let next = real.join(&c);
+        let m = match std::fs::symlink_metadata(&next) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let mut rest = vec![c];
+                rest.extend(todo.into_iter().rev());
+                return Ok((real, rest));
+            }
+            Err(e) => return Err(e),
+        };
+        if !m.file_type().is_symlink() {
+            real = next;
+            continue;
+        }
+        links += 1;
+        if links > 40 {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let dir = std::fs::metadata(&real)?;
+        if dir.mode() & 0o1002 == 0o1002 && m.uid() != me && m.uid() != dir.uid() {
+            return Err(io::Error::other(format!(
+                "{} is a link another user (uid {}) put in the sticky directory {}: sealc does not follow it",
+                crate::diag::quote(&next.display().to_string()),
+                m.uid(),
+                crate::diag::quote(&real.display().to_string())
+            )));
+        }
+        let target = std::fs::read_link(&next)?;
+        if target.is_absolute() {
+            real = PathBuf::from("/");
+        }
+        let mut more = comps(&target);
+        more.reverse();
+        todo.extend(more);
+    }
+    Ok((real, Vec::new()))
 }
 
 /// Others may change what is in a directory with this mode: written by
@@ -90,36 +166,29 @@ fn open_to_all(mode: u32) -> bool {
 
 impl Dir {
     /// Open the existing directory `path`: its links resolved once
-    /// (`realpath`), then each component from `/` opened without following
+    /// ([`resolve`]), then each component from `/` opened without following
     /// a link.
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let real = std::fs::canonicalize(path)?;
+        let (real, rest) = resolve(path)?;
+        if !rest.is_empty() {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
         Dir::walk(&real, false, 0)
     }
 
     /// [`Dir::open`], making each missing directory (`mode`) on the way,
     /// one component at a time, none through a link.
     pub fn create_all(path: &Path, mode: u32) -> io::Result<Dir> {
-        let abs = std::path::absolute(path)?;
         // The part that exists is resolved as a user expects; the rest is
         // made below it.
-        let mut rest = Vec::new();
-        let mut at = abs.as_path();
-        let real = loop {
-            match std::fs::canonicalize(at) {
-                Ok(real) => break real,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-            match (at.parent(), at.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_os_string());
-                    at = parent;
-                }
-                _ => return Err(io::Error::other("no existing directory on the way")),
-            }
-        };
-        let full = rest.iter().rev().fold(real, |p, c| p.join(c));
+        let (real, rest) = resolve(path)?;
+        if rest.iter().any(|c| c == ".." || c == ".") {
+            return Err(io::Error::other(format!(
+                "{} names `..` below a directory that does not exist",
+                crate::diag::quote(&path.display().to_string())
+            )));
+        }
+        let full = rest.iter().fold(real, |p, c| p.join(c));
         Dir::walk(&full, true, mode)
     }
 
@@ -134,12 +203,18 @@ impl Dir {
                 _ => None,
             })
             .collect();
+        let me = rustix::process::geteuid().as_raw();
         let note = |fd: &OwnedFd, at: &Path, warnings: &mut Vec<String>| {
             if let Ok(st) = rustix::fs::fstat(fd) {
+                let shown = crate::diag::quote(&at.display().to_string());
                 if open_to_all(st.st_mode) {
                     warnings.push(format!(
-                        "{} can be written by any user and is not sticky: they can rename or replace what sealc writes below it",
-                        crate::diag::quote(&at.display().to_string())
+                        "{shown} can be written by any user and is not sticky: they can rename or replace what sealc writes below it"
+                    ));
+                } else if st.st_uid != 0 && st.st_uid != me {
+                    warnings.push(format!(
+                        "{shown} belongs to another user (uid {}), who can rename or replace what sealc writes below it",
+                        st.st_uid
                     ));
                 }
             }
@@ -329,6 +404,51 @@ impl Dir {
         read_bounded(fd, max).map(Some)
     }
 
+    /// The directory holding `rel` (a `/`-joined relative path) and its
+    /// last name, each directory on the way opened without following a
+    /// link (`Ok(None)`: a directory on the way is not there).
+    fn below(&self, rel: &str) -> io::Result<Option<(Option<Dir>, OsString)>> {
+        let mut parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+        let Some(last) = parts.pop() else {
+            return Err(io::Error::other(format!(
+                "{} names no file",
+                crate::diag::quote(rel)
+            )));
+        };
+        let mut at: Option<Dir> = None;
+        for c in parts {
+            let next = match &at {
+                None => self.subdir(c.as_ref(), None),
+                Some(d) => d.subdir(c.as_ref(), None),
+            };
+            match next {
+                Ok(d) => at = Some(d),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some((at, OsString::from(last))))
+    }
+
+    /// [`Dir::read`] of `rel` below this directory, no link followed on the
+    /// way either.
+    pub fn read_below(&self, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+        match self.below(rel)? {
+            None => Ok(None),
+            Some((None, name)) => self.read(&name, max),
+            Some((Some(d), name)) => d.read(&name, max),
+        }
+    }
+
+    /// [`Dir::remove`] of the file `rel` below this directory.
+    pub fn remove_below(&self, rel: &str) -> io::Result<()> {
+        match self.below(rel)? {
+            None => Ok(()),
+            Some((None, name)) => self.remove(&name, false),
+            Some((Some(d), name)) => d.remove(&name, false),
+        }
+    }
+
     /// The descriptor, to hand on (bind it, `fchown` it).
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
@@ -408,30 +528,70 @@ impl Entry<'_> {
     }
 }
 
-/// How far a [`walk`] goes before it gives up with an error.
+/// How far a [`walk`] goes.
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
     pub entries: usize,
     pub depth: usize,
 }
 
-/// Walk the tree below the directory `top`, depth first: no link followed,
-/// nothing on another device entered (a filesystem mounted inside), one
-/// open directory per level. `pre` sees each entry and says whether to go
-/// into it (a directory); `post` sees each directory gone into once its
-/// contents are done (to remove it). More entries or levels than `bounds`
-/// is an error that names the limit: no tree, however an agent made it,
-/// makes the walk unbounded. Returns the number of entries met.
+/// What a [`walk`] met.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Entries met.
+    pub entries: usize,
+    /// It stopped at `Bounds::entries`, or left a directory deeper than
+    /// `Bounds::depth` unvisited: what it met is not all there is.
+    pub truncated: bool,
+}
+
+/// The mount of `name` in `dir` (`STATX_MNT_ID`), where the kernel says.
+fn mnt_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<u64> {
+    let sx = rustix::fs::statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::MNT_ID,
+    )
+    .ok()?;
+    (sx.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0).then_some(sx.stx_mnt_id)
+}
+
+/// Is the directory `name` of `dir` (its `st`) on the walk's own mount?
+/// Another device, or another mount of the same one (a bind mount), is not.
+fn same_mount(
+    dir: &OwnedFd,
+    name: &std::ffi::CStr,
+    st: &rustix::fs::Stat,
+    top: (u64, Option<u64>),
+) -> bool {
+    st.st_dev == top.0 && (top.1.is_none() || mnt_at(dir, name) == top.1)
+}
+
+/// Walk the tree below the directory `top`, depth first, in name order: no
+/// link followed, nothing on another mount entered (a filesystem or a bind
+/// mount inside), one open directory per level. `pre` sees each entry and
+/// says whether to go into it (a directory); `post` sees each directory
+/// gone into once its contents are done. Past `bounds` the walk stops (too
+/// many entries) or leaves a directory unvisited (too deep), and says so
+/// (`truncated`): no tree, however an agent made it, makes it unbounded.
 pub fn walk(
     top: &OwnedFd,
     bounds: Bounds,
     pre: &mut dyn FnMut(&Entry<'_>) -> io::Result<bool>,
     post: &mut dyn FnMut(&Entry<'_>) -> io::Result<()>,
-) -> io::Result<usize> {
+) -> io::Result<Walked> {
     let dev = rustix::fs::fstat(top).map_err(errno)?.st_dev;
-    let mut seen = 0usize;
-    walk_dir(top, "", 0, dev, bounds, &mut seen, pre, post)?;
-    Ok(seen)
+    let mnt = mnt_at(top, c"");
+    let mnt = mnt.or_else(|| {
+        rustix::fs::statx(top, "", AtFlags::EMPTY_PATH, rustix::fs::StatxFlags::MNT_ID)
+            .ok()
+            .filter(|sx| sx.stx_mask & rustix::fs::StatxFlags::MNT_ID.bits() != 0)
+            .map(|sx| sx.stx_mnt_id)
+    });
+    let mut walked = Walked::default();
+    walk_dir(top, "", 0, (dev, mnt), bounds, &mut walked, pre, post)?;
+    Ok(walked)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -439,18 +599,12 @@ fn walk_dir(
     dir: &OwnedFd,
     at: &str,
     depth: usize,
-    dev: u64,
+    top: (u64, Option<u64>),
     bounds: Bounds,
-    seen: &mut usize,
+    walked: &mut Walked,
     pre: &mut dyn FnMut(&Entry<'_>) -> io::Result<bool>,
     post: &mut dyn FnMut(&Entry<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
-    if depth >= bounds.depth {
-        return Err(io::Error::other(format!(
-            "more than {} levels of directories",
-            bounds.depth
-        )));
-    }
     // The names first, so nothing is removed from under the listing.
     let listed = rustix::fs::openat(dir, ".", dir_flags(), Mode::empty()).map_err(errno)?;
     let mut names = Vec::new();
@@ -458,18 +612,16 @@ fn walk_dir(
         let e = e.map_err(errno)?;
         let n = e.file_name();
         if n.to_bytes() != b"." && n.to_bytes() != b".." {
-            *seen += 1;
-            if *seen > bounds.entries {
-                return Err(io::Error::other(format!(
-                    "more than {} entries",
-                    bounds.entries
-                )));
-            }
             names.push(n.to_owned());
         }
     }
     names.sort();
     for name in &names {
+        if walked.entries >= bounds.entries {
+            walked.truncated = true;
+            return Ok(());
+        }
+        walked.entries += 1;
         let stat = match rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue,
@@ -489,33 +641,139 @@ fn walk_dir(
             depth,
         };
         let into = pre(&entry)?;
-        if into && entry.kind() == FileType::Directory && stat.st_dev == dev {
-            let child = rustix::fs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty())
-                .map_err(errno)?;
-            walk_dir(&child, &path, depth + 1, dev, bounds, seen, pre, post)?;
-            post(&entry)?;
+        if !(into && entry.kind() == FileType::Directory && same_mount(dir, name, &stat, top)) {
+            continue;
         }
+        if depth + 1 >= bounds.depth {
+            walked.truncated = true;
+            continue;
+        }
+        let child =
+            rustix::fs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty()).map_err(errno)?;
+        let st = rustix::fs::fstat(&child).map_err(errno)?;
+        if (st.st_dev, st.st_ino) != (stat.st_dev, stat.st_ino) {
+            continue; // replaced between the look and the open
+        }
+        walk_dir(&child, &path, depth + 1, top, bounds, walked, pre, post)?;
+        post(&entry)?;
     }
     Ok(())
 }
 
-/// Remove everything below the directory `top` (its entries, not `top`
-/// itself), with [`walk`]: nothing followed, nothing on another device
-/// touched.
-pub fn empty_tree(top: &OwnedFd, bounds: Bounds) -> io::Result<usize> {
-    let dev = rustix::fs::fstat(top).map_err(errno)?.st_dev;
-    walk(
-        top,
-        bounds,
-        &mut |e| {
-            if e.kind() == FileType::Directory {
-                return Ok(e.stat.st_dev == dev);
+/// Remove the directory `name` of `parent` and everything below it, at any
+/// depth: no link followed, another mount inside refused (nothing of it
+/// touched), two directories open at a time (a child is left again through
+/// its `..`, checked to be the directory it was entered from), each
+/// directory listed once, at most `entries` entries. A file at `name` is
+/// removed. Returns how many entries went.
+pub fn remove_tree(parent: &OwnedFd, name: &OsStr, entries: usize) -> io::Result<usize> {
+    check_name(name)?;
+    let st = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(0),
+        Err(e) => return Err(errno(e)),
+    };
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        rustix::fs::unlinkat(parent, name, AtFlags::empty()).map_err(errno)?;
+        return Ok(1);
+    }
+    let c_name = std::ffi::CString::new(name.as_bytes()).map_err(io::Error::other)?;
+    let mnt = mnt_at(parent, &c_name);
+    let top = (st.st_dev, mnt);
+    let id = |fd: &OwnedFd| -> io::Result<(u64, u64)> {
+        let st = rustix::fs::fstat(fd).map_err(errno)?;
+        Ok((st.st_dev, st.st_ino))
+    };
+    /// One directory on the way down: its name in its parent, its parent's
+    /// identity, and its subdirectories still to go (`None`: not listed).
+    struct Level {
+        name: std::ffi::CString,
+        parent: (u64, u64),
+        pending: Option<Vec<std::ffi::CString>>,
+    }
+    let mut cur = rustix::fs::openat(parent, name, dir_flags(), Mode::empty()).map_err(errno)?;
+    let mut levels = vec![Level {
+        name: c_name,
+        parent: id(parent)?,
+        pending: None,
+    }];
+    let mut gone = 0usize;
+    let count = |gone: &mut usize| -> io::Result<()> {
+        *gone += 1;
+        if *gone > entries {
+            return Err(io::Error::other(format!("more than {entries} entries")));
+        }
+        Ok(())
+    };
+    loop {
+        let Some(level) = levels.last_mut() else {
+            return Ok(gone);
+        };
+        if level.pending.is_none() {
+            let mut subdirs = Vec::new();
+            let listed =
+                rustix::fs::openat(&cur, ".", dir_flags(), Mode::empty()).map_err(errno)?;
+            for e in rustix::fs::Dir::read_from(&listed).map_err(errno)? {
+                let e = e.map_err(errno)?;
+                let n = e.file_name();
+                if n.to_bytes() == b"." || n.to_bytes() == b".." {
+                    continue;
+                }
+                let st = match rustix::fs::statat(&cur, n, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => st,
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => return Err(errno(e)),
+                };
+                if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                    if !same_mount(&cur, n, &st, top) {
+                        return Err(io::Error::other(
+                            "another filesystem is mounted inside, which sealc does not touch",
+                        ));
+                    }
+                    subdirs.push(n.to_owned());
+                } else {
+                    count(&mut gone)?;
+                    rustix::fs::unlinkat(&cur, n, AtFlags::empty()).map_err(errno)?;
+                }
             }
-            rustix::fs::unlinkat(e.dir, e.name, AtFlags::empty()).map_err(errno)?;
-            Ok(false)
-        },
-        &mut |e| rustix::fs::unlinkat(e.dir, e.name, AtFlags::REMOVEDIR).map_err(errno),
-    )
+            level.pending = Some(subdirs);
+        }
+        let next = level.pending.as_mut().and_then(Vec::pop);
+        match next {
+            Some(n) => {
+                let child = rustix::fs::openat(&cur, n.as_c_str(), dir_flags(), Mode::empty())
+                    .map_err(errno)?;
+                let parent_id = id(&cur)?;
+                levels.push(Level {
+                    name: n,
+                    parent: parent_id,
+                    pending: None,
+                });
+                cur = child;
+            }
+            None => {
+                let Some(done) = levels.pop() else {
+                    return Ok(gone);
+                };
+                count(&mut gone)?;
+                if levels.is_empty() {
+                    rustix::fs::unlinkat(parent, done.name.as_c_str(), AtFlags::REMOVEDIR)
+                        .map_err(errno)?;
+                    return Ok(gone);
+                }
+                let up =
+                    rustix::fs::openat(&cur, "..", dir_flags(), Mode::empty()).map_err(errno)?;
+                if id(&up)? != done.parent {
+                    return Err(io::Error::other(
+                        "a directory was moved while it was being removed",
+                    ));
+                }
+                rustix::fs::unlinkat(&up, done.name.as_c_str(), AtFlags::REMOVEDIR)
+                    .map_err(errno)?;
+                cur = up;
+            }
+        }
+    }
 }
 
 /// A file written under its temp name, to be renamed into place.
@@ -615,11 +873,27 @@ impl Target {
                 e
             }
         })?;
-        if dir.kind(&name)? == Some(FileType::Directory) {
-            return Err(io::Error::other(format!(
-                "{} is a directory",
-                crate::diag::quote(&path.display().to_string())
-            )));
+        check_name(&name)?;
+        let shown = crate::diag::quote(&path.display().to_string());
+        match rustix::fs::statat(&dir.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                return Err(io::Error::other(format!("{shown} is a directory")));
+            }
+            // In a sticky directory only its owner, the entry's owner and
+            // root may rename over an entry: one of another user's there is
+            // theirs, and sealc would be told so only after the run.
+            Ok(st) => {
+                let me = rustix::process::geteuid().as_raw();
+                let d = dir.stat()?;
+                if d.st_mode & 0o1000 != 0 && me != 0 && st.st_uid != me && d.st_uid != me {
+                    return Err(io::Error::other(format!(
+                        "{shown} belongs to another user (uid {}) in a sticky directory, so sealc could not replace it",
+                        st.st_uid
+                    )));
+                }
+            }
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(errno(e)),
         }
         Ok(Target { dir, name })
     }
@@ -780,38 +1054,65 @@ mod tests {
             &mut |_| Ok(()),
         )
         .unwrap();
-        assert_eq!(n, 5);
+        assert_eq!(
+            n,
+            Walked {
+                entries: 5,
+                truncated: false
+            }
+        );
         assert_eq!(paths, ["a", "a/b", "a/b/f", "a/link", "up"]);
         let few = Bounds {
             entries: 3,
             depth: 10,
         };
-        assert!(walk(top.fd(), few, &mut |_| Ok(true), &mut |_| Ok(()))
-            .unwrap_err()
-            .to_string()
-            .contains("more than 3 entries"));
+        let w = walk(top.fd(), few, &mut |_| Ok(true), &mut |_| Ok(())).unwrap();
+        assert_eq!(
+            w,
+            Walked {
+                entries: 3,
+                truncated: true
+            }
+        );
         let shallow = Bounds {
             entries: 100,
             depth: 2,
         };
-        assert!(walk(top.fd(), shallow, &mut |_| Ok(true), &mut |_| Ok(()))
-            .unwrap_err()
-            .to_string()
-            .contains("levels"));
-        empty_tree(
+        let mut met = Vec::new();
+        let w = walk(
             top.fd(),
-            Bounds {
-                entries: 100,
-                depth: 10,
+            shallow,
+            &mut |e| {
+                met.push(e.path.to_string());
+                Ok(true)
             },
+            &mut |_| Ok(()),
         )
         .unwrap();
-        assert_eq!(std::fs::read_dir(base.join("top")).unwrap().count(), 0);
+        assert!(w.truncated);
+        assert_eq!(met, ["a", "a/b", "a/link", "up"], "a/b is met, not entered");
+        // Removed at any depth, nothing followed.
+        let mut deep = base.join("top/a/b");
+        for _ in 0..200 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), "x").unwrap();
+        let n = remove_tree(Dir::open(&base).unwrap().fd(), OsStr::new("top"), 1000).unwrap();
+        assert_eq!(n, 207);
+        assert!(!base.join("top").exists());
         assert_eq!(
             std::fs::read_to_string(base.join("outside")).unwrap(),
             "keep"
         );
         assert!(base.exists());
+        // More entries than the bound: it stops, saying so.
+        std::fs::create_dir_all(base.join("many")).unwrap();
+        for i in 0..20 {
+            std::fs::write(base.join(format!("many/f{i}")), "").unwrap();
+        }
+        let e = remove_tree(Dir::open(&base).unwrap().fd(), OsStr::new("many"), 10).unwrap_err();
+        assert!(e.to_string().contains("more than 10 entries"), "{e}");
     }
 
     #[test]

@@ -251,3 +251,122 @@ fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
     }
     v.done();
 }
+
+/// A review's findings: a config rewritten with the same settings in other
+/// bytes is drift; a home too deep to list or copy is listed and copied as
+/// far as the bounds go, said, and removed all the same (the credentials'
+/// copy first), so the next run starts; many links of one large sparse
+/// file are hashed and copied once; a folder another run holds is not
+/// shared (the second run refuses while the first lasts); an earlier copy
+/// of another user's is left alone.
+#[test]
+fn the_after_run_steps_hold_against_what_the_agent_leaves() {
+    if !common::ready_as_root_with(&[USER, common::RIVAL]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let lab = Lab::new(who);
+        let report = lab.p("out/run.json").display().to_string();
+        // The same settings in other bytes.
+        let o = lab.run(
+            &[],
+            "cd \"$CODEX_HOME\"; grep -v '^#' config.toml > \"$HOME/c\"; cat \"$HOME/c\" > config.toml",
+        );
+        v.check(
+            o.status.code() == Some(125) && text(&o).contains("same settings"),
+            || format!("[{who:?}] a rewritten config: {}", text(&o)),
+        );
+        // Deeper than the listing goes, and a sparse file linked 200 times.
+        let o = lab.run(
+            &["--report", &report],
+            "cd \"$CODEX_HOME\"; echo obey > AGENTS.md; truncate -s 64M big; i=0; while [ $i -lt 200 ]; do ln big l$i; i=$((i+1)); done; \
+             mkdir 0 && cd 0 && i=0 && while [ $i -lt 70 ]; do mkdir d && cd d || exit 9; i=$((i+1)); done",
+        );
+        v.check(o.status.code() == Some(0), || {
+            format!("[{who:?}] deep: {}", text(&o))
+        });
+        v.check(!lab.p("ws/home/.codex").exists(), || {
+            format!("[{who:?}] the deep home was left: {}", text(&o))
+        });
+        let rep = lab.report("run.json");
+        let home = &rep["codex_home"];
+        v.check(home["problems"].to_string().contains("not listed"), || {
+            format!("[{who:?}] truncation not said: {home}")
+        });
+        let digests: std::collections::BTreeSet<String> = home["entries"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|e| e["size"] == 64 << 20)
+                    .filter_map(|e| e["sha256"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.check(digests.len() == 1, || {
+            format!("[{who:?}] the big file's links: {digests:?}")
+        });
+        let kept = lab.p("out/run.json.codex-home");
+        v.check(names(&kept).contains(&"AGENTS.md".to_string()), || {
+            format!("[{who:?}] kept: {:?}", names(&kept))
+        });
+        let copies = names(&kept)
+            .iter()
+            .filter(|n| *n == "big" || n.starts_with('l'))
+            .count();
+        v.check(copies == 1, || {
+            format!("[{who:?}] {copies} copies of one file kept")
+        });
+        let o = lab.run(&[], "echo NEXT");
+        v.check(String::from_utf8_lossy(&o.stdout).contains("NEXT"), || {
+            format!("[{who:?}] the next run: {}", text(&o))
+        });
+        // Two runs at once: the second refuses while the first lasts.
+        let record = lab.p("seal/seal.json").display().to_string();
+        let mut first = common::as_user(
+            who.user(),
+            &[
+                env!("CARGO_BIN_EXE_sealc"),
+                "exec",
+                &record,
+                "--",
+                "/bin/sh",
+                "-c",
+                "sleep 2",
+            ],
+        );
+        let mut first = first.current_dir(&lab.t).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let o = lab.run(&[], "echo SECOND");
+        v.check(
+            o.status.code() == Some(1) && text(&o).contains("another run is using"),
+            || format!("[{who:?}] a second run at once: {}", text(&o)),
+        );
+        let _ = first.wait();
+        // An earlier copy of another user's at the copy's name: left alone.
+        let theirs = lab.p("out/run.json.codex-home");
+        std::fs::remove_dir_all(&theirs).unwrap();
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("theirs"), "x").unwrap();
+        let (uid, gid) = common::ids(common::RIVAL);
+        std::os::unix::fs::lchown(&theirs, Some(uid), Some(gid)).unwrap();
+        let o = lab.run(&["--report", &report], "echo hi > \"$CODEX_HOME/note\"");
+        let rep = lab.report("run.json");
+        let kept = rep["codex_home"]["kept"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        v.check(
+            o.status.code() == Some(0)
+                && theirs.join("theirs").exists()
+                && kept.contains(".sealc-codex-home-"),
+            || {
+                format!(
+                    "[{who:?}] another user's copy: kept at {kept:?}: {}",
+                    text(&o)
+                )
+            },
+        );
+    }
+    v.done();
+}

@@ -451,3 +451,132 @@ fn the_bridge_sweep_leaves_other_users_directories_alone() {
     }
     v.done();
 }
+
+/// A review's findings, each as it was reproduced: a link another user put
+/// in a sticky folder is not followed (for `--report`, `--out` and the
+/// directory of a seal read back); a folder of another user's is warned
+/// of; an unprivileged caller whose report name another user holds in a
+/// sticky folder is told before the run; a fifo or a link where an artifact
+/// goes neither hangs `verify` nor shows what it leads to.
+#[test]
+fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted() {
+    if !common::ready_as_root_with(&[USER, RIVAL]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    let lab = Lab::new(Caller::Root);
+    let shared = lab.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    chmod(&shared, 0o1777);
+    let precious = lab.path("precious");
+    std::fs::create_dir(&precious).unwrap();
+    chmod(&precious, 0o700);
+    std::fs::write(precious.join("run.json"), "{\"precious\":1}").unwrap();
+    std::fs::write(precious.join("seal.sb"), "keep").unwrap();
+    let rival = |argv: &[&str]| {
+        let o = as_user(Some(RIVAL), argv).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    let link = shared.join("reports");
+    rival(&[
+        "/bin/ln",
+        "-s",
+        precious.to_str().unwrap(),
+        link.to_str().unwrap(),
+    ]);
+    // --report through it: refused before the run, nothing there changes.
+    let report = link.join("run.json").display().to_string();
+    let o = output(lab.exec(&["--report", &report], "touch $HOME/RAN"));
+    v.check(o.status.code() == Some(2), || {
+        format!("--report through a planted link: {}", text(&o))
+    });
+    v.check(text(&o).contains("sealc does not follow it"), || {
+        format!("not said: {}", text(&o))
+    });
+    v.check(!lab.path("ws/RAN").exists(), || "the command ran".into());
+    // --out through it: refused, nothing written or removed there.
+    let out = shared.join("reports");
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&lab.t)
+            .env_clear()
+            .args(["compile", "spec.toml", "--force", "--out"])
+            .arg(&out);
+        c
+    });
+    v.check(o.status.code() == Some(2), || {
+        format!("--out through a planted link: {}", text(&o))
+    });
+    v.check(
+        std::fs::read_to_string(precious.join("run.json")).unwrap() == "{\"precious\":1}"
+            && std::fs::read_to_string(precious.join("seal.sb")).unwrap() == "keep"
+            && !precious.join("seal.json").exists(),
+        || {
+            format!(
+                "the folder behind the link changed: {:?}",
+                std::fs::read_dir(&precious).unwrap().collect::<Vec<_>>()
+            )
+        },
+    );
+    // A folder of another user's: said.
+    let theirs = lab.path("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    chown(&theirs, RIVAL);
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&lab.t)
+            .env_clear()
+            .args(["compile", "spec.toml", "--out"])
+            .arg(&theirs);
+        c
+    });
+    v.check(
+        o.status.code() == Some(0) && text(&o).contains("belongs to another user"),
+        || format!("a folder of another user's is not said: {}", text(&o)),
+    );
+    // A fifo and a link where artifacts go: `verify` ends, and shows
+    // nothing of what the link leads to.
+    let seal = lab.path("seal");
+    chmod(&seal, 0o1777);
+    rival(&["/usr/bin/mkfifo", seal.join("seal.sb").to_str().unwrap()]);
+    std::fs::remove_file(seal.join("env.json")).unwrap();
+    rival(&[
+        "/bin/ln",
+        "-s",
+        lab.path("victim").to_str().unwrap(),
+        seal.join("env.json").to_str().unwrap(),
+    ]);
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&lab.t)
+            .env_clear()
+            .args(["verify", "seal/seal.json"]);
+        c
+    });
+    v.check(o.status.code() == Some(1), || {
+        format!("verify over a fifo and a link: {}", text(&o))
+    });
+    v.check(!text(&o).contains(VICTIM.trim()), || {
+        format!("verify showed what the link leads to: {}", text(&o))
+    });
+    // Unprivileged: another user's file at the report's name in a sticky
+    // folder is said before the run, which does not start.
+    let user_lab = Lab::new(Caller::User);
+    let sticky = user_lab.path("sticky");
+    std::fs::create_dir(&sticky).unwrap();
+    chmod(&sticky, 0o1777);
+    rival(&[
+        "/bin/sh",
+        "-c",
+        &format!("echo rival > {}/run.json", sticky.display()),
+    ]);
+    let report = sticky.join("run.json").display().to_string();
+    let o = output(user_lab.exec(&["--report", &report], "touch $HOME/RAN"));
+    v.check(o.status.code() == Some(2), || {
+        format!("another user's report name: {}", text(&o))
+    });
+    v.check(!user_lab.path("ws/RAN").exists(), || {
+        "the command ran before the report was refused".into()
+    });
+    v.done();
+}

@@ -290,28 +290,30 @@ fn compile(
     } else {
         crate::PASS_VALUE_FILES.to_vec()
     };
-    let written = write_all_atomically(dir, &compiled.files, &private);
-    if let Ok(d) = &written {
-        for w in d.warnings() {
-            let _ = writeln!(err, "warning: the seal's directory: {w}");
+    let top = match write_all_atomically(dir, &compiled.files, &private) {
+        Ok(top) => top,
+        Err(e) => {
+            let d = Diagnostic::error(
+                "sealc::io::write",
+                format!(
+                    "cannot write outputs to {}: {e}",
+                    quote(&dir.display().to_string())
+                ),
+            )
+            .help("check that the output directory is writable");
+            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+            return BAD_INPUT;
         }
+    };
+    for w in top.warnings() {
+        let _ = writeln!(err, "warning: the seal's directory: {w}");
     }
-    if let Err(e) = written {
-        let d = Diagnostic::error(
-            "sealc::io::write",
-            format!(
-                "cannot write outputs to {}: {e}",
-                quote(&dir.display().to_string())
-            ),
-        )
-        .help("check that the output directory is writable");
-        let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
-        return BAD_INPUT;
-    }
+    // Through the directory written (not its path again, which another
+    // user could have pointed elsewhere meanwhile).
     let mut removed = Vec::new();
     for name in &stale {
         let path = dir.join(name);
-        match remove_output(dir, name) {
+        match top.remove_below(name) {
             Ok(()) => removed.push(*name),
             Err(e) => {
                 let _ = writeln!(
@@ -457,28 +459,15 @@ fn write_all_atomically(
     Ok(top)
 }
 
-/// An output that is there already, read without following a link and
-/// never more than any seal holds (`Ok(None)`: not there).
+/// An output that is there already, read without following a link (on the
+/// way to it either) and never more than any seal holds (`Ok(None)`: not
+/// there).
 fn read_output(dir: &Path, name: &str) -> std::io::Result<Option<Vec<u8>>> {
-    let (sub, file) = match name.rsplit_once('/') {
-        Some((sub, file)) => (dir.join(sub), file),
-        None => (dir.to_path_buf(), name),
-    };
-    let d = match crate::hostfs::Dir::open(&sub) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    d.read(file.as_ref(), crate::hostfs::MAX_RECORD)
-}
-
-/// Remove an output of another seal, without following a link.
-fn remove_output(dir: &Path, name: &str) -> std::io::Result<()> {
-    let (sub, file) = match name.rsplit_once('/') {
-        Some((sub, file)) => (dir.join(sub), file),
-        None => (dir.to_path_buf(), name),
-    };
-    crate::hostfs::Dir::open(&sub)?.remove(file.as_ref(), false)
+    match crate::hostfs::Dir::open(dir) {
+        Ok(d) => d.read_below(name, crate::hostfs::MAX_RECORD),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// `dir` made absolute, links resolved as far as it exists (the rest as

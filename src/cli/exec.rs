@@ -573,7 +573,7 @@ fn exec_run(
     if installs {
         use crate::exec::codex_home::{prepare, read_credentials, Refused};
         let made = read_credentials(&compiled.ir)
-            .and_then(|creds| prepare(&compiled.ir, &codex_config, creds.as_deref(), opts.force));
+            .and_then(|creds| prepare(&compiled.ir, &codex_config, creds.as_ref(), opts.force));
         match made {
             Ok(home) => {
                 if home.discarded > 0 {
@@ -815,6 +815,7 @@ fn finish_codex_home(
         n
     });
     let keep = report.zip(name.as_deref()).map(|(t, n)| (&t.dir, n));
+    let asked = keep.is_some();
     let left = home.finish(keep);
     // What sealc put there (the config, the credentials' copy) is no news.
     let own =
@@ -828,6 +829,13 @@ fn finish_codex_home(
                 "sealc: the Codex home held {} entries after the run: kept for review in {}, and removed",
                 left.entries.len() + left.entries_omitted,
                 quote(at)
+            );
+        }
+        None if asked => {
+            let _ = writeln!(
+                err,
+                "sealc: the Codex home held {} entries after the run: they could not be kept beside the report (below), and were removed",
+                left.entries.len() + left.entries_omitted
             );
         }
         None => {

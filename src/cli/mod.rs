@@ -179,9 +179,17 @@ impl SealArgs {
 
     /// An artifact file by its name in the record (only the names
     /// recompilation produces are ever asked for).
+    /// Each read below the artifacts' directory (opened once): no link
+    /// followed, a regular file only (never a fifo that would block), at
+    /// most [`crate::hostfs::MAX_RECORD`] bytes.
     fn files(&self) -> impl Fn(&str) -> Option<Vec<u8>> {
-        let dir = self.artifact_dir();
-        move |name: &str| crate::hostfs::read_path(&dir.join(name), crate::hostfs::MAX_RECORD).ok()
+        let dir = crate::hostfs::Dir::open(&self.artifact_dir()).ok();
+        move |name: &str| {
+            dir.as_ref()?
+                .read_below(name, crate::hostfs::MAX_RECORD)
+                .ok()
+                .flatten()
+        }
     }
 }
 

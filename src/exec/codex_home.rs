@@ -43,18 +43,28 @@ pub const CREDENTIALS: &str = "auth.json";
 pub const MAX_CREDENTIALS: u64 = 1 << 20;
 /// The most bytes of the config sealc reads back.
 pub const MAX_CONFIG: u64 = 1 << 20;
-/// How far the walks of a home go: listing, copying and removing it.
+/// How far the listing and the review copy of a home go (past it they say
+/// they stopped); removing a home goes to any depth, up to
+/// [`MAX_REMOVED`] entries.
 pub const BOUNDS: Bounds = Bounds {
     entries: 100_000,
     depth: 64,
 };
+/// The most entries removing a home (or discarding one with `--force`)
+/// takes; past it the home is left, and said.
+pub const MAX_REMOVED: usize = 1_000_000;
+/// The most bytes the listing hashes in all (each file once, however many
+/// links it has): past it a file is listed without its digest.
+pub const MAX_HASHED: u64 = 256 << 20;
+/// The most bytes of paths the listing holds (the rest are counted).
+pub const MAX_LISTED_BYTES: usize = 4 << 20;
 /// The most entries the report lists one by one (the rest are counted).
 pub const MAX_LISTED: usize = 10_000;
 /// Files up to this size are hashed and copied for review; larger ones are
 /// listed with their size only.
 pub const MAX_FILE: u64 = 64 << 20;
-/// The most bytes copied for review in all.
-pub const MAX_COPY: u64 = 512 << 20;
+/// The most bytes copied for review in all (each file once).
+pub const MAX_COPY: u64 = 256 << 20;
 
 /// Why the home was not made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,7 +294,7 @@ fn create(
 /// path was resolved, the file itself not a link, regular, at most
 /// [`MAX_CREDENTIALS`] bytes, and outside every write root (by path and by
 /// identity), where the agent could have put anything in its place.
-pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
+pub fn read_credentials(ir: &Ir) -> Result<Option<Credentials>, Refused> {
     let Some(src) = ir.codex.credentials.as_deref() else {
         return Ok(None);
     };
@@ -301,8 +311,15 @@ pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
             quote(w)
         )));
     }
+    let owner = rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|st| st.st_uid)
+        .unwrap_or(u32::MAX);
     match dir.read(name, MAX_CREDENTIALS) {
-        Ok(Some(b)) => Ok(Some(b)),
+        Ok(Some(bytes)) => Ok(Some(Credentials {
+            path: src.to_string(),
+            bytes,
+            owner,
+        })),
         Ok(None) => Err(Refused::Io(format!(
             "the credentials {shown} (`[codex] credentials`) are not there"
         ))),
@@ -313,6 +330,15 @@ pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
     }
 }
 
+/// The credentials file read for a run.
+#[derive(Debug)]
+pub struct Credentials {
+    pub path: String,
+    pub bytes: Vec<u8>,
+    /// Its owner's uid.
+    pub owner: u32,
+}
+
 /// Make the seal's `CODEX_HOME` for this run: absent before (what an
 /// earlier run left is refused, or with `discard` emptied and removed),
 /// then made (0700) with the verified `config` and, given, the credentials
@@ -320,7 +346,7 @@ pub fn read_credentials(ir: &Ir) -> Result<Option<Vec<u8>>, Refused> {
 pub fn prepare(
     ir: &Ir,
     config: &[u8],
-    credentials: Option<&[u8]>,
+    credentials: Option<&Credentials>,
     discard: bool,
 ) -> Result<Home, Refused> {
     let Some((root, below)) = location(ir) else {
@@ -331,6 +357,32 @@ pub fn prepare(
     let path = ir.codex.home.clone().unwrap_or_default();
     let shown = quote(&path);
     let (parent, owner) = open_parent(&root, &below)?;
+    // One run at a time per home: held until the home is finished (a run
+    // whose agent moved its home away would otherwise write into the next
+    // run's). Two seals whose homes share a directory take turns too.
+    match rustix::fs::flock(
+        &parent,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    ) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            return Err(Refused::Left(format!(
+                "another run is using the seal's CODEX_HOME {shown} (its directory is locked)"
+            )))
+        }
+        Err(e) => return Err(io(&format!("cannot lock the directory of {shown}"), e)),
+    }
+    // Started by root, the home is the write root's owner's (the agent
+    // writes as that owner): the credentials copied in are theirs to read.
+    if let (Some((uid, _)), Some(c)) = (owner, credentials) {
+        if c.owner != uid {
+            return Err(Refused::Io(format!(
+                "the Codex home {shown} lies in a write root owned by uid {uid}, who could read the credentials copied there, and the credentials {} are uid {}'s: name credentials of the write root's owner, or put the home in a write root of the credentials' owner",
+                quote(&c.path),
+                c.owner
+            )));
+        }
+    }
     let name = below.last().cloned().unwrap_or_default();
     let mut discarded = 0;
     match rustix::fs::statat(&parent, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
@@ -345,7 +397,10 @@ pub fn prepare(
                             crate::hostfs::walk(&d, BOUNDS, &mut |_| Ok(true), &mut |_| Ok(())).ok()
                         });
                     match n {
-                        Some(n) => format!("a directory of {n} entries"),
+                        Some(w) if w.truncated => {
+                            format!("a directory of more than {} entries", w.entries)
+                        }
+                        Some(w) => format!("a directory of {} entries", w.entries),
                         None => "a directory".to_string(),
                     }
                 }
@@ -356,18 +411,9 @@ pub fn prepare(
                 "the seal's CODEX_HOME {shown} is there already ({what}): an earlier run left it (or something was put in its place), and a home is never reused"
             )));
         }
-        Ok(st) => {
-            if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-                let d = rustix::fs::openat(&parent, name.as_str(), DIR_FLAGS, Mode::empty())
-                    .map_err(|e| io(&format!("cannot open {shown}"), e))?;
-                discarded = crate::hostfs::empty_tree(&d, BOUNDS)
-                    .map_err(|e| io(&format!("cannot discard what is in {shown}"), e))?;
-                rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::REMOVEDIR)
-            } else {
-                discarded = 1;
-                rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::empty())
-            }
-            .map_err(|e| io(&format!("cannot discard {shown}"), e))?;
+        Ok(_) => {
+            discarded = crate::hostfs::remove_tree(&parent, name.as_ref(), MAX_REMOVED)
+                .map_err(|e| io(&format!("cannot discard {shown}"), e))?;
         }
     }
     rustix::fs::mkdirat(&parent, name.as_str(), Mode::from_raw_mode(0o700))
@@ -397,14 +443,15 @@ pub fn prepare(
     let written = create(&home.dir, CONFIG, config, 0o644, owner).and_then(|stamp| {
         home.config = stamp;
         if let Some(c) = credentials {
-            let stamp = create(&home.dir, CREDENTIALS, c, 0o600, owner)?;
-            home.credentials = Some((stamp, crate::digest::sha256(c)));
+            let stamp = create(&home.dir, CREDENTIALS, &c.bytes, 0o600, owner)?;
+            home.credentials = Some((stamp, crate::digest::sha256(&c.bytes)));
         }
         Ok(())
     });
     if let Err(e) = written {
+        let shown = quote(&home.path);
         home.remove();
-        return Err(io(&format!("cannot write in {}", quote(&home.path)), e));
+        return Err(io(&format!("cannot write in {shown}"), e));
     }
     Ok(home)
 }
@@ -448,11 +495,25 @@ impl Home {
         let changed = self.config.changed(&Stamp::of(&st));
         let bytes = crate::hostfs::read_bounded(fd, MAX_CONFIG)
             .map_err(|e| format!("cannot read {}: {e}", quote(&file)))?;
+        let settings = |b: &[u8]| {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|t| toml::from_str::<toml::Table>(t).ok())
+        };
         match changed {
             None => Ok((bytes, false)),
-            // The verified bytes, but not the file made: changed and put
-            // back (or replaced by a copy), which a bytes check misses.
+            // The verified bytes, or the verified settings in other bytes,
+            // but not the file made: changed and put back (or replaced by
+            // a copy), which a check of bytes or settings misses. The one
+            // change Codex makes itself adds a setting (its workspace's
+            // trust), judged by the caller.
             Some(why) if bytes == generated => Err(format!("{}: {why}", quote(&file))),
+            Some(why) if settings(&bytes).is_some() && settings(&bytes) == settings(generated) => {
+                Err(format!(
+                    "{}: {why}, and rewritten with the same settings",
+                    quote(&file)
+                ))
+            }
             Some(_) => Ok((bytes, true)),
         }
     }
@@ -469,7 +530,8 @@ impl Home {
         if let Err(why) = self.current() {
             left.problems.push(why);
         }
-        // The credentials' copy, compared (never written back).
+        // The credentials' copy, compared (never written back), then
+        // removed first, whatever happens to the rest.
         if let Some((stamp, digest)) = &self.credentials {
             let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
             left.credentials = Some(
@@ -488,11 +550,26 @@ impl Home {
                     }
                 },
             );
+            if let Err(e) = crate::hostfs::remove_tree(&self.dir, CREDENTIALS.as_ref(), MAX_REMOVED)
+            {
+                left.problems.push(format!(
+                    "cannot remove the credentials' copy in {}: {e}",
+                    quote(&self.path)
+                ));
+            }
         }
         match list(&self.dir) {
-            Ok((entries, omitted)) => {
-                left.entries = entries;
-                left.entries_omitted = omitted;
+            Ok(l) => {
+                left.entries = l.entries;
+                left.entries_omitted = l.omitted;
+                if l.truncated {
+                    left.problems.push(format!(
+                        "{} holds more than the listing takes ({} entries, {} levels): what lies past it is not listed",
+                        quote(&self.path),
+                        BOUNDS.entries,
+                        BOUNDS.depth
+                    ));
+                }
             }
             Err(e) => left
                 .problems
@@ -500,8 +577,8 @@ impl Home {
         }
         if let Some((dir, name)) = keep {
             match copy_for_review(&self.dir, dir, name) {
-                Ok(problems) => {
-                    left.kept = Some(dir.path().join(name).display().to_string());
+                Ok((kept, problems)) => {
+                    left.kept = Some(dir.path().join(kept).display().to_string());
                     left.problems.extend(problems);
                 }
                 Err(e) => left
@@ -515,17 +592,17 @@ impl Home {
         left
     }
 
-    /// Remove the home (what is in it, then it), if it is still the one made.
+    /// Remove the home (everything in it, at any depth, then it), if it is
+    /// still the one made.
     fn remove_checked(&self) -> Result<(), String> {
         self.current()?;
-        crate::hostfs::empty_tree(&self.dir, BOUNDS)
-            .map_err(|e| format!("cannot remove what is in {}: {e}", quote(&self.path)))?;
-        rustix::fs::unlinkat(&self.parent, self.name.as_str(), AtFlags::REMOVEDIR)
+        crate::hostfs::remove_tree(&self.parent, self.name.as_ref(), MAX_REMOVED)
+            .map(|_| ())
             .map_err(|e| format!("cannot remove {}: {e}", quote(&self.path)))
     }
 
     /// Remove the home, as far as it goes (nothing ran in it yet).
-    pub fn remove(&self) {
+    pub fn remove(self) {
         let _ = self.remove_checked();
     }
 }
@@ -539,24 +616,50 @@ fn kind_name(t: FileType) -> &'static str {
     }
 }
 
-/// Every entry of the home, sorted by path, at most [`MAX_LISTED`] (and the
-/// number left out).
-fn list(dir: &OwnedFd) -> std::io::Result<(Vec<HomeEntry>, usize)> {
+/// What the listing of a home found.
+struct Listing {
+    entries: Vec<HomeEntry>,
+    /// Entries met past [`MAX_LISTED`] or [`MAX_LISTED_BYTES`], counted.
+    omitted: usize,
+    /// The walk stopped at its bounds.
+    truncated: bool,
+}
+
+/// Every entry of the home, sorted by path, at most [`MAX_LISTED`] entries
+/// and [`MAX_LISTED_BYTES`] of paths (the rest counted); each file hashed
+/// once however many links it has, [`MAX_HASHED`] bytes in all.
+fn list(dir: &OwnedFd) -> std::io::Result<Listing> {
     let mut out = Vec::new();
     let mut omitted = 0;
-    crate::hostfs::walk(
+    let mut path_bytes = 0usize;
+    let mut hashed = 0u64;
+    let mut digests: std::collections::BTreeMap<(u64, u64), Option<String>> = Default::default();
+    let walked = crate::hostfs::walk(
         dir,
         BOUNDS,
         &mut |e| {
-            if out.len() >= MAX_LISTED {
+            if out.len() >= MAX_LISTED || path_bytes + e.path.len() > MAX_LISTED_BYTES {
                 omitted += 1;
                 return Ok(true);
             }
+            path_bytes += e.path.len();
             let kind = e.kind();
             let size = e.stat.st_size.max(0) as u64;
-            let sha256 = (kind == FileType::RegularFile && size <= MAX_FILE)
-                .then(|| digest_at(e.dir, e.name))
-                .flatten();
+            let sha256 = if kind == FileType::RegularFile && size <= MAX_FILE {
+                let id = (e.stat.st_dev, e.stat.st_ino);
+                match digests.get(&id) {
+                    Some(d) => d.clone(),
+                    None if hashed + size <= MAX_HASHED => {
+                        hashed += size;
+                        let d = digest_at(e.dir, e.name);
+                        digests.insert(id, d.clone());
+                        d
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
             let target = (kind == FileType::Symlink)
                 .then(|| rustix::fs::readlinkat(e.dir, e.name, Vec::new()).ok())
                 .flatten()
@@ -572,7 +675,11 @@ fn list(dir: &OwnedFd) -> std::io::Result<(Vec<HomeEntry>, usize)> {
         },
         &mut |_| Ok(()),
     )?;
-    Ok((out, omitted))
+    Ok(Listing {
+        entries: out,
+        omitted,
+        truncated: walked.truncated,
+    })
 }
 
 /// `sha256:...` of the regular file `name` in `dir` (no link followed).
@@ -594,34 +701,56 @@ fn digest_at(dir: &OwnedFd, name: &std::ffi::CStr) -> Option<String> {
 }
 
 /// Copy the home into a new directory `name` of `dest` (staged under a
-/// random name, then renamed over `name`): directories (0700) and regular
-/// files up to [`MAX_FILE`] (0600), [`MAX_COPY`] bytes in all, the
-/// credentials' copy left out; symlinks and other objects are not copied
-/// (the listing names them). Returns what was left out for a bound.
-fn copy_for_review(home: &OwnedFd, dest: &Dir, name: &OsStr) -> std::io::Result<Vec<String>> {
+/// random name, then renamed into place): directories (0700) and regular
+/// files up to [`MAX_FILE`] (0600), each file once however many links it
+/// has, [`MAX_COPY`] bytes in all, within [`BOUNDS`]; symlinks and other
+/// objects are not copied (the listing names them). An earlier run's copy
+/// of that name (a directory of the caller's) is replaced; anything else
+/// there is someone else's and is left alone: the copy then keeps the
+/// random name it was staged under. Returns the name it has, and what was
+/// left out.
+fn copy_for_review(
+    home: &OwnedFd,
+    dest: &Dir,
+    name: &OsStr,
+) -> std::io::Result<(std::ffi::OsString, Vec<String>)> {
     let (top, tmp) = dest.make_unique(".sealc-codex-home-", 0o700)?;
     let mut problems = Vec::new();
     let copied = copy_tree(home, top.fd(), &mut problems);
+    drop(top);
     if let Err(e) = copied {
-        let _ = crate::hostfs::empty_tree(top.fd(), BOUNDS);
-        let _ = dest.remove(tmp.as_ref(), true);
+        let _ = crate::hostfs::remove_tree(dest.fd(), tmp.as_ref(), MAX_REMOVED);
         return Err(e);
     }
-    // An earlier run's copy of that name goes (it is sealc's own).
-    if dest.kind(name)? == Some(FileType::Directory) {
-        let old = dest.subdir(name, None)?;
-        crate::hostfs::empty_tree(old.fd(), BOUNDS)?;
-        dest.remove(name, true)?;
+    let me = rustix::process::geteuid().as_raw();
+    let earlier = rustix::fs::statat(dest.fd(), name, AtFlags::SYMLINK_NOFOLLOW);
+    let ours = match &earlier {
+        Err(rustix::io::Errno::NOENT) => true,
+        Ok(st) => {
+            FileType::from_raw_mode(st.st_mode) == FileType::Directory
+                && st.st_uid == me
+                && crate::hostfs::remove_tree(dest.fd(), name, MAX_REMOVED).is_ok()
+        }
+        Err(_) => false,
+    };
+    if !ours {
+        problems.push(format!(
+            "{} is there and is not an earlier copy of sealc's: the copy is {} instead",
+            quote(&dest.path().join(name).display().to_string()),
+            quote(&dest.path().join(&tmp).display().to_string())
+        ));
+        return Ok((tmp.into(), problems));
     }
     rustix::fs::renameat(dest.fd(), tmp.as_str(), dest.fd(), name)?;
-    Ok(problems)
+    Ok((name.to_os_string(), problems))
 }
 
 fn copy_tree(from: &OwnedFd, to: &OwnedFd, problems: &mut Vec<String>) -> std::io::Result<()> {
     // The destination directory of each depth, as the walk goes down.
     let mut dirs: Vec<OwnedFd> = vec![rustix::fs::openat(to, ".", DIR_FLAGS, Mode::empty())?];
     let mut total = 0u64;
-    crate::hostfs::walk(
+    let mut seen = std::collections::BTreeSet::new();
+    let walked = crate::hostfs::walk(
         from,
         BOUNDS,
         &mut |e| {
@@ -636,13 +765,11 @@ fn copy_tree(from: &OwnedFd, to: &OwnedFd, problems: &mut Vec<String>) -> std::i
                     dirs.push(d);
                     Ok(true)
                 }
-                FileType::RegularFile
-                    if e.depth == 0 && e.name.to_bytes() == CREDENTIALS.as_bytes() =>
-                {
-                    Ok(false)
-                }
                 FileType::RegularFile => {
                     let size = e.stat.st_size.max(0) as u64;
+                    if !seen.insert((e.stat.st_dev, e.stat.st_ino)) {
+                        return Ok(false); // another link of a file copied already
+                    }
                     if size > MAX_FILE || total + size > MAX_COPY {
                         if problems.len() < 20 {
                             problems.push(format!(
@@ -673,6 +800,12 @@ fn copy_tree(from: &OwnedFd, to: &OwnedFd, problems: &mut Vec<String>) -> std::i
         },
         &mut |_| Ok(()),
     )?;
+    if walked.truncated {
+        problems.push(format!(
+            "the copy stopped at its bounds ({} entries, {} levels)",
+            BOUNDS.entries, BOUNDS.depth
+        ));
+    }
     Ok(())
 }
 
@@ -711,7 +844,7 @@ mod tests {
         std::fs::write(base.join("creds/auth.json"), "{\"token\":1}").unwrap();
         let ir = ir_at(&base, Some(&base.join("creds/auth.json")));
         let creds = read_credentials(&ir).unwrap();
-        let home = prepare(&ir, b"a = 1\n", creds.as_deref(), false).unwrap();
+        let home = prepare(&ir, b"a = 1\n", creds.as_ref(), false).unwrap();
         let h = base.join("w/home/.codex");
         assert_eq!(names(&h), ["auth.json", "config.toml"]);
         assert_eq!(std::fs::read(h.join("config.toml")).unwrap(), b"a = 1\n");
@@ -738,11 +871,11 @@ mod tests {
             paths,
             [
                 "AGENTS.md",
-                "auth.json",
                 "config.toml",
                 "sessions",
                 "sessions/rollout.jsonl"
-            ]
+            ],
+            "the credentials' copy is removed first"
         );
         assert!(left.problems.is_empty(), "{:?}", left.problems);
         assert!(!h.exists(), "the home is removed after the run");

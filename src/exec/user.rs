@@ -301,7 +301,12 @@ struct Walk {
     /// before it (bounded by `limit`).
     seen: u64,
     limit: u64,
+    /// Bytes of the paths kept in `links` (bounded by [`LINK_PATH_BYTES`]).
+    links_bytes: usize,
 }
+
+/// The most bytes of paths of linked files a walk keeps to name one.
+const LINK_PATH_BYTES: usize = 4 << 20;
 
 impl Walk {
     fn new(to: Ids, op: Op, dev: u64) -> Walk {
@@ -317,6 +322,7 @@ impl Walk {
             links: Default::default(),
             seen: 0,
             limit: MAX_ENTRIES,
+            links_bytes: 0,
         }
     }
 
@@ -531,10 +537,19 @@ impl Walk {
             return self.dir(&child, path, depth + 1);
         }
         if self.op == Op::Prepare && st.st_nlink > 1 {
-            let e = self
-                .links
-                .entry((st.st_dev, st.st_ino))
-                .or_insert_with(|| (st.st_nlink, 0, path.to_string()));
+            // A path is kept while the paths kept stay under a bound: a
+            // tree an earlier run left may hold a great many linked files
+            // of very long paths.
+            let kept = &mut self.links_bytes;
+            let e = self.links.entry((st.st_dev, st.st_ino)).or_insert_with(|| {
+                let p = if *kept + path.len() <= LINK_PATH_BYTES {
+                    *kept += path.len();
+                    path.to_string()
+                } else {
+                    String::new()
+                };
+                (st.st_nlink, 0, p)
+            });
             e.1 += 1;
         }
         if !self.acts_on(&st) {
@@ -627,6 +642,7 @@ pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, 
     let mut cleared = Vec::new();
     let mut links = std::collections::BTreeMap::new();
     let mut seen = 0;
+    let mut links_bytes = 0;
     for o in owners.iter().filter(|o| o.ids != agent) {
         let root = &o.root;
         let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
@@ -642,6 +658,7 @@ pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, 
         w.links = std::mem::take(&mut links);
         w.seen = seen;
         w.limit = limit;
+        w.links_bytes = links_bytes;
         let done = w.root(&fd, &st, root);
         if let Err(e) = done {
             let why = match e {
@@ -660,10 +677,16 @@ pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, 
         cleared.extend(w.cleared);
         links = w.links;
         seen = w.seen;
+        links_bytes = w.links_bytes;
     }
     if let Some((_, _, path)) = links.values().find(|(all, seen, _)| seen < all) {
+        let what = if path.is_empty() {
+            "a file (its path past the walk's bound)".to_string()
+        } else {
+            format!("{path:?}")
+        };
         return Err(Unprepared::LinkOut(format!(
-            "{path:?} has a hard link outside the write roots, which the agent could write through"
+            "{what} has a hard link outside the write roots, which the agent could write through"
         )));
     }
     Ok(cleared)

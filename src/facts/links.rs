@@ -34,6 +34,12 @@ pub const BOUNDS: Bounds = Bounds {
 
 /// The most visible links kept per object (the rest are counted).
 const KEPT: usize = 20;
+/// The most bytes of paths the check keeps in all (a tree an agent left can
+/// hold many linked files of very long paths): past it a path is not kept,
+/// only counted, and the message says so.
+const KEPT_BYTES: usize = 4 << 20;
+/// What stands for a path past [`KEPT_BYTES`].
+const NOT_KEPT: &str = "(a path past the check's bound)";
 
 /// One hidden object with a link outside the hidden roots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +72,10 @@ pub struct Links {
 /// An object with several links, met in a hidden root.
 struct Node {
     nlink: u64,
-    root: String,
-    path: String,
+    /// The index of its hidden root.
+    root: usize,
+    /// Its first path, while [`KEPT_BYTES`] last.
+    path: Option<String>,
     /// Its paths met in the hidden roots.
     hidden: u64,
     visible: BTreeSet<String>,
@@ -95,16 +103,24 @@ pub fn exposed(hidden: &[String], visible: &[String], host: &dyn Host, bounds: B
     };
     let mut out = Links::default();
     let mut nodes: BTreeMap<(u64, u64), Node> = BTreeMap::new();
-    for root in &hidden {
+    let mut kept_bytes = 0usize;
+    let roots: Vec<&String> = hidden.iter().copied().collect();
+    for (i, root) in roots.iter().enumerate() {
         let walked = host.walk(root, &inside(root), bounds, &mut |m| {
             if m.nlink > 1 {
-                let n = nodes.entry((m.dev, m.ino)).or_insert_with(|| Node {
-                    nlink: m.nlink,
-                    root: root.to_string(),
-                    path: m.path.to_string(),
-                    hidden: 0,
-                    visible: BTreeSet::new(),
-                    more_visible: 0,
+                let n = nodes.entry((m.dev, m.ino)).or_insert_with(|| {
+                    let path = (kept_bytes + m.path.len() <= KEPT_BYTES).then(|| {
+                        kept_bytes += m.path.len();
+                        m.path.to_string()
+                    });
+                    Node {
+                        nlink: m.nlink,
+                        root: i,
+                        path,
+                        hidden: 0,
+                        visible: BTreeSet::new(),
+                        more_visible: 0,
+                    }
                 });
                 n.hidden += 1;
             }
@@ -126,8 +142,9 @@ pub fn exposed(hidden: &[String], visible: &[String], host: &dyn Host, bounds: B
         }
         let walked = host.walk(root, &inside(root), bounds, &mut |m| {
             if let Some(n) = nodes.get_mut(&(m.dev, m.ino)) {
-                if n.visible.len() < KEPT {
+                if n.visible.len() < KEPT && kept_bytes + m.path.len() <= KEPT_BYTES {
                     if n.visible.insert(m.path.to_string()) {
+                        kept_bytes += m.path.len();
                         missing = missing.saturating_sub(1);
                     }
                 } else {
@@ -146,8 +163,8 @@ pub fn exposed(hidden: &[String], visible: &[String], host: &dyn Host, bounds: B
         .map(|n| {
             let found = n.hidden + n.visible.len() as u64 + n.more_visible;
             Exposed {
-                root: n.root,
-                path: n.path,
+                root: roots.get(n.root).map(|r| r.to_string()).unwrap_or_default(),
+                path: n.path.unwrap_or_else(|| NOT_KEPT.to_string()),
                 visible: n.visible.into_iter().collect(),
                 more_visible: n.more_visible,
                 elsewhere: n.nlink.saturating_sub(found),
