@@ -68,6 +68,153 @@ fn make_dir(path: &str, made: &mut Vec<String>) -> Result<(), Errno> {
     Ok(())
 }
 
+/// The stand-ins of one run: protected paths absent when compiled, each
+/// made as an empty directory before the sandbox starts (the seal binds or
+/// denies it read-only, so the agent cannot make the path first, nor
+/// anything in it), and removed after the run if it is still the empty
+/// directory made, so a checkout is not left with them.
+#[derive(Debug, Default)]
+pub struct StandIns {
+    made: Vec<Made>,
+    /// Stand-ins that were there already (made by a host process since
+    /// compiling): used, never removed.
+    pub found: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Made {
+    path: String,
+    parent: OwnedFd,
+    name: String,
+    id: (u64, u64),
+}
+
+/// A directory to make names in: opened from `/` one component at a time,
+/// no link followed.
+fn open_dir(path: &str) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd: OwnedFd = rustix::fs::open("/", flags, Mode::empty())?;
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        fd = rustix::fs::openat(&fd, c, flags, Mode::empty())?;
+    }
+    Ok(fd)
+}
+
+/// Make the stand-ins of `ir` (see [`StandIns`]): started by root, each
+/// is the owner's of the write root it lies in. A name there already is
+/// used when it is a directory and refused otherwise; on a refusal what
+/// was made is removed again.
+pub fn make_stand_ins(ir: &Ir) -> Result<StandIns, String> {
+    let mut out = StandIns::default();
+    for (at, within) in ir.stand_ins() {
+        if let Err(e) = make_stand_in(at, within, &mut out) {
+            out.remove();
+            return Err(e);
+        }
+    }
+    Ok(out)
+}
+
+fn make_stand_in(at: &str, within: &str, out: &mut StandIns) -> Result<(), String> {
+    let fail = |what: &str, e: Errno| format!("cannot {what} the stand-in {}: {e}", quote(at));
+    let (dir, name) = match at.rsplit_once('/') {
+        Some(("", n)) => ("/", n),
+        Some((d, n)) => (d, n),
+        None => return Err(format!("the stand-in {} is not absolute", quote(at))),
+    };
+    let parent = open_dir(dir).map_err(|e| fail("reach the directory of", e))?;
+    // Started by root: what sealc makes is the write root's owner's.
+    let owner = if rustix::process::geteuid().is_root() {
+        let root = open_dir(within).map_err(|e| fail("reach the write root of", e))?;
+        let st = rustix::fs::fstat(&root).map_err(|e| fail("inspect the write root of", e))?;
+        Some((st.st_uid, st.st_gid))
+    } else {
+        None
+    };
+    match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => {
+            let st = rustix::fs::statat(&parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| fail("inspect", e))?;
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+                return Err(format!(
+                    "the stand-in {} is there already, and is not a directory",
+                    quote(at)
+                ));
+            }
+            out.found.push(at.to_string());
+            return Ok(());
+        }
+        Err(e) => return Err(fail("make", e)),
+    }
+    let made = (|| {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&parent, name, flags, Mode::empty())?;
+        if let Some((uid, gid)) = owner {
+            rustix::fs::fchown(
+                &fd,
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )?;
+        }
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o755))?;
+        rustix::fs::fstat(&fd)
+    })();
+    match made {
+        Ok(st) => {
+            out.made.push(Made {
+                path: at.to_string(),
+                parent,
+                name: name.to_string(),
+                id: (st.st_dev, st.st_ino),
+            });
+            Ok(())
+        }
+        Err(e) => {
+            let _ = rustix::fs::unlinkat(&parent, name, rustix::fs::AtFlags::REMOVEDIR);
+            Err(fail("make", e))
+        }
+    }
+}
+
+impl StandIns {
+    /// The stand-ins made, by path.
+    pub fn made(&self) -> Vec<&str> {
+        self.made.iter().map(|m| m.path.as_str()).collect()
+    }
+
+    /// Remove each stand-in made that is still the empty directory made
+    /// (by device and inode, no link followed); returns what was left,
+    /// and why.
+    pub fn remove(self) -> Vec<String> {
+        let mut left = Vec::new();
+        for m in self.made.iter().rev() {
+            let shown = quote(&m.path);
+            match rustix::fs::statat(
+                &m.parent,
+                m.name.as_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) {
+                Ok(st) if (st.st_dev, st.st_ino) == m.id => {
+                    match rustix::fs::unlinkat(&m.parent, m.name.as_str(), rustix::fs::AtFlags::REMOVEDIR) {
+                        Ok(()) => {}
+                        Err(Errno::NOTEMPTY) => left.push(format!(
+                            "the stand-in {shown} was left: something was put in it (not from inside the sandbox, where it is read-only)"
+                        )),
+                        Err(e) => left.push(format!("cannot remove the stand-in {shown}: {e}")),
+                    }
+                }
+                Ok(_) => left.push(format!(
+                    "the stand-in {shown} was left: another object is at its name now"
+                )),
+                Err(Errno::NOENT) => {}
+                Err(e) => left.push(format!("cannot inspect the stand-in {shown}: {e}")),
+            }
+        }
+        left
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +240,38 @@ mod tests {
         let through = real.join("l/ws").display().to_string();
         assert!(make_dir(&through, &mut Vec::new()).is_err());
         assert!(!real.join("elsewhere/ws").exists());
+    }
+
+    #[test]
+    fn a_stand_in_is_made_used_refused_and_removed_only_when_still_empty_and_the_same() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().canonicalize().unwrap();
+        let w = real.display().to_string();
+        let at = |n: &str| format!("{w}/{n}");
+        let mut s = StandIns::default();
+        make_stand_in(&at("a"), &w, &mut s).unwrap();
+        make_stand_in(&at("b"), &w, &mut s).unwrap();
+        make_stand_in(&at("c"), &w, &mut s).unwrap();
+        assert_eq!(s.made(), [at("a"), at("b"), at("c")]);
+        assert!(real.join("a").is_dir());
+        // One there already (a directory) is used, not removed after.
+        std::fs::create_dir(real.join("d")).unwrap();
+        make_stand_in(&at("d"), &w, &mut s).unwrap();
+        assert_eq!(s.found, [at("d")]);
+        // Something put in one, another replaced: both left.
+        std::fs::write(real.join("b/x"), "x").unwrap();
+        std::fs::remove_dir(real.join("c")).unwrap();
+        std::fs::write(real.join("c"), "c").unwrap();
+        let left = s.remove();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(!real.join("a").exists());
+        assert!(real.join("b/x").exists() && real.join("c").exists() && real.join("d").exists());
+        // A file at the name is refused; a link on the way is not followed.
+        std::fs::write(real.join("f"), "f").unwrap();
+        let mut s = StandIns::default();
+        assert!(make_stand_in(&at("f"), &w, &mut s).is_err());
+        std::os::unix::fs::symlink(real.join("d"), real.join("l")).unwrap();
+        assert!(make_stand_in(&at("l/x"), &w, &mut s).is_err());
+        assert!(!real.join("d/x").exists());
     }
 }

@@ -115,6 +115,15 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         .collect();
 
     let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+    // A directory at a stand-in's place, made since compiling, is used as
+    // the stand-in; anything else there is drift.
+    let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
+    let in_stand_in = |p: &str, now: &str| {
+        recorded
+            .stand_ins
+            .get(p)
+            .is_some_and(|s| s.kind == PathKind::Dir && is_within(now, &s.at) && dir_at(&s.at))
+    };
     let all: BTreeSet<&String> = recorded
         .realpaths
         .keys()
@@ -128,6 +137,12 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         // A write root absent when compiled, made since where the record
         // says (by `sealc exec` or by hand): what the seal mounts.
         if was.is_none() && now.is_some() && now == recorded.absent_writes.get(p) {
+            continue;
+        }
+        // A protected path absent when compiled, there now inside the place
+        // of its stand-in (a directory made there since): that directory
+        // is bound read-only as the stand-in.
+        if was.is_none() && now.is_some_and(|n| in_stand_in(p, n)) {
             continue;
         }
         if was.is_some() && movable(p) {
@@ -156,8 +171,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         }
         let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
         let made = was.is_none()
-            && now == Some(&PathKind::Dir)
-            && recorded.absent_writes.values().any(|a| a == real);
+            && (now == Some(&PathKind::Dir) && recorded.absent_writes.values().any(|a| a == real)
+                || recorded
+                    .stand_ins
+                    .values()
+                    .any(|s| s.kind == PathKind::Dir && is_within(real, &s.at) && dir_at(&s.at)));
         if was != now && !made {
             let show = |k: Option<&PathKind>| {
                 k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
@@ -172,6 +190,37 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
                 ),
             ));
         }
+    }
+
+    // Protected paths absent when compiled: held by the same stand-in (or
+    // object on the way), or inside a directory made at the stand-in's place.
+    for (p, was) in &recorded.stand_ins {
+        let now = here.stand_ins.get(p);
+        let ok = now == Some(was)
+            || was.kind == PathKind::Dir
+                && dir_at(&was.at)
+                && (now.is_some_and(|n| n.kind == PathKind::Dir && is_within(&n.at, &was.at))
+                    || here.realpaths.get(p).is_some_and(|r| is_within(r, &was.at)));
+        if ok {
+            continue;
+        }
+        let held = |s: &crate::facts::StandIn| match s.kind {
+            PathKind::Dir => format!("a stand-in at {}", quote(&s.at)),
+            k => format!("the {} {} on the way", k.as_str(), quote(&s.at)),
+        };
+        let now = match (now, here.realpaths.get(p)) {
+            (Some(n), _) => format!("held by {}", held(n)),
+            (None, Some(r)) => format!("it is there, at {}", quote(r)),
+            (None, None) => "it has no place in a write root".to_string(),
+        };
+        drift.push(Drift::new(
+            DriftKind::Host,
+            format!(
+                "{}: the protected path was absent when compiled (held by {}); now {now}",
+                quote(p),
+                held(was)
+            ),
+        ));
     }
 
     // Write roots absent when compiled: still to be made at the same place,

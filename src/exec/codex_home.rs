@@ -817,6 +817,27 @@ mod tests {
         );
     }
 
+    /// From outside the sandbox (inside, the config is read-only): a
+    /// config grown into a sparse 3 GiB file is read no further than a
+    /// bound, and is drift.
+    #[test]
+    fn a_sparse_config_is_read_only_up_to_a_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("w")).unwrap();
+        let ir = ir_at(&base, None);
+        let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(base.join("w/home/.codex/config.toml"))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let e = home.config_after(b"a = 1\n").unwrap_err();
+        assert!(e.contains("more than"), "{e}");
+        home.remove();
+    }
+
     #[test]
     fn a_link_on_the_way_or_credentials_in_a_write_root_are_refused() {
         let t = tempfile::tempdir().unwrap();
