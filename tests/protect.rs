@@ -525,6 +525,25 @@ fn a_stand_in_made_since_is_used_and_anything_else_is_drift() {
     );
     let link = host().dir("/t/elsewhere").link("/t/p/.git", "/t/elsewhere");
     assert!(!sealc::drift::host_drift(r, &link).is_empty());
+    // `verify --live` says the same, stand-in by stand-in.
+    let live = |h: &FakeHost| {
+        let mut rep = sealc::verify::Report::default();
+        sealc::verify::live_facts(r, h, &mut rep);
+        rep.to_text()
+    };
+    let text = live(&host());
+    assert!(
+        text.contains("live stand-in /t/p/.git/hooks") && !text.contains("drift"),
+        "{text}"
+    );
+    let text = live(&made);
+    assert!(!text.contains("drift "), "{text}");
+    let text = live(&file);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("drift") && l.contains("/t/p/.codex")),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -867,6 +886,62 @@ fn without_protect_the_planted_hook_runs_at_the_operators_commit() {
     let commit = git(&lab.p("ws"), &["commit", "-q", "--allow-empty", "-m", "op"]);
     assert!(commit.status.success(), "{}", text(&commit));
     assert_eq!(listing(&lab.p("marks")), ["hook"]);
+}
+
+/// `sealc explain` names the step or rule that keeps a protected path
+/// read-only, on both platforms, and `exec --dry-run` lists the stand-ins.
+#[test]
+fn explain_and_dry_run_name_what_protects() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
+    std::fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
+    let spec = format!(
+        "version = 1\nname = \"x\"\n[filesystem]\nwrite = [\"{t}/ws\"]\n{PROTECT}\n[network]\nmode = \"none\"\n",
+        t = t.display()
+    );
+    std::fs::write(t.join("spec.toml"), spec).unwrap();
+    let sealc = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let hook = format!("{}/ws/.git/hooks/pre-commit", t.display());
+    for (platform, artifact, says) in [
+        ("linux", "linux/seal.bwrap.json", "--ro-bind"),
+        ("macos", "macos/seal.sb", "(deny file-write* (subpath"),
+    ] {
+        let o = sealc(&[
+            "compile",
+            "spec.toml",
+            "--platform",
+            platform,
+            "--out",
+            platform,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let o = sealc(&["explain", artifact, "--op", "file-write-create", &hook]);
+        let out = text(&o);
+        assert!(
+            out.contains("deny") && out.contains(says),
+            "{platform}: {out}"
+        );
+        assert!(out.contains(".git/hooks"), "{platform}: {out}");
+    }
+    let o = sealc(&["exec", "linux/seal.json", "--dry-run", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ws = format!("{}/ws", t.display());
+    assert_eq!(
+        plan["stand_ins"],
+        serde_json::json!([format!("{ws}/.agents"), format!("{ws}/.codex")])
+    );
+    // A dry run makes nothing.
+    assert!(!t.join("ws/.codex").exists());
 }
 
 /// A protected path with a symlink on the way, inside the write root, is

@@ -552,6 +552,7 @@ fn exec_run(
             "timeout": plan.timeout.map(|t| t.as_secs()),
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
             "codex_config": codex_target(&compiled.ir),
+            "stand_ins": compiled.ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
         });
         let _ = writeln!(
             out,
