@@ -6,6 +6,11 @@
 //! Each directory is made one component at a time from `/`, and each
 //! component, made or found, is opened without following a link: a symlink
 //! put on the way is refused, never followed.
+//!
+//! Protected paths (`filesystem.protect`) too: the stand-ins of those absent
+//! when compiled are made here ([`make_stand_ins`]) and removed after the
+//! run, and those that exist are checked to have no writable second name
+//! ([`check_protected`]).
 
 use std::os::fd::OwnedFd;
 
@@ -215,6 +220,127 @@ impl StandIns {
     }
 }
 
+/// How far [`check_protected`] walks a protected directory.
+const CHECK_BOUNDS: crate::hostfs::Bounds = crate::hostfs::Bounds {
+    entries: 100_000,
+    depth: 64,
+};
+
+/// Before a run: each protected object that exists, and everything in a
+/// protected directory, has no second name the agent can write through. A
+/// regular file with another hard link is refused (a run before it was
+/// protected may have made one in a write root: writing that name changes
+/// the protected file, on both platforms), and so is a symlink that leads
+/// into a write root outside every protected object (the operator's tools
+/// follow it to what the agent writes: a `.git/hooks/pre-commit` linked to
+/// a script of the checkout). Nothing is followed; a tree past the bounds
+/// is refused too.
+pub fn check_protected(ir: &Ir) -> Result<(), String> {
+    use crate::ir::{is_within, RootKind, Standing};
+    use rustix::fs::FileType;
+    let protected = ir.protected();
+    let objects: Vec<&str> = protected.iter().filter_map(|r| r.real.as_deref()).collect();
+    let writes: Vec<&str> = ir
+        .roots_of(RootKind::Write)
+        .filter_map(|r| r.real.as_deref())
+        .collect();
+    let writable = |p: &str| {
+        writes.iter().any(|w| is_within(p, w)) && !objects.iter().any(|o| is_within(p, o))
+    };
+    for r in &protected {
+        let Some(at) = r.real.as_deref() else {
+            continue;
+        };
+        // A stand-in is made empty; the Codex config is made by exec.
+        if !matches!(
+            r.protect.as_ref().map(|p| p.standing),
+            Some(Standing::Here | Standing::InPlace)
+        ) {
+            continue;
+        }
+        let linked = |p: &str| {
+            format!(
+                "the protected {} has another hard link, a name the agent could write it through (made before it was protected?)",
+                quote(p)
+            )
+        };
+        // Where a symlink at `p` (text `text`) leads, when that is a
+        // place the agent may write.
+        let leads_out = |p: &str, text: &str| {
+            let dir = p
+                .rsplit_once('/')
+                .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d });
+            let to = if text.starts_with('/') {
+                crate::facts::normalize(text)
+            } else {
+                crate::facts::normalize(&format!("{dir}/{text}"))
+            };
+            let real = std::fs::canonicalize(&to)
+                .ok()
+                .and_then(|r| r.into_os_string().into_string().ok())
+                .unwrap_or(to);
+            writable(&real).then(|| {
+                format!(
+                    "{} in the protected {} is a symlink to {}, which the agent may write: your tools would run or read what it puts there",
+                    quote(p),
+                    quote(at),
+                    quote(&real)
+                )
+            })
+        };
+        let (dir, name) = match at.rsplit_once('/') {
+            Some(("", n)) => ("/", n),
+            Some((d, n)) => (d, n),
+            None => continue,
+        };
+        let parent = open_dir(dir).map_err(|e| format!("cannot reach {}: {e}", quote(at)))?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&parent, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // A special file that cannot be opened: there is nothing in it.
+            Err(Errno::NXIO | Errno::OPNOTSUPP) => continue,
+            Err(e) => return Err(format!("cannot open the protected {}: {e}", quote(at))),
+        };
+        let st =
+            rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect {}: {e}", quote(at)))?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile if st.st_nlink > 1 => return Err(linked(at)),
+            FileType::Directory => {
+                let mut found = None;
+                crate::hostfs::walk(
+                    &fd,
+                    CHECK_BOUNDS,
+                    &mut |e| {
+                        let p = format!("{at}/{}", e.path);
+                        match e.kind() {
+                            FileType::RegularFile if e.stat.st_nlink > 1 => {
+                                found = Some(linked(&p));
+                            }
+                            FileType::Symlink => {
+                                let text = rustix::fs::readlinkat(e.dir, e.name, Vec::new())
+                                    .map(|t| String::from_utf8_lossy(t.to_bytes()).into_owned())
+                                    .unwrap_or_default();
+                                if let Some(why) = leads_out(&p, &text) {
+                                    found = Some(why);
+                                }
+                            }
+                            _ => {}
+                        }
+                        Ok(found.is_none())
+                    },
+                    &mut |_| Ok(()),
+                )
+                .map_err(|e| format!("cannot check the protected {}: {e}", quote(at)))?;
+                if let Some(why) = found {
+                    return Err(why);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +366,44 @@ mod tests {
         let through = real.join("l/ws").display().to_string();
         assert!(make_dir(&through, &mut Vec::new()).is_err());
         assert!(!real.join("elsewhere/ws").exists());
+    }
+
+    #[test]
+    fn a_protected_file_with_another_name_or_a_link_into_a_write_root_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().canonicalize().unwrap();
+        let w = real.join("w");
+        std::fs::create_dir_all(w.join(".git/hooks")).unwrap();
+        std::fs::write(w.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(w.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::write(w.join("tool.sh"), "#!/bin/sh\n").unwrap();
+        let ir = |w: &std::path::Path| {
+            let spec = format!(
+                "version = 1\nname = \"c\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{}\"]\nprotect = [\".git/hooks\", \".git/config\"]\n",
+                w.display()
+            );
+            crate::compile("c.toml", &spec, &Vec::new(), &crate::facts::RealHost)
+                .unwrap()
+                .ir
+        };
+        assert_eq!(check_protected(&ir(&w)), Ok(()));
+        // A second name of the config, in the write root.
+        std::fs::hard_link(w.join(".git/config"), w.join("notes.txt")).unwrap();
+        let e = check_protected(&ir(&w)).unwrap_err();
+        assert!(e.contains("another hard link"), "{e}");
+        std::fs::remove_file(w.join("notes.txt")).unwrap();
+        // A hook that is a link to a script the agent writes.
+        std::fs::remove_file(w.join(".git/hooks/pre-commit")).unwrap();
+        std::os::unix::fs::symlink("../../tool.sh", w.join(".git/hooks/pre-commit")).unwrap();
+        let e = check_protected(&ir(&w)).unwrap_err();
+        assert!(
+            e.contains("is a symlink to") && e.contains("tool.sh"),
+            "{e}"
+        );
+        // To a place outside the write roots: fine.
+        std::fs::remove_file(w.join(".git/hooks/pre-commit")).unwrap();
+        std::os::unix::fs::symlink("/bin/true", w.join(".git/hooks/pre-commit")).unwrap();
+        assert_eq!(check_protected(&ir(&w)), Ok(()));
     }
 
     #[test]

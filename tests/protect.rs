@@ -944,6 +944,25 @@ fn explain_and_dry_run_name_what_protects() {
     assert!(!t.join("ws/.codex").exists());
 }
 
+/// A second name of a protected file, made in the write root by a run
+/// before it was protected, would let the agent write it: nothing starts.
+#[test]
+fn a_protected_file_with_a_second_name_in_a_write_root_is_refused_at_exec() {
+    if !ready() {
+        return;
+    }
+    for who in [Caller::Root, Caller::User] {
+        let lab = Lab::new(who);
+        std::fs::hard_link(lab.p("ws/.git/config"), lab.p("ws/notes.txt")).unwrap();
+        let o = lab.run("echo STARTED");
+        assert_eq!(o.status.code(), Some(1), "[{who:?}] {}", text(&o));
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("STARTED"));
+        assert!(text(&o).contains("another hard link"), "[{who:?}] {}", text(&o));
+        // Nothing was made for the run.
+        assert!(listing(&lab.p("plain")).is_empty());
+    }
+}
+
 /// A protected path with a symlink on the way, inside the write root, is
 /// refused when compiling: the agent could point it elsewhere.
 #[test]

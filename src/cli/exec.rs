@@ -561,6 +561,19 @@ fn exec_run(
         );
         return OK;
     }
+    // What is protected has no second name the agent can write it through.
+    if let Err(e) = crate::absent::check_protected(&compiled.ir) {
+        let _ = writeln!(err, "drift       protect     {}", crate::diag::visible(&e));
+        let _ = writeln!(
+            err,
+            "error: a protected path could be written or run from a writable place all the same, so nothing was started"
+        );
+        let _ = writeln!(
+            err,
+            "help: remove the other name (`find WRITE_ROOT -samefile PATH` finds a hard link), or protect where the link leads too, then run again"
+        );
+        return DIFFERS;
+    }
     // Write roots absent when compiled: made now, where the seal mounts them.
     let made_roots = match crate::absent::make_write_roots(&compiled.ir) {
         Ok(m) => m,
