@@ -957,7 +957,11 @@ fn a_protected_file_with_a_second_name_in_a_write_root_is_refused_at_exec() {
         let o = lab.run("echo STARTED");
         assert_eq!(o.status.code(), Some(1), "[{who:?}] {}", text(&o));
         assert!(!String::from_utf8_lossy(&o.stdout).contains("STARTED"));
-        assert!(text(&o).contains("another hard link"), "[{who:?}] {}", text(&o));
+        assert!(
+            text(&o).contains("another hard link"),
+            "[{who:?}] {}",
+            text(&o)
+        );
         // Nothing was made for the run.
         assert!(listing(&lab.p("plain")).is_empty());
     }
