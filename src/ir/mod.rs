@@ -806,7 +806,7 @@ impl Lower<'_> {
             // Its spellings: where it is, as written below its write root,
             // the path as named, and their macOS aliases.
             let mut spellings = BTreeSet::from([real.clone()]);
-            spellings.insert(normalize(&format!("{}{}", w.path, &real[within.len()..])));
+            spellings.insert(below_as_written(&w.path, &within, &real));
             if !spellings.iter().any(|sp| is_within(&path, sp)) {
                 spellings.insert(path.clone());
             }
@@ -2098,11 +2098,7 @@ fn pins(roots: &[Root], platform: Platform) -> Vec<Pin> {
             }
             let pin = out.entry(up.to_string()).or_insert_with(|| {
                 let mut spellings = BTreeSet::from([up.to_string()]);
-                spellings.insert(normalize(&format!(
-                    "{}{}",
-                    p.write_root,
-                    &up[p.within.len()..]
-                )));
+                spellings.insert(below_as_written(&p.write_root, &p.within, up));
                 if platform == Platform::Macos {
                     let extra: Vec<String> =
                         spellings.iter().filter_map(|s| macos_aliases(s)).collect();
@@ -2140,6 +2136,17 @@ pub const LOADER_VARS: [&str; 7] = [
 /// `LD_*`, `DYLD_*` or one of [`LOADER_VARS`].
 pub fn is_loader_var(name: &str) -> bool {
     name.starts_with("LD_") || name.starts_with("DYLD_") || LOADER_VARS.contains(&name)
+}
+
+/// `real`, which lies in the write root whose realpath (or place) is
+/// `within`, spelled below that root as written (`written`).
+fn below_as_written(written: &str, within: &str, real: &str) -> String {
+    let rest = if within == "/" {
+        real
+    } else {
+        &real[within.len().min(real.len())..]
+    };
+    normalize(&format!("{written}/{rest}"))
 }
 
 /// A protected path outside every (directory) write root.
