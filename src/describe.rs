@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::facts::{Facts, LinkKind};
-use crate::ir::{is_within, Ir, RootKind, PROXY_VARS};
+use crate::ir::{is_within, Ir, RootKind, Standing, PROXY_VARS};
 use crate::spec::{Base, NetMode, Platform, CODEX_SYSTEM_DIR};
 
 /// The schema name of `sealc show --format json`.
@@ -56,6 +56,9 @@ pub struct Filesystem {
     pub can_write: Group,
     /// `write_devices`.
     pub devices: Group,
+    /// `protect` roots (and a Codex seal's config): read-only inside a write root.
+    #[serde(skip_serializing_if = "Group::is_empty")]
+    pub read_only: Group,
     /// The launcher's symlink chain.
     pub launcher: Vec<LauncherItem>,
 }
@@ -65,6 +68,12 @@ pub struct Filesystem {
 pub struct Group {
     pub meaning: String,
     pub paths: Vec<PathItem>,
+}
+
+impl Group {
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
 }
 
 /// One filesystem root.
@@ -171,6 +180,8 @@ pub fn stat_only(platform: Platform) -> &'static str {
 }
 /// What a write root means, in words.
 pub const WRITABLE: &str = "read and written beneath, except hidden roots inside; the root itself cannot be removed or renamed";
+/// What a protected root means, in words.
+pub const READ_ONLY: &str = "read-only inside a write root: read as the write root is, but nothing in it or at its name can be created, changed, removed, renamed or hard-linked, and the directories between the write root and it cannot be renamed or removed";
 /// What a write device means, in words.
 pub const DEVICES: &str = "devices that can be written";
 
@@ -261,6 +272,19 @@ fn filesystem(ir: &Ir) -> Filesystem {
                 if r.made {
                     notes.push("absent when compiled: `sealc exec` makes it".to_string());
                 }
+                let at = r.real.as_deref().unwrap_or(&r.path);
+                match r.protect.as_ref().map(|p| p.standing) {
+                    Some(Standing::StandIn) => notes.push(format!(
+                        "absent when compiled: `sealc exec` makes an empty stand-in at `{at}` for the run (read-only inside) and removes it after"
+                    )),
+                    Some(Standing::InPlace) => notes.push(format!(
+                        "`{at}` on the way is not a directory (a worktree's `.git` file): it is protected in its place"
+                    )),
+                    Some(Standing::CodexConfig) => notes.push(
+                        "the Codex config `sealc exec` installs: a change during the run fails".to_string(),
+                    ),
+                    _ => {}
+                }
                 if kind == RootKind::DenyRead && codex_layers.contains(&r.path) {
                     notes.push(if r.path == CODEX_SYSTEM_DIR {
                         "Codex's system config layer, hidden for a Codex seal".to_string()
@@ -271,7 +295,11 @@ fn filesystem(ir: &Ir) -> Filesystem {
                 PathItem {
                     written: r.origin.clone(),
                     path: r.path.clone(),
-                    realpath: r.real.clone().filter(|real| *real != r.path),
+                    // A protected root held by another object says so in its notes.
+                    realpath: r.real.clone().filter(|real| {
+                        *real != r.path
+                            && r.protect.as_ref().is_none_or(|p| p.standing == Standing::Here)
+                    }),
                     notes,
                 }
             })
@@ -305,6 +333,10 @@ fn filesystem(ir: &Ir) -> Filesystem {
         devices: Group {
             meaning: DEVICES.to_string(),
             paths: items(RootKind::WriteDevice),
+        },
+        read_only: Group {
+            meaning: READ_ONLY.to_string(),
+            paths: items(RootKind::Protect),
         },
         launcher: ir
             .launcher
@@ -533,6 +565,8 @@ enum Access {
     Hidden,
     Stat,
     Read,
+    /// Read-only inside a write root (`protect`).
+    ReadOnly,
     Write,
 }
 
@@ -542,6 +576,7 @@ impl Access {
             Access::Hidden => "hidden",
             Access::Stat => "stat only",
             Access::Read => "readable",
+            Access::ReadOnly => "read-only inside a write root",
             Access::Write => "writable",
         }
     }
@@ -555,6 +590,7 @@ fn listed(p: &Policy) -> BTreeMap<&str, (Access, &PathItem)> {
         (Access::Read, &fs.can_read),
         (Access::Stat, &fs.stat_only),
         (Access::Write, &fs.can_write),
+        (Access::ReadOnly, &fs.read_only),
         // Hidden last: a path listed twice is refused when compiling, but
         // if it were not, denying wins.
         (Access::Hidden, &fs.cannot_read),
@@ -1002,6 +1038,7 @@ mod tests {
                 stat_only: group(Vec::new()),
                 can_write: group(vec![item("/work")]),
                 devices: group(vec![item("/dev/null")]),
+                read_only: group(Vec::new()),
                 launcher: Vec::new(),
             },
             network: Network {
@@ -1053,6 +1090,34 @@ mod tests {
         assert_eq!(d[0].effect, Effect::More);
         assert_eq!(d[0].subject, "/home/x/out");
         assert!(d[0].text.contains("writable (was hidden"), "{}", d[0].text);
+    }
+
+    #[test]
+    fn a_protected_path_allows_less_and_its_removal_more() {
+        let old = policy();
+        let mut new = policy();
+        new.filesystem
+            .read_only
+            .paths
+            .push(item("/work/.git/hooks"));
+        let d = diff(&old, &new);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].effect, Effect::Less);
+        assert_eq!(d[0].subject, "/work/.git/hooks");
+        assert!(
+            d[0].text
+                .contains("read-only inside a write root (was writable; newly listed)"),
+            "{}",
+            d[0].text
+        );
+        let back = diff(&new, &old);
+        assert_eq!(back.len(), 1, "{back:?}");
+        assert_eq!(back[0].effect, Effect::More);
+        assert!(
+            back[0].text.contains("writable (was read-only"),
+            "{}",
+            back[0].text
+        );
     }
 
     #[test]

@@ -228,6 +228,41 @@ deny_read = [\"${ws}/link\"]",
         "# sealc lint --platform both\n[filesystem]\ndeny_read = [\"/secret\"]",
     ),
     (
+        "sealc::protect::outside",
+        "a `filesystem.protect` path lies inside no write root (by any spelling): it is read-only already, so the entry protects nothing",
+        "[filesystem]\nwrite = [\"/w\"]\nprotect = [\"/etc/hosts\"]",
+    ),
+    (
+        "sealc::protect::write-root",
+        "a `filesystem.protect` path is a write root or holds one: it cannot be both read-only and writable",
+        "[filesystem]\nwrite = [\"/w\", \"/w/.git\"]\nprotect = [\"/w/.git\"]",
+    ),
+    (
+        "sealc::protect::denied",
+        "a `filesystem.protect` path lies inside a denied or metadata-only root: it can be neither read nor written already, so the entry changes nothing",
+        "[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/w/secret\"]\nprotect = [\"/w/secret/key\"]",
+    ),
+    (
+        "sealc::protect::link",
+        "a protected path, or a component on the way to it below a write root, is a symlink: the agent could point it elsewhere, and the tools that use the path would follow",
+        "# /w/.git is a symlink to /w/real-git when compiling\n[filesystem]\nwrite = [\"/w\"]\nprotect = [\"/w/.git/hooks\"]",
+    ),
+    (
+        "sealc::protect::codex-home",
+        "the seal's CODEX_HOME lies in or holds a protected path: Codex must write its home, and `sealc exec` makes and removes it for every run",
+        "[filesystem]\nwrite = [\"/w\"]\nprotect = [\".codex\"]\n[env]\nset = { CODEX_HOME = \"/w/.codex\" }\n[codex]",
+    ),
+    (
+        "sealc::protect::git",
+        "a write root holds a `.git` whose `hooks` and `config` are not protected (compile), or write roots exist and no `filesystem.protect` entry covers `.git/hooks` and `.git/config` (lint): what the agent writes there runs with the operator's rights at the next git command",
+        "# /w is a git checkout when compiling\n[filesystem]\nwrite = [\"/w\"]",
+    ),
+    (
+        "sealc::protect::git-config",
+        "a protected `.git/config` points git at a file or directory the agent may write (`core.hooksPath`, `core.fsmonitor`, `include.path`, `includeIf.*.path` inside a write root, not protected): what it names runs, or is read as config, at your next git command",
+        "# /w/.git/config sets `hooksPath = .husky` when compiling\n[filesystem]\nwrite = [\"/w\"]\nprotect = [\".git/hooks\", \".git/config\"]",
+    ),
+    (
         "sealc::network::open",
         "the network is open: the seal does not restrict it",
         "[network]\nmode = \"open\"",

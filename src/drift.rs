@@ -137,8 +137,12 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         .iter()
         .filter_map(|w| recorded.realpaths.get(w))
         .collect();
+    // A Codex seal denies Codex's other config layers as `deny_read` roots
+    // (`Spec::codex_denied`): the workspace's `.codex` is one, and it lies
+    // in a write root.
     let mut denied = paths(&fs.deny_read);
     denied.extend(paths(&fs.metadata_only));
+    denied.extend(paths(&spec.codex_denied()));
     let movable = |p: &str| {
         denied.contains(p)
             && (writes.iter().any(|w| is_within(p, w))
@@ -162,6 +166,15 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     let mut appeared_reals: BTreeSet<String> = BTreeSet::new();
 
     let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+    // A directory at a stand-in's place, made since compiling, is used as
+    // the stand-in; anything else there is drift.
+    let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
+    let in_stand_in = |p: &str, now: &str| {
+        recorded
+            .stand_ins
+            .get(p)
+            .is_some_and(|s| s.kind == PathKind::Dir && is_within(now, &s.at) && dir_at(&s.at))
+    };
     let all: BTreeSet<&String> = recorded
         .realpaths
         .keys()
@@ -175,6 +188,12 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         // A write root absent when compiled, made since where the record
         // says (by `sealc exec` or by hand): what the seal mounts.
         if was.is_none() && now.is_some() && now == recorded.absent_writes.get(p) {
+            continue;
+        }
+        // A protected path absent when compiled, there now inside the place
+        // of its stand-in (a directory made there since): that directory
+        // is bound read-only as the stand-in.
+        if was.is_none() && now.is_some_and(|n| in_stand_in(p, n)) {
             continue;
         }
         if let (None, Some(now)) = (was, now) {
@@ -217,8 +236,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         }
         let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
         let made = was.is_none()
-            && now == Some(&PathKind::Dir)
-            && recorded.absent_writes.values().any(|a| a == real);
+            && (now == Some(&PathKind::Dir) && recorded.absent_writes.values().any(|a| a == real)
+                || recorded
+                    .stand_ins
+                    .values()
+                    .any(|s| s.kind == PathKind::Dir && is_within(real, &s.at) && dir_at(&s.at)));
         if was != now && !made {
             let show = |k: Option<&PathKind>| {
                 k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
@@ -233,6 +255,37 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
                 ),
             ));
         }
+    }
+
+    // Protected paths absent when compiled: held by the same stand-in (or
+    // object on the way), or inside a directory made at the stand-in's place.
+    for (p, was) in &recorded.stand_ins {
+        let now = here.stand_ins.get(p);
+        let ok = now == Some(was)
+            || was.kind == PathKind::Dir
+                && dir_at(&was.at)
+                && (now.is_some_and(|n| n.kind == PathKind::Dir && is_within(&n.at, &was.at))
+                    || here.realpaths.get(p).is_some_and(|r| is_within(r, &was.at)));
+        if ok {
+            continue;
+        }
+        let held = |s: &crate::facts::StandIn| match s.kind {
+            PathKind::Dir => format!("a stand-in at {}", quote(&s.at)),
+            k => format!("the {} {} on the way", k.as_str(), quote(&s.at)),
+        };
+        let now = match (now, here.realpaths.get(p)) {
+            (Some(n), _) => format!("held by {}", held(n)),
+            (None, Some(r)) => format!("it is there, at {}", quote(r)),
+            (None, None) => "it has no place in a write root".to_string(),
+        };
+        drift.push(Drift::new(
+            DriftKind::Host,
+            format!(
+                "{}: the protected path was absent when compiled (held by {}); now {now}",
+                quote(p),
+                held(was)
+            ),
+        ));
     }
 
     // Write roots absent when compiled: still to be made at the same place,
@@ -470,6 +523,22 @@ mod tests {
         let d = host_drift(&r, &host().dir("/elsewhere"));
         assert!(!d.is_empty(), "{d:?}");
         assert!(d.iter().all(|d| d.kind == DriftKind::Host), "{d:?}");
+    }
+
+    /// A Codex seal denies its workspace's `.codex` (Codex's project
+    /// layer): made since compiling, it appeared, like any denied root.
+    #[test]
+    fn a_workspace_codex_layer_that_appeared_is_never_recompiled() {
+        let spec = format!(
+            "{SPEC}[env]\nset = {{ CODEX_HOME = \"/w/home/.codex\" }}\n[codex]\nworkspace = \"/w\"\n"
+        );
+        let r = crate::compile("m.toml", &spec, &Vec::new(), &host())
+            .unwrap()
+            .record;
+        assert!(host_drift(&r, &host()).is_empty());
+        let d = host_drift(&r, &host().dir("/w/.codex"));
+        assert!(!d.is_empty(), "{d:?}");
+        assert!(d.iter().all(|d| d.kind == DriftKind::Appeared), "{d:?}");
     }
 
     /// A link to a denied file made after compiling (by a host process):

@@ -123,8 +123,15 @@ pub struct FdSlot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FdSource {
     /// A root, opened without following any link and checked to be `kind`;
-    /// the option before it becomes its `-fd` form.
-    Bind { path: String, kind: PathKind },
+    /// the option before it becomes its `-fd` form. `within`: the write
+    /// root (its realpath) that holds it, for a protected root or a pin:
+    /// where that write root is idmapped, it is opened again from the
+    /// idmapped tree.
+    Bind {
+        path: String,
+        kind: PathKind,
+        within: Option<String>,
+    },
     /// sealc's own binary.
     Exe,
     /// The bridge's private directory.
@@ -246,7 +253,7 @@ pub fn plan(
             Ok(plan)
         }
         Platform::Linux => {
-            linux(ir, command, rt, &mut plan);
+            linux(ir, command, rt, &mut plan)?;
             Ok(plan)
         }
     }
@@ -269,16 +276,40 @@ pub fn resolve_launcher(ir: &Ir, command: &[OsString]) -> Vec<OsString> {
     out
 }
 
-/// The recorded kind of a root mounted at `dest`.
-fn kind_at(ir: &Ir, dest: &str) -> PathKind {
-    ir.roots
+/// What the seal binds at `dest`, as recorded: a root's kind (a protected
+/// root's object included), a directory for a pin, a file for a launcher
+/// chain entry; and, for a protected root or a pin, the write root that
+/// holds it. `None`: nothing the IR binds there.
+fn kind_at(ir: &Ir, dest: &str) -> Option<(PathKind, Option<String>)> {
+    let root = ir
+        .roots
         .iter()
         .filter(|r| r.real.as_deref() == Some(dest))
-        .find_map(|r| r.host_kind)
-        .unwrap_or(PathKind::File) // launcher chain entries are files
+        .find_map(|r| {
+            let within = r.protect.as_ref().map(|p| p.within.clone());
+            r.host_kind.map(|k| (k, within))
+        });
+    let pin = || {
+        ir.pins
+            .iter()
+            .find(|p| p.path == dest)
+            .map(|p| (PathKind::Dir, Some(p.within.clone())))
+    };
+    let launcher = || {
+        ir.launcher
+            .iter()
+            .any(|l| l.path == dest && l.kind == crate::facts::LinkKind::File)
+            .then_some((PathKind::File, None))
+    };
+    root.or_else(pin).or_else(launcher)
 }
 
-fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
+fn linux(
+    ir: &Ir,
+    command: &[OsString],
+    rt: &Runtime<'_>,
+    plan: &mut Plan,
+) -> Result<(), Diagnostic> {
     let bridge = match (&ir.network.mode, &ir.network.proxy) {
         (NetMode::Proxy | NetMode::Allowlist, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
         _ => None,
@@ -324,9 +355,20 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
             // A root bound onto itself: through a descriptor.
             Some(opt) if a.len() == 3 && a[1] == a[2] && a[1] != "/" => {
                 args.push(opt.into());
+                let Some((kind, within)) = kind_at(ir, &a[1]) else {
+                    return Err(Diagnostic::error(
+                        "sealc::linux::kind",
+                        format!(
+                            "the seal binds {} but does not record what it is",
+                            quote(&a[1])
+                        ),
+                    )
+                    .help("compile the spec again on the host instead of editing the record"));
+                };
                 let source = FdSource::Bind {
                     path: a[1].clone(),
-                    kind: kind_at(ir, &a[1]),
+                    kind,
+                    within,
                 };
                 slot(&mut args, source, &a[1]);
                 args.push(a[2].clone().into());
@@ -400,6 +442,7 @@ fn linux(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
         dir: rt.bridge_dir.to_path_buf(),
         upstream: listen,
     });
+    Ok(())
 }
 
 /// The write root (as written in the spec) that reaches the directory
@@ -867,6 +910,8 @@ pub fn run(
     let mut shared: Vec<(FdSource, i32)> = Vec::new();
     // The descriptor each root path is bound from.
     let mut binds: Vec<(String, i32)> = Vec::new();
+    // Protected roots and pins: opened again from an idmapped tree.
+    let mut inner: Vec<idmap::Inner> = Vec::new();
     for slot in &plan.fds {
         if let Some((_, n)) = shared.iter().find(|(s, _)| *s == slot.source) {
             // One pipe: `__init` keeps it open for `__confine`, under its number.
@@ -874,7 +919,7 @@ pub fn run(
             continue;
         }
         let fd = match &slot.source {
-            FdSource::Bind { path, kind } => open_exact(path, *kind).map_err(|e| {
+            FdSource::Bind { path, kind, .. } => open_exact(path, *kind).map_err(|e| {
                 io::Error::other(format!(
                     "cannot open the root {} to mount it: {e}",
                     quote(path)
@@ -899,8 +944,12 @@ pub fn run(
             }
         };
         let n = inheritable(&fd)?;
-        if let FdSource::Bind { path, .. } = &slot.source {
+        if let FdSource::Bind { path, within, .. } = &slot.source {
             binds.push((path.clone(), n));
+            if let Some(w) = within {
+                let st = rustix::fs::fstat(&fd)?;
+                inner.push(idmap::Inner::new(path, w, n, (st.st_dev, st.st_ino))?);
+            }
         }
         if matches!(slot.source, FdSource::Env | FdSource::Status) {
             shared.push((slot.source.clone(), n));
@@ -939,7 +988,7 @@ pub fn run(
     }
     match plan.user {
         Some(ids) if !trees.is_empty() => {
-            let prepared = idmap::Prepared::new(trees, &binds, ids)?;
+            let prepared = idmap::Prepared::new(trees, &binds, inner, ids)?;
             // SAFETY: the closure runs in the child between fork and exec,
             // and `apply` is made for that: async-signal-safe calls on
             // values prepared before the fork, no allocation. It changes

@@ -87,6 +87,7 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir
         Ok((ir, warnings)) => {
             out.extend(warnings);
             smells(spec, src, &ir, out);
+            git_unprotected(&ir, out);
             Some(ir)
         }
         Err(d) => {
@@ -264,6 +265,49 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     }
 }
 
+/// Lint's form of `sealc::protect::git` (compile, which sees the host,
+/// says it of a write root that holds a `.git`): the write roots whose
+/// `.git/hooks` or `.git/config` no protect entry covers (nor a denied
+/// root), in case one holds a checkout.
+fn git_unprotected(ir: &Ir, out: &mut Diagnostics) {
+    // By the paths the entries name: lint's host has none of them, and the
+    // stand-in of an absent `.git` would cover all of it.
+    let covered = |p: &str| {
+        ir.roots.iter().any(|r| match r.kind {
+            RootKind::Protect => crate::ir::is_within(p, &r.path),
+            k if k.is_denied() => r.spellings.iter().any(|s| crate::ir::is_within(p, s)),
+            _ => false,
+        })
+    };
+    let open: Vec<&crate::ir::Root> = ir
+        .roots_of(RootKind::Write)
+        .filter(|w| {
+            let places = std::iter::once(&w.path).chain(w.real.as_ref());
+            let places: Vec<&String> = places.collect();
+            [".git/hooks", ".git/config"]
+                .iter()
+                .any(|rel| !places.iter().any(|p| covered(&format!("{p}/{rel}"))))
+        })
+        .collect();
+    let Some(first) = open.first() else {
+        return;
+    };
+    let names: Vec<String> = open.iter().map(|w| quote(&w.origin)).collect();
+    out.push(
+        Diagnostic::advice(
+            "sealc::protect::git",
+            format!(
+                "no `filesystem.protect` entry covers `.git/hooks` and `.git/config` in the write root{} {}",
+                if open.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ),
+        )
+        .at(first.span.clone())
+        .label("if one holds a git checkout, a hook the agent plants runs with your rights at your next `git commit`, and a `core.fsmonitor` or `core.hooksPath` in `.git/config` at any git command")
+        .help("add `protect = [\".git/hooks\", \".git/config\"]` under `[filesystem]`: a name applies below every write root"),
+    );
+}
+
 /// Codex's other config layers: what a Codex seal lets in.
 fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
     let c = &spec.codex;
@@ -324,6 +368,7 @@ fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
     let mut v: Vec<&Spanned<String>> = spec
         .filesystem
         .all_roots()
+        .chain(&spec.filesystem.protect)
         .chain(spec.env.set.values())
         .collect();
     v.extend(spec.launcher.as_ref().map(|l| &l.path));

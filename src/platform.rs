@@ -84,9 +84,9 @@ pub const DIFFERENCES: &[Difference] = &[
     Difference {
         code: "sealc::platform::cross-mount",
         side: Side::Linux,
-        what: "renames and hard links never cross two mounts on Linux: not between two write roots, not out of a write root into a nested root (or back), not from outside the write roots into one (EXDEV); macOS allows what the rules allow on one volume",
+        what: "renames and hard links never cross two mounts on Linux: not between two write roots, not out of a write root into a nested root (or back), not out of a directory a protected path keeps fixed (such as `.git` around a protected `.git/hooks`) into the rest of its write root (or back), not from outside the write roots into one (EXDEV); macOS allows what the rules allow on one volume",
         direction: "Linux stricter",
-        why: "each root is its own bind mount, and the kernel refuses a rename or link across mounts, even of one file system; tools such as mv, cargo, pnpm and uv copy instead",
+        why: "each root, and each directory on the way to a protected path, is its own bind mount, and the kernel refuses a rename or link across mounts, even of one file system; tools such as mv, cargo, pnpm and uv copy instead",
     },
     Difference {
         code: "sealc::platform::rename-ancestor",
@@ -112,7 +112,7 @@ pub const DIFFERENCES: &[Difference] = &[
     Difference {
         code: "sealc::platform::hidden-at-start",
         side: Side::Linux,
-        what: "Linux hides a root when the sandbox starts: a denied root absent then is not hidden if it appears during the run, and one the host renames or replaces during the run loses its stand-in; macOS decides by path for the whole run",
+        what: "Linux hides (or protects) a root when the sandbox starts: a denied root absent then is not hidden if it appears during the run, and one the host renames or replaces during the run loses its stand-in (a protected file the host rewrites by a rename, such as your own `git config` meanwhile, loses its read-only bind); macOS decides by path for the whole run",
         direction: "Linux looser during a run",
         why: "mounts act on the objects that are there when they are made; seatbelt checks every access by path",
     },
@@ -140,6 +140,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     let deny = of(&[RootKind::DenyRead]);
     let meta = of(&[RootKind::MetadataOnly]);
     let writes = of(&[RootKind::Write]);
+    let protected: Vec<&Root> = ir.protected();
     let denied_in_write: Vec<&Root> = denied
         .iter()
         .copied()
@@ -170,18 +171,21 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
                 .help(format!("{}; see docs/platform-differences.md", d.what)),
         );
     };
+    if !denied.is_empty() || !protected.is_empty() {
+        let at_start: Vec<&Root> = denied.iter().chain(&protected).copied().collect();
+        push(
+            "sealc::platform::hidden-at-start",
+            &at_start,
+            None,
+            "on Linux these are hidden or protected when the sandbox starts, not by path".into(),
+        );
+    }
     if !denied.is_empty() {
         push(
             "sealc::platform::stand-in",
             &denied,
             None,
             "on Linux these are empty stand-ins, whose names stay".into(),
-        );
-        push(
-            "sealc::platform::hidden-at-start",
-            &denied,
-            None,
-            "on Linux these are hidden when the sandbox starts, not by path".into(),
         );
     } else if ir.base == Base::DenyDefault && !ir.roots.is_empty() {
         push(

@@ -571,12 +571,66 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
             ),
         }
     }
+    // Protected paths absent when compiled: what holds their place. A
+    // directory made at a stand-in's place since is used, as `exec` does.
+    let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
+    let dir_stand_in = |s: &crate::facts::StandIn| s.kind == crate::facts::PathKind::Dir;
+    let in_stand_in = |p: &str| {
+        recorded
+            .stand_ins
+            .values()
+            .any(|s| dir_stand_in(s) && crate::ir::is_within(p, &s.at) && dir_at(&s.at))
+    };
+    for (path, was) in &recorded.stand_ins {
+        let subject = format!("live stand-in {path}");
+        let place_ok = dir_stand_in(was) && dir_at(&was.at);
+        let (status, what) = match (here.stand_ins.get(path), here.realpaths.get(path)) {
+            (Some(now), _) if now == was => (Status::Ok, "absent here, as when compiled".into()),
+            (Some(now), _)
+                if place_ok && dir_stand_in(now) && crate::ir::is_within(&now.at, &was.at) =>
+            {
+                (
+                    Status::Ok,
+                    "a directory is at the stand-in's place: it is used".into(),
+                )
+            }
+            (None, Some(r)) if place_ok && crate::ir::is_within(r, &was.at) => (
+                Status::Ok,
+                "there here, inside the stand-in's place: it is used".into(),
+            ),
+            (Some(now), _) => (
+                Status::Drift,
+                format!(
+                    "record held at {}, here at {}",
+                    quote(&was.at),
+                    quote(&now.at)
+                ),
+            ),
+            (None, Some(r)) => (
+                Status::Drift,
+                format!(
+                    "record held by a stand-in at {}, here {} is there, not in a directory at its place",
+                    quote(&was.at),
+                    quote(r)
+                ),
+            ),
+            (None, None) => (
+                Status::Drift,
+                format!(
+                    "record held at {}, here nowhere it can be kept",
+                    quote(&was.at)
+                ),
+            ),
+        };
+        rep.push(subject, status, what);
+    }
     let reals: std::collections::BTreeSet<&String> =
         recorded.kinds.keys().chain(here.kinds.keys()).collect();
     for real in reals {
-        if !recorded.kinds.contains_key(real) && recorded.absent_writes.values().any(|a| a == real)
+        if !recorded.kinds.contains_key(real)
+            && (recorded.absent_writes.values().any(|a| a == real) || in_stand_in(real))
         {
-            continue; // a made write root: reported above
+            continue; // a made write root, or a stand-in's place: reported above
         }
         let subject = format!("live kind {real}");
         match (recorded.kinds.get(real), here.kinds.get(real)) {

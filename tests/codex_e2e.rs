@@ -314,24 +314,30 @@ fn the_installed_config_is_guarded_before_and_after() {
             .output()
             .unwrap()
     };
-    // The agent appends to its own config during the run: sealc reports it.
+    // The agent appends to its own config during the run: the config is
+    // read-only in the sandbox, so the write fails there (the tool's
+    // output says so), the config is the verified one after the run, and
+    // the exit is Codex's own, not drift.
     let out = exec(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(sealc::exec::CODEX_CONFIG_DRIFT),
-        "{stderr}"
-    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("drift"), "{stderr}");
+    let said: Vec<String> = standin
+        .requests()
+        .iter()
+        .flat_map(|r| r.tool_outputs())
+        .map(|(_, o)| o)
+        .collect();
     assert!(
-        stderr.contains("codex config") && stderr.contains("model"),
-        "{stderr}"
+        said.iter().any(|o| o.contains("Read-only file system")),
+        "the append was not refused as read-only: {said:?}"
     );
     // The next run starts in a fresh home with the verified config: its
-    // Codex asks for the sealed model, not the tampered one (and tampers
+    // Codex asks for the sealed model, not the tampered one (and tries
     // again).
     let before = standin.requests().len();
     let out = exec(&[]);
-    assert_eq!(out.status.code(), Some(sealc::exec::CODEX_CONFIG_DRIFT));
+    assert_eq!(out.status.code(), Some(0));
     let requests = standin.requests();
     assert!(requests.len() > before);
     assert!(
@@ -357,11 +363,7 @@ fn the_installed_config_is_guarded_before_and_after() {
     assert_eq!(standin.requests().len(), before);
     let out = exec(&["--force"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(sealc::exec::CODEX_CONFIG_DRIFT),
-        "{stderr}"
-    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("discarded what an earlier run left"),
         "{stderr}"

@@ -50,7 +50,14 @@ fn probes() -> Vec<(&'static str, &'static str, &'static str, String)> {
     for d in ["secret", "secret/sub", "secret/public", "ws", "ro"] {
         v.push(("list", "file-read-data", d, format!("ls {{}}/{d}")));
     }
-    for f in ["secret/f", "secret/public/p", "ws/f", "ws/sub/g", "ro/f"] {
+    for f in [
+        "secret/f",
+        "secret/public/p",
+        "ws/f",
+        "ws/sub/g",
+        "ro/f",
+        "ws/.git/hooks/h",
+    ] {
         v.push(("write", "file-write-data", f, format!("echo x >> {{}}/{f}")));
     }
     v.push((
@@ -59,7 +66,14 @@ fn probes() -> Vec<(&'static str, &'static str, &'static str, String)> {
         "/dev/null",
         "echo x >> /dev/null".into(),
     ));
-    for d in ["secret", "secret/public", "ws", "ws/sub", "ro"] {
+    for d in [
+        "secret",
+        "secret/public",
+        "ws",
+        "ws/sub",
+        "ro",
+        "ws/.git/hooks",
+    ] {
         let new: &'static str = Box::leak(format!("{d}/new").into_boxed_str());
         v.push((
             "create",
@@ -83,6 +97,8 @@ deny_read     = ["{t}/secret"]
 allow_read    = ["{t}/secret/public"]
 write         = ["{t}/ws", "{t}/home"]
 write_devices = ["/dev/null"]
+# Read-only inside the write root: `"read"` in the profile.
+protect       = [".git/hooks"]
 [network]
 mode = "none"
 [env]
@@ -114,6 +130,7 @@ fn codex_sandbox_enforces_the_profile_as_the_seal_means_it() {
             "secret/sub",
             "secret/public",
             "ws/sub",
+            "ws/.git/hooks",
             "ro",
             "home/.codex",
             "tmpd",
@@ -127,6 +144,7 @@ fn codex_sandbox_enforces_the_profile_as_the_seal_means_it() {
             "ws/f",
             "ws/sub/g",
             "ro/f",
+            "ws/.git/hooks/h",
         ] {
             std::fs::write(t.join(f), "data\n").unwrap();
         }

@@ -876,6 +876,14 @@ mod model_matches_bubblewrap {
     ];
     /// The spec's lists, by role (role 0: no root).
     const LISTS: [&str; 4] = ["deny_read", "allow_read", "metadata_only", "write"];
+    /// Paths a random spec may protect (those inside a write root, holding
+    /// none): directories, files, an empty directory, and absent paths
+    /// (their stand-ins are made for the run), one below a link.
+    const PROTECTABLE: &[&str] = &[
+        "a/b", "a/b/c", "d/e", "a/g", "d/e/g", "a/n", "a/zz", "a/b/zz/q", "d/e/n/zz", "d/s/c",
+    ];
+    /// Names a random spec may protect below every write root.
+    const NAMES: &[&str] = &["", "", "f", "n", "zz", "c/zz", "b/c"];
 
     /// Runs the probes inside the sandbox: `argv[1]` is the tree, `argv[2]`
     /// the probes as JSON `[op, path, to]` (paths relative to the tree).
@@ -1194,6 +1202,8 @@ for i, (op, a, b) in enumerate(probes):
             roles in prop::collection::vec(0u8..5, ROLED.len()),
             tree in prop::sample::select(vec![0u8, 0, 0, 4, 4, 1, 2, 3]),
             deny_default in any::<bool>(),
+            protect in prop::collection::vec(prop::bool::weighted(0.2), PROTECTABLE.len()),
+            name in prop::sample::select(NAMES.to_vec()),
         ) {
             if !bwrap_works() {
                 return Ok(());
@@ -1225,14 +1235,51 @@ for i, (op, a, b) in enumerate(probes):
             for (key, list) in LISTS.iter().zip(&lists) {
                 src.push_str(&format!("{key} = [{}]\n", list.join(", ")));
             }
+            // Protected: paths strictly inside a write root (by where they
+            // lead) that hold none, and a name.
+            let real = |p: &str| match p.strip_prefix(LINKED.0) {
+                Some(rest) => format!("a/b{rest}"),
+                None => p.to_string(),
+            };
+            let inside = |p: &str, w: &str| w.is_empty() && !p.is_empty() || p.starts_with(&format!("{w}/"));
+            let writes: Vec<String> = std::iter::once(&"")
+                .chain(ROLED)
+                .zip(std::iter::once(&tree).chain(&roles))
+                .filter(|(_, r)| **r == 4)
+                .map(|(p, _)| real(p))
+                .collect();
+            let mut protected: Vec<String> = PROTECTABLE
+                .iter()
+                .zip(&protect)
+                .filter(|(_, on)| **on)
+                .map(|(p, _)| *p)
+                .filter(|p| {
+                    let r = real(p);
+                    writes.iter().any(|w| inside(&r, w))
+                        && !writes.iter().any(|w| *w == r || inside(w, &r))
+                })
+                .map(|p| format!("{:?}", join(&ts, p)))
+                .collect();
+            if !name.is_empty() {
+                protected.push(format!("{name:?}"));
+            }
+            src.push_str(&format!("protect = [{}]\n", protected.join(", ")));
             src.push_str("[network]\nmode = \"none\"\n");
             let shown = src.replace(&ts, "$T");
             let c = match sealc::compile("m.toml", &src, &Vec::new(), &sealc::facts::RealHost) {
                 Ok(c) => c,
                 // The link and what it leads to in contradicting lists, or
                 // a denied link inside a write root: refused, rightly.
+                // A protected path below a link in a write root, or one
+                // that holds a write root (a name): refused, rightly.
                 Err(d) if d.0.iter().filter(|d| d.is_error()).all(|d| {
-                    matches!(d.code, "sealc::root::conflict" | "sealc::linux::denied-link-in-write-root")
+                    matches!(
+                        d.code,
+                        "sealc::root::conflict"
+                            | "sealc::linux::denied-link-in-write-root"
+                            | "sealc::protect::link"
+                            | "sealc::protect::write-root"
+                    )
                 }) => return Ok(()),
                 Err(d) => return Err(TestCaseError::fail(format!("{shown}\n{d:?}"))),
             };
@@ -1244,18 +1291,50 @@ for i, (op, a, b) in enumerate(probes):
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, bytes).unwrap();
             }
-            let probes = probes();
+            let mut probes = probes();
+            // Each stand-in: there, empty and read-only, a fixed name.
+            let bwrap: serde_json::Value = serde_json::from_slice(&c.files["seal.bwrap.json"]).unwrap();
+            let stand_ins: Vec<String> = bwrap["stand_ins"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str()?.strip_prefix(&format!("{ts}/")).map(str::to_string))
+                .collect();
+            if std::env::var_os("MODEL_REPORT").is_some() {
+                println!(
+                    "PROTECTED {} PINS {} STAND-INS {}",
+                    c.ir.protected().len(),
+                    c.ir.pins.len(),
+                    stand_ins.len()
+                );
+            }
+            for si in &stand_ins {
+                let mut push = |op, path: String, to: Option<String>| probes.push(Probe { op, path, to });
+                push("stat", si.clone(), None);
+                push("create", join(si, "x"), None);
+                push("mkdir", join(si, "m"), None);
+                push("mkdir", si.clone(), None);
+                push("rmdir", si.clone(), None);
+                push("rename", si.clone(), Some(format!("{si}.r")));
+            }
             let json = serde_json::to_string(
                 &probes.iter().map(|p| (p.op, &p.path, &p.to)).collect::<Vec<_>>(),
             )
             .unwrap();
             let before = snapshot(&t);
+            // The host's entries, and the stand-ins `sealc exec` makes in it.
             let host_listing = |rel: &str| -> String {
                 let mut names: Vec<String> = std::fs::read_dir(t.join(rel))
                     .unwrap()
                     .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                     .collect();
+                let here = std::fs::canonicalize(t.join(rel)).unwrap();
+                names.extend(stand_ins.iter().filter_map(|si| {
+                    let (dir, name) = si.rsplit_once('/').unwrap_or(("", si));
+                    (t.join(dir) == here).then(|| name.to_string())
+                }));
                 names.sort();
+                names.dedup();
                 serde_json::to_string(&names).unwrap()
             };
             let listings: Vec<Option<String>> = probes
@@ -1293,7 +1372,15 @@ for i, (op, a, b) in enumerate(probes):
             if matches!(role_of(LINKED.0), 2 | 4) {
                 prop_assert_eq!(answer_of("read", &through), "ok", "read $T/{} in\n{}", through, shown);
             }
-            if role_of(LINKED.0) == 4 {
+            // (Unless it is protected: then read-only, which the model
+            // checks below.)
+            let through_real = format!("{ts}/a/b/f");
+            let protected_through = c.ir.protected().iter().any(|r| {
+                r.real.as_deref().is_some_and(|x| {
+                    through_real == x || through_real.starts_with(&format!("{x}/"))
+                })
+            });
+            if role_of(LINKED.0) == 4 && !protected_through {
                 prop_assert_eq!(answer_of("append", &through), "ok", "append $T/{} in\n{}", through, shown);
             }
             let model = Model::from_artifact(&c.files["seal.bwrap.json"]).unwrap();

@@ -128,6 +128,14 @@ fn init_writes_a_starter_spec_and_keeps_an_existing_one() {
     assert!(o.stderr.contains("sealc lint seal.toml --platform both"));
     assert!(o.stdout.is_empty());
 
+    // What the operator runs later stays read-only inside the write roots.
+    assert!(
+        spec.contains(
+            "\nprotect       = [\".git/hooks\", \".git/config\", \".codex\", \".agents\"]\n"
+        ),
+        "{spec}"
+    );
+
     // The same spec again: nothing to do.
     let again = Sealc::new().in_dir(o.dir).args(["init"]).run();
     assert_eq!(again.code, 0, "{}", again.stderr);
@@ -321,8 +329,12 @@ fn a_starter_runs_a_command_under_sealc_exec() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let key = lab.path("home/.ssh/id_ed25519");
     let outside = lab.path("outside");
+    // The starter's `protect`: what the operator runs later cannot be
+    // planted in the checkout, nor in the agent's home.
     let script = format!(
-        "echo hi; echo \"home $HOME\"; cat {key} {home}/.netrc {home}/.git-credentials 2>/dev/null; ls -a {home} 2>/dev/null; echo x > {outside} 2>/dev/null; echo note > notes.md; echo done",
+        "echo hi; echo \"home $HOME\"; cat {key} {home}/.netrc {home}/.git-credentials 2>/dev/null; ls -a {home} 2>/dev/null; echo x > {outside} 2>/dev/null; echo note > notes.md; \
+         mkdir -p .git/hooks 2>/dev/null && echo PLANTED-GIT; mkdir -p .codex 2>/dev/null; echo x > .codex/config.toml 2>/dev/null && echo PLANTED-CODEX; \
+         mkdir -p \"$HOME/.agents/skills\" 2>/dev/null && echo PLANTED-SKILLS; echo done",
         home = lab.path("home")
     );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealc"));
@@ -365,6 +377,17 @@ fn a_starter_runs_a_command_under_sealc_exec() {
         std::fs::read_to_string(lab.t.join("checkout/notes.md")).unwrap(),
         "note\n"
     );
+    for planted in ["PLANTED-GIT", "PLANTED-CODEX", "PLANTED-SKILLS"] {
+        assert!(!stdout.contains(planted), "{planted}: {}", text(&r));
+    }
+    // No stand-in is left behind.
+    let mut left: Vec<String> = std::fs::read_dir(lab.t.join("checkout"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["notes.md"]);
+    assert!(!lab.t.join("home/.cache/sealc/agent/home/.agents").exists());
 }
 
 #[test]

@@ -99,6 +99,9 @@ fn each_smell_is_found() {
         ("unused-var", "sealc::lint::unused_var"),
         ("secret-pass", "sealc::lint::secret_pass"),
         ("undeclared-var", "sealc::var::undeclared"),
+        ("git-unprotected", "sealc::protect::git"),
+        ("protect-denied", "sealc::protect::denied"),
+        ("protect-denied", "sealc::lint::redundant_root"),
     ];
     for (spec, code) in cases {
         let out = lint(

@@ -138,6 +138,12 @@ fn spellings() -> Vec<String> {
     v
 }
 
+/// Names a random spec may protect below every write root: a directory
+/// that some write roots hold (`.h`, and `.h/k` inside it), a file every
+/// directory holds (`f`), and absent ones (`zz`, and `.h/zz`: below `.h`
+/// where there is one, else `.h` is the stand-in).
+const NAMES: &[&str] = &["", "", ".h", ".h/k", "f", "zz", ".h/zz"];
+
 /// A random spec: the roles drawn, the spec text.
 struct Drawn {
     roles: BTreeMap<&'static str, Role>,
@@ -146,7 +152,13 @@ struct Drawn {
     src: String,
 }
 
-fn draw(picks: &[u8], deny_default: bool, mode: &'static str) -> Drawn {
+fn draw(
+    picks: &[u8],
+    protect: &[bool],
+    name: &str,
+    deny_default: bool,
+    mode: &'static str,
+) -> Drawn {
     let mut roles = BTreeMap::new();
     for (c, r) in candidates().into_iter().zip(picks) {
         let role = match r {
@@ -198,6 +210,29 @@ fn draw(picks: &[u8], deny_default: bool, mode: &'static str) -> Drawn {
             .collect();
         src.push_str(&format!("{key} = [{}]\n", v.join(", ")));
     }
+    // Protected: directories strictly inside a write root (where they
+    // lead) that hold none, and a name below every write root.
+    let writes: Vec<String> = roles
+        .iter()
+        .filter(|(_, r)| **r == Role::Write)
+        .map(|(w, _)| real(w))
+        .collect();
+    let mut protected: Vec<String> = candidates()
+        .into_iter()
+        .zip(protect)
+        .filter(|(_, p)| **p)
+        .map(|(c, _)| c)
+        .filter(|c| !roles.contains_key(c) && *c != ABSENT && *c != FILE_ROOT)
+        .filter(|c| {
+            let r = real(c);
+            writes.iter().any(|w| r != *w && within(&r, w)) && !writes.iter().any(|w| within(w, &r))
+        })
+        .map(|c| format!("{c:?}"))
+        .collect();
+    if !name.is_empty() {
+        protected.push(format!("{name:?}"));
+    }
+    src.push_str(&format!("protect = [{}]\n", protected.join(", ")));
     src.push_str(&format!("[network]\nmode = \"{mode}\"\n"));
     if mode == "proxy" {
         src.push_str("proxy = \"127.0.0.1:3128\"\n");
@@ -229,7 +264,12 @@ fn compile(d: &Drawn) -> Result<Option<Seals>, TestCaseError> {
                 if e.0.iter().filter(|x| x.is_error()).all(|x| {
                     matches!(
                         x.code,
-                        "sealc::root::conflict" | "sealc::linux::denied-link-in-write-root"
+                        "sealc::root::conflict"
+                            | "sealc::linux::denied-link-in-write-root"
+                            // A protected path through a link in a write
+                            // root, or one that holds a write root.
+                            | "sealc::protect::link"
+                            | "sealc::protect::write-root"
                     )
                 }) =>
             {
@@ -526,10 +566,12 @@ proptest! {
     #[test]
     fn macos_and_linux_seals_mean_the_same(
         picks in prop::collection::vec(0u8..5, candidates().len()),
+        protect in prop::collection::vec(prop::bool::weighted(0.15), candidates().len()),
+        name in prop::sample::select(NAMES.to_vec()),
         deny_default in any::<bool>(),
         mode in prop::sample::select(vec!["none", "proxy", "open"]),
     ) {
-        let d = draw(&picks, deny_default, mode);
+        let d = draw(&picks, &protect, name, deny_default, mode);
         let report = std::env::var_os("PARITY_REPORT").is_some();
         let Some(seals) = compile(&d)? else {
             if report {

@@ -36,6 +36,8 @@ struct Gen {
     allow: Vec<&'static str>,
     meta: Vec<&'static str>,
     write: Vec<&'static str>,
+    /// Paths strictly inside a write root, holding none, and names.
+    protect: Vec<&'static str>,
     set: BTreeMap<String, String>,
     pass: Vec<&'static str>,
     secret: Vec<&'static str>,
@@ -53,8 +55,9 @@ fn gen() -> impl Strategy<Value = Gen> {
             vec!["api.openai.com", "chatgpt.com", ".oaiusercontent.com"],
             0..3,
         ),
+        prop::sample::subsequence(vec![".git/hooks", ".git/config", "zz", "b/zz"], 0..4),
     )
-        .prop_map(|(base, mode, roles, set, hosts)| {
+        .prop_map(|(base, mode, roles, set, hosts, names)| {
             let pick = |r: u8| -> Vec<&'static str> {
                 POOL.iter()
                     .zip(&roles)
@@ -69,13 +72,40 @@ fn gen() -> impl Strategy<Value = Gen> {
                         && !k.ends_with("PROXY")
                 })
                 .collect();
+            let write = pick(4);
+            // Where a path leads on the demo host (its `/tmp` and `/var`).
+            let real = |p: &str| {
+                use sealc::facts::Host as _;
+                let h = host();
+                h.canonicalize(p).unwrap_or_else(|| {
+                    for (l, to) in [("/tmp", "/private/tmp"), ("/var", "/private/var")] {
+                        if let Some(rest) = p.strip_prefix(l) {
+                            if rest.is_empty() || rest.starts_with('/') {
+                                return format!("{to}{rest}");
+                            }
+                        }
+                    }
+                    p.to_string()
+                })
+            };
+            let inside = |p: &str, w: &str| p != w && p.starts_with(&format!("{w}/"));
+            let mut protect: Vec<&'static str> = pick(5)
+                .into_iter()
+                .filter(|p| {
+                    let rp = real(p);
+                    write.iter().any(|w| inside(p, w) && inside(&rp, &real(w)))
+                        && !write.iter().any(|w| inside(w, p) || inside(&real(w), &rp))
+                })
+                .collect();
+            protect.extend(names);
             Gen {
                 base,
                 mode,
                 deny: pick(1),
                 allow: pick(2),
                 meta: pick(3),
-                write: pick(4),
+                write,
+                protect,
                 set,
                 pass: vec!["PATH", "LANG"],
                 secret: vec!["OPENAI_API_KEY"],
@@ -113,6 +143,7 @@ fn render(g: &Gen, reversed: bool, perm: &[usize]) -> String {
                 format!("allow_read = {}", list(&shuffle(&g.allow))),
                 format!("metadata_only = {}", list(&shuffle(&g.meta))),
                 format!("write = {}", list(&shuffle(&g.write))),
+                format!("protect = {}", list(&shuffle(&g.protect))),
                 format!(
                     "write_devices = {}",
                     list(&shuffle(&["/dev/null", "/dev/tty"]))
@@ -183,6 +214,11 @@ proptest! {
     fn key_and_array_order_do_not_change_the_artifacts(g in gen(), perm in prop::collection::vec(0usize..32, 16)) {
         let a = artifacts(&render(&g, false, &[]));
         let b = artifacts(&render(&g, true, &perm));
+        prop_assert_eq!(a, b);
+        // And for Linux, where protected paths are mounts.
+        let linux = |src: String| src.replace("platform = \"macos\"", "platform = \"linux\"");
+        let a = artifacts(&linux(render(&g, false, &[])));
+        let b = artifacts(&linux(render(&g, true, &perm)));
         prop_assert_eq!(a, b);
     }
 

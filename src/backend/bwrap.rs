@@ -23,6 +23,9 @@
 //! | a re-allowed root written through a symlink the sandbox would not show | `--symlink` to its realpath |
 //! | a root absent when compiled | nothing (listed under `absent`) |
 //! | a `write` root absent when compiled | `--bind` where `sealc exec` makes it (listed under `create`) |
+//! | a directory between a write root and a `protect` root in it (a pin) | `--bind` onto itself (a mount point: a fixed name) |
+//! | `protect` root, the Codex config in `CODEX_HOME` | `--ro-bind` onto itself |
+//! | a `protect` root absent when compiled | `--ro-bind` of the stand-in `sealc exec` makes (listed under `stand_ins`) |
 //! | always | a `--tmpfs /sys` (read-only) with only [`SYS_SHOWN`] bound back (`--ro-bind-try`), `--proc` with host-global entries read-only or masked, `--dev`, a private `/dev/shm`, own user (no nested one), pid, ipc, uts and cgroup namespaces, `--cap-drop ALL`, `--as-pid-1`, `--new-session`, `--die-with-parent` |
 //! | a root under `/sys` | its step, after the sandbox's own `/sys`: it means what it says there too |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
@@ -32,7 +35,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::facts::{LinkKind, PathKind};
-use crate::ir::{is_within, Ir, RootKind};
+use crate::ir::{is_within, Ir, RootKind, Standing};
 use crate::spec::{Base, NetMode};
 
 /// The schema name of `seal.bwrap.json`.
@@ -271,6 +274,12 @@ struct BwrapFile<'a> {
     refused: Vec<&'static str>,
     schema: &'static str,
     seal: &'a str,
+    /// Protected paths absent when compiled: `sealc exec` makes each of
+    /// these (an empty directory) before the sandbox starts, binds it
+    /// read-only, and removes it after the run if it is still the empty
+    /// directory it made.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stand_ins: Vec<String>,
     steps: Vec<Step>,
     /// Seconds; `sealc exec` stops the whole sandbox when they run out.
     timeout: Option<u64>,
@@ -500,7 +509,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     .filter(|r| r.kind != RootKind::AllowRead && r.kind != RootKind::WriteDevice)
                     .filter(|r| is_within(&dest, dest_of(r)))
                     .max_by_key(|r| dest_of(r).len());
-                let in_write = enclosing.is_some_and(|r| r.kind == RootKind::Write);
+                let in_write = enclosing
+                    .is_some_and(|r| matches!(r.kind, RootKind::Write | RootKind::Protect));
                 if root.real.is_some() && !in_write {
                     paths.push((
                         key(1),
@@ -524,6 +534,8 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     ));
                 }
             }
+            // Below, once per object, with the pins on the way.
+            RootKind::Protect => {}
             RootKind::WriteDevice => {
                 if !DEV_SET.contains(&root.path.as_str()) && root.real.is_some() {
                     paths.push((
@@ -565,6 +577,60 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         paths.push((
             (depth(&entry.path), 4, entry.path.clone()),
             s.from("launcher.path".into()),
+        ));
+    }
+    // Protected roots: each directory between its write root and it bound
+    // onto itself (the same object, now a mount point: a fixed name), then
+    // it, read-only.
+    for pin in &ir.pins {
+        let holds: Vec<&str> = pin.holds.iter().map(String::as_str).collect();
+        let made = if pin.made {
+            " (made by `sealc exec` with the Codex home before the run)"
+        } else {
+            ""
+        };
+        let mut s = step(
+            ["--bind", &pin.path, &pin.path],
+            format!(
+                "`{}`{made} lies between a write root and what is protected in it ({}): bound onto itself (a mount point: not renamed or removed), so that cannot be moved away and replaced",
+                pin.path,
+                holds.join(", ")
+            ),
+        );
+        s.spec = pin.holds.iter().next().cloned();
+        paths.push(((depth(&pin.path), 2, pin.path.clone()), s));
+    }
+    for root in ir.protected() {
+        let Some(dest) = root.real.as_deref() else {
+            continue;
+        };
+        let standing = root.protect.as_ref().map(|p| p.standing);
+        let why = match standing {
+            Some(Standing::StandIn) => format!(
+                "protect `{}` (`{}`): absent when compiled, so `{dest}` is an empty stand-in `sealc exec` makes for the run (listed under `stand_ins`) and removes after it, bound read-only: nothing can be made in it",
+                root.origin, root.path
+            ),
+            Some(Standing::InPlace) => format!(
+                "protect `{}` (`{}`): `{dest}` on the way is not a directory (a worktree's `.git` file), so it is protected in its place, bound read-only",
+                root.origin, root.path
+            ),
+            Some(Standing::CodexConfig) => format!(
+                "the Codex config `sealc exec` installs (`{dest}`): bound read-only, so a change during the run fails"
+            ),
+            _ => {
+                let from = if root.origin == dest {
+                    format!("`{}`", root.origin)
+                } else {
+                    format!("`{}` ({dest})", root.origin)
+                };
+                format!(
+                    "protect {from}: bound read-only onto itself: nothing in it or at its name can be created, changed, removed, renamed or hard-linked"
+                )
+            }
+        };
+        paths.push((
+            (depth(dest), 6, dest.to_string()),
+            step(["--ro-bind", dest, dest], why).from(root.entry()),
         ));
     }
     // A root written through a symlink that the sandbox would not show
@@ -705,6 +771,15 @@ pub fn argv(ir: &Ir) -> Vec<String> {
     argv
 }
 
+/// The stand-ins `sealc exec` makes: protected paths absent when
+/// compiled, each by its first missing component, sorted.
+pub fn stand_ins(ir: &Ir) -> Vec<String> {
+    ir.stand_ins()
+        .into_iter()
+        .map(|(at, _)| at.to_string())
+        .collect()
+}
+
 /// Render `seal.bwrap.json`.
 pub fn render(ir: &Ir) -> Vec<u8> {
     let absent = ir
@@ -719,7 +794,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     let links = ir
         .roots
         .iter()
-        .filter(|r| r.kind != RootKind::WriteDevice)
+        .filter(|r| !matches!(r.kind, RootKind::WriteDevice | RootKind::Protect))
         .filter_map(|r| {
             let real = r.real.as_ref()?;
             (*real != r.path).then(|| (r.path.clone(), real.clone()))
@@ -731,6 +806,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         .filter(|r| r.made)
         .filter_map(|r| r.real.clone())
         .collect();
+    let stand_ins = stand_ins(ir);
     let file = BwrapFile {
         absent,
         bwrap: &ir.exec.bwrap,
@@ -748,6 +824,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         refused: refused(ir),
         schema: SCHEMA,
         seal: &ir.name,
+        stand_ins,
         steps: steps(ir),
         timeout: ir.exec.timeout.as_ref().map(|(_, s)| *s),
     };

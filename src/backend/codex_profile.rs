@@ -10,6 +10,7 @@
 //! | `deny_read` root | every spelling `= "deny"` |
 //! | `allow_read` root, re-allowed launcher entry | every spelling `= "read"` |
 //! | `write` root (a directory) | every spelling `= "write"` |
+//! | `protect` root (and a Codex seal's config) | every spelling `= "read"` |
 //! | `write_devices` entry in Codex's minimal `/dev` | none: writable there already |
 //! | `write_devices` entry elsewhere, `write` root that is a file | none: a compile error |
 //! | `metadata_only` root | none: a compile error (`sealc::codex::profile`) |
@@ -116,6 +117,8 @@ pub fn filesystem(ir: &Ir) -> BTreeMap<String, &'static str> {
             // for a file would stop its sandbox from starting.
             RootKind::WriteDevice => continue,
             RootKind::MetadataOnly => continue, // refused when lowering
+            // Read-only inside its write root, as the outer seal keeps it.
+            RootKind::Protect => "read",
         };
         for p in &r.spellings {
             fs.insert(p.clone(), mode);

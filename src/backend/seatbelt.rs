@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::diag::visible;
-use crate::ir::{is_within, macos_aliases, Ir, PathSet, Root, RootKind};
+use crate::ir::{is_within, macos_aliases, Ir, PathSet, Root, RootKind, Standing};
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -256,6 +256,33 @@ fn origin<'a>(root: &'a Root, sp: &str) -> Comment<'a> {
     }
 }
 
+/// The comment of a protected root's rule: its entry, or, for the Codex
+/// config, what it is.
+fn protect_origin<'a>(root: &'a Root, sp: &str) -> Comment<'a> {
+    match root.protect.as_ref().map(|p| p.standing) {
+        Some(Standing::CodexConfig) => Comment::Text(
+            format!("the Codex config `sealc exec` installs in CODEX_HOME (`{sp}`)").into(),
+        ),
+        Some(Standing::StandIn) => Comment::Text(
+            format!(
+                "filesystem.protect \"{}\" (`{}`): absent when compiled, `{sp}` is an empty stand-in `sealc exec` makes for the run",
+                visible(&root.origin),
+                visible(&root.path)
+            )
+            .into(),
+        ),
+        Some(Standing::InPlace) => Comment::Text(
+            format!(
+                "filesystem.protect \"{}\" (`{}`): `{sp}` on the way is not a directory (a worktree's `.git` file), protected in its place",
+                visible(&root.origin),
+                visible(&root.path)
+            )
+            .into(),
+        ),
+        _ => origin(root, sp),
+    }
+}
+
 fn depth(p: &str) -> usize {
     if p == "/" {
         0
@@ -328,6 +355,8 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
     }
     for root in &ir.roots {
         let (action, rank, literal) = match root.kind {
+            // Read as its write root is.
+            RootKind::Protect => continue,
             RootKind::DenyRead => (Action::Deny, 1, false),
             RootKind::MetadataOnly => (Action::Deny, 2, false),
             RootKind::AllowRead => (Action::Allow, 3, false),
@@ -380,7 +409,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
             let action = match root.kind {
                 RootKind::DenyRead => Action::Deny,
                 RootKind::MetadataOnly | RootKind::AllowRead | RootKind::Write => Action::Allow,
-                RootKind::WriteDevice => continue,
+                RootKind::WriteDevice | RootKind::Protect => continue,
             };
             for sp in &root.spellings {
                 let inside_meta = meta.covers_strictly(sp);
@@ -577,6 +606,22 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             }
         }
     }
+    for root in ir.protected() {
+        for sp in &root.spellings {
+            s.push(
+                sp,
+                3,
+                rule(
+                    protect_origin(root, sp).with_suffix(
+                        ": read-only inside a write root: nothing in it or at its name is created, changed, removed or renamed",
+                    ),
+                    Action::Deny,
+                    "file-write*",
+                    Filter::Subpath(sp.as_str().into()),
+                ),
+            );
+        }
+    }
     let mut rules = s.finish();
     // A denied root inside a write root must not be moved out from under its
     // rule: its writable ancestors cannot be unlinked (renamed) either.
@@ -619,6 +664,41 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             ops: vec!["file-write-unlink"],
             filters: object_spellings(root)
                 .map(|s| Filter::Literal(s.into()))
+                .collect(),
+        });
+    }
+    // A protected root and the directories between its write root and it
+    // are fixed names (on Linux: mount points), so it cannot be moved away
+    // and a writable one made in its place.
+    for pin in &ir.pins {
+        let holds: Vec<&str> = pin.holds.iter().map(String::as_str).collect();
+        rules.push(Rule {
+            comment: format!(
+                "`{}`{} lies between a write root and what is protected in it ({}): not renamed or removed",
+                pin.path,
+                if pin.made { " (made by `sealc exec` with the Codex home)" } else { "" },
+                holds.join(", ")
+            )
+            .into(),
+            action: Action::Deny,
+            ops: vec!["file-write-unlink"],
+            filters: pin
+                .spellings
+                .iter()
+                .map(|s| Filter::Literal(s.as_str().into()))
+                .collect(),
+        });
+    }
+    for root in ir.protected() {
+        rules.push(Rule {
+            comment: protect_origin(root, root.real.as_deref().unwrap_or(&root.path))
+                .with_suffix(": not removed or renamed"),
+            action: Action::Deny,
+            ops: vec!["file-write-unlink"],
+            filters: root
+                .spellings
+                .iter()
+                .map(|s| Filter::Literal(s.as_str().into()))
                 .collect(),
         });
     }
@@ -670,6 +750,24 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     "file-link",
                     Filter::Literal(sp.into()),
                 ),
+            );
+        }
+    }
+    // A hard link of a protected file made elsewhere in the write root
+    // would be a writable name for it.
+    for root in ir.protected() {
+        for sp in &root.spellings {
+            s.push(
+                sp,
+                1,
+                Rule {
+                    comment: protect_origin(root, sp).with_suffix(
+                        ": never linked or cloned (a link elsewhere would be writable)",
+                    ),
+                    action: Action::Deny,
+                    ops: vec!["file-link", "file-clone"],
+                    filters: vec![Filter::Subpath(sp.as_str().into())],
+                },
             );
         }
     }

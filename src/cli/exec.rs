@@ -135,6 +135,36 @@ struct ExecCtx {
     codex_home: Option<crate::exec::codex_home::Home>,
     /// What the run left in it.
     codex_left: Option<crate::exec::codex_home::Left>,
+    /// The stand-ins of protected paths made for this run, until removed.
+    stand_ins: Option<crate::absent::StandIns>,
+}
+
+/// Before anything started: take away what was made for the run (the
+/// stand-ins first: they lie in the write roots).
+fn undo_made(ctx: &mut ExecCtx, made_roots: &[String]) {
+    if let Some(s) = ctx.stand_ins.take() {
+        s.remove();
+    }
+    crate::absent::unmake(made_roots);
+}
+
+/// Once nothing of the sandbox is left: the stand-ins made for the run are
+/// removed, each if it is still the empty directory made.
+fn finish_stand_ins(ctx: &mut ExecCtx, err: &mut dyn Write) {
+    let Some(s) = ctx.stand_ins.take() else {
+        return;
+    };
+    if ctx.result.as_ref().is_some_and(|r| r.survivors) {
+        let _ = writeln!(
+            err,
+            "sealc: warning: a process of the sandbox was still there after the run, so the stand-ins of protected paths were left: {}",
+            s.made().iter().map(|p| quote(p)).collect::<Vec<_>>().join(", ")
+        );
+        return;
+    }
+    for p in s.remove() {
+        let _ = writeln!(err, "sealc: warning: {}", crate::diag::visible(&p));
+    }
 }
 
 /// A writer that also keeps what was written (the report names the error).
@@ -180,6 +210,7 @@ fn exec(
         report_refused: false,
         codex_home: None,
         codex_left: None,
+        stand_ins: None,
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -219,6 +250,7 @@ fn exec(
     // made for it is finished: no later run starts with it.
     let keep = target.as_ref().filter(|_| !ctx.report_refused);
     finish_codex_home(&mut ctx, keep, &mut tee);
+    finish_stand_ins(&mut ctx, &mut tee);
     let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
         return code;
     };
@@ -526,6 +558,7 @@ fn exec_run(
             "timeout": plan.timeout.map(|t| t.as_secs()),
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
             "codex_config": codex_target(&compiled.ir),
+            "stand_ins": compiled.ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
         });
         let _ = writeln!(
             out,
@@ -533,6 +566,19 @@ fn exec_run(
             serde_json::to_string_pretty(&shown).unwrap_or_default()
         );
         return OK;
+    }
+    // What is protected has no second name the agent can write it through.
+    if let Err(e) = crate::absent::check_protected(&compiled.ir) {
+        let _ = writeln!(err, "drift       protect     {}", crate::diag::visible(&e));
+        let _ = writeln!(
+            err,
+            "error: a protected path could be written or run from a writable place all the same, so nothing was started"
+        );
+        let _ = writeln!(
+            err,
+            "help: remove the other name (`find WRITE_ROOT -samefile PATH` finds a hard link), or protect where the link leads too, then run again"
+        );
+        return DIFFERS;
     }
     // Write roots absent when compiled: made now, where the seal mounts them.
     let made_roots = match crate::absent::make_write_roots(&compiled.ir) {
@@ -542,6 +588,20 @@ fn exec_run(
             return crate::exec::SANDBOX_FAILED;
         }
     };
+    // Protected paths absent when compiled: an empty stand-in each, for
+    // the run (read-only inside), so the agent cannot make them first.
+    match crate::absent::make_stand_ins(&compiled.ir) {
+        Ok(s) => ctx.stand_ins = Some(s),
+        Err(e) => {
+            crate::absent::unmake(&made_roots);
+            let _ = writeln!(err, "error: {e}, so nothing was started");
+            let _ = writeln!(
+                err,
+                "help: look at what is there (a protected path is kept read-only for the run), and remove or move it"
+            );
+            return crate::exec::SANDBOX_FAILED;
+        }
+    }
     let roots: Vec<String> = compiled
         .ir
         .roots
@@ -554,7 +614,7 @@ fn exec_run(
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
-            crate::absent::unmake(&made_roots);
+            undo_made(ctx, &made_roots);
             let _ = writeln!(err, "error: {e}, so nothing was started");
             let _ = writeln!(
                 err,
@@ -587,7 +647,7 @@ fn exec_run(
                 ctx.codex_home = Some(home);
             }
             Err(Refused::Left(why)) => {
-                crate::absent::unmake(&made_roots);
+                undo_made(ctx, &made_roots);
                 let _ = writeln!(err, "drift       codex home  {why}");
                 let _ = writeln!(
                     err,
@@ -600,7 +660,7 @@ fn exec_run(
                 return DIFFERS;
             }
             Err(Refused::Io(why)) => {
-                crate::absent::unmake(&made_roots);
+                undo_made(ctx, &made_roots);
                 let _ = writeln!(err, "error: {why}, so nothing was started");
                 return BAD_INPUT;
             }

@@ -238,6 +238,9 @@ fn to_text(l: &Loaded) -> String {
     group(&mut out, "can write", &fs.can_write);
     let devices: Vec<String> = fs.devices.paths.iter().map(|d| d.path.clone()).collect();
     out.push_str(&format!("  devices: {}\n", list(&devices)));
+    if !fs.read_only.paths.is_empty() {
+        group(&mut out, "protected", &fs.read_only);
+    }
 
     let n = &p.network;
     out.push_str(&format!("\nnetwork: {}\n  {}\n", n.mode, n.meaning));

@@ -911,6 +911,13 @@ mod tests {
         let e = home.config_after(b"a = 1\n").unwrap_err();
         assert!(e.contains("put back"), "{e}");
         home.remove();
+        // Rewritten with the same settings in other bytes.
+        let home = prepare(&ir, b"# generated\na = 1\n", None, false).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&cfg, "a = 1\n").unwrap();
+        let e = home.config_after(b"# generated\na = 1\n").unwrap_err();
+        assert!(e.contains("same settings"), "{e}");
+        home.remove();
         // Replaced by a rename.
         let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
         std::fs::write(base.join("w/home/.codex/x"), "a = 1\n").unwrap();
@@ -935,6 +942,27 @@ mod tests {
             "{:?}",
             left.problems
         );
+    }
+
+    /// From outside the sandbox (inside, the config is read-only): a
+    /// config grown into a sparse 3 GiB file is read no further than a
+    /// bound, and is drift.
+    #[test]
+    fn a_sparse_config_is_read_only_up_to_a_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("w")).unwrap();
+        let ir = ir_at(&base, None);
+        let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(base.join("w/home/.codex/config.toml"))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let e = home.config_after(b"a = 1\n").unwrap_err();
+        assert!(e.contains("more than"), "{e}");
+        home.remove();
     }
 
     #[test]

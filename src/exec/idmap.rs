@@ -276,7 +276,37 @@ fn userns(owner: Ids, agent: Ids) -> Result<OwnedFd, String> {
 pub struct Prepared {
     /// Parents first: a tree nested in another is attached over it.
     steps: Vec<Step>,
+    /// Protected roots and pins inside an idmapped root: bound from the
+    /// tree, so what the agent may write in a pin is the owner's as in
+    /// the rest of the root.
+    inner: Vec<Inner>,
     user: Ids,
+}
+
+/// A protected root or a pin (see [`crate::ir::Pin`]) that bubblewrap
+/// binds from a descriptor: inside an idmapped write root, it is opened
+/// again once the tree is attached (no link followed), checked to be the
+/// object the descriptor was, and put at that descriptor.
+pub struct Inner {
+    path: CString,
+    within: String,
+    slot: RawFd,
+    dev: u64,
+    ino: u64,
+}
+
+impl Inner {
+    /// `path` in the write root `within`, bound from descriptor `slot`,
+    /// which is the object `(dev, ino)`.
+    pub fn new(path: &str, within: &str, slot: RawFd, (dev, ino): (u64, u64)) -> io::Result<Inner> {
+        Ok(Inner {
+            path: CString::new(path.as_bytes()).map_err(io::Error::other)?,
+            within: within.to_string(),
+            slot,
+            dev,
+            ino,
+        })
+    }
 }
 
 struct Step {
@@ -291,7 +321,12 @@ struct Step {
 impl Prepared {
     /// For `trees` (which must outlive the spawn), with `slots` the
     /// descriptor each root path is bound from, and `user` the agent's.
-    pub fn new(trees: &[Tree], slots: &[(String, RawFd)], user: Ids) -> io::Result<Prepared> {
+    pub fn new(
+        trees: &[Tree],
+        slots: &[(String, RawFd)],
+        inner: Vec<Inner>,
+        user: Ids,
+    ) -> io::Result<Prepared> {
         let mut steps = trees
             .iter()
             .map(|t| {
@@ -309,7 +344,13 @@ impl Prepared {
             })
             .collect::<io::Result<Vec<_>>>()?;
         steps.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Prepared { steps, user })
+        // Only what lies in a root that is idmapped: any other is bound as
+        // it was opened.
+        let inner = inner
+            .into_iter()
+            .filter(|i| trees.iter().any(|t| t.root == i.within))
+            .collect();
+        Ok(Prepared { steps, inner, user })
     }
 
     /// In the child, before bubblewrap: a mount namespace of its own whose
@@ -384,6 +425,35 @@ impl Prepared {
                         return fail();
                     }
                 }
+            }
+            for i in &self.inner {
+                let how = OpenHow {
+                    flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+                    mode: 0,
+                    resolve: libc::RESOLVE_NO_SYMLINKS,
+                };
+                let at = libc::syscall(
+                    libc::SYS_openat2,
+                    libc::AT_FDCWD,
+                    i.path.as_ptr(),
+                    &how as *const OpenHow,
+                    std::mem::size_of::<OpenHow>(),
+                );
+                if at < 0 {
+                    return fail();
+                }
+                let at = at as RawFd;
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstat(at, &mut st) != 0 {
+                    return fail();
+                }
+                if st.st_dev != i.dev || st.st_ino != i.ino {
+                    return Err(io::Error::from_raw_os_error(libc::ESTALE));
+                }
+                if libc::dup2(at, i.slot) < 0 {
+                    return fail();
+                }
+                libc::close(at);
             }
             if libc::setgroups(0, std::ptr::null()) != 0
                 || libc::setgid(self.user.gid) != 0

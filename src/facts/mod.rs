@@ -45,8 +45,87 @@ pub struct Facts {
     pub platform: Option<Platform>,
     /// For each filesystem root (after `${var}` substitution) that exists on the compiling host, its realpath.
     pub realpaths: BTreeMap<String, String>,
+    /// Each `filesystem.protect` path (after `${var}` substitution; a name joined below each write root that is a directory) that did not exist on the compiling host and lies inside a write root: what holds its place. `dir`: `at` is the first missing component (the realpath of its nearest existing ancestor, then one name), where `sealc exec` makes an empty directory for the run (bound or denied read-only, so nothing can be made there first) and removes it after; `file` or `other`: `at` is an existing object on the way that cannot hold it (a worktree's `.git` file), protected in its place.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stand_ins: BTreeMap<String, StandIn>,
     /// The value of every declared var.
     pub vars: BTreeMap<String, String>,
+}
+
+/// What holds the place of a protected path that did not exist when compiled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StandIn {
+    /// Where: the stand-in `sealc exec` makes, or the object protected in the path's place.
+    pub at: String,
+    /// `dir`: an empty directory `sealc exec` makes; `file` or `other`: what is there already.
+    pub kind: PathKind,
+}
+
+/// One path a `filesystem.protect` entry names, on these var values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtectedPath<'a> {
+    pub entry: &'a Spanned<String>,
+    /// After `${var}` substitution; a name joined below its write root.
+    pub path: String,
+    /// For a name: the write root (as written, after substitution) it is below.
+    pub below: Option<String>,
+}
+
+/// Is a `filesystem.protect` entry a name (applied below every write root)
+/// rather than a path? A path starts with `/` or with a `${var}`.
+pub fn is_protect_name(entry: &str) -> bool {
+    !entry.starts_with('/') && !entry.starts_with("${")
+}
+
+/// Every path the `filesystem.protect` entries name: a path entry after
+/// `${var}` substitution (when absolute), a name below each write root for
+/// which `dir` holds. Entries that do not resolve are left out (the IR
+/// reports them, with their spans).
+pub fn protected_paths<'a>(
+    spec: &'a Spec,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+    dir: &dyn Fn(&str) -> bool,
+) -> Vec<ProtectedPath<'a>> {
+    let writes: Vec<String> = spec
+        .filesystem
+        .write
+        .iter()
+        .filter_map(|w| root_path(w, src, vars))
+        .collect();
+    let mut out = Vec::new();
+    for entry in &spec.filesystem.protect {
+        let Ok(value) = interpolate(entry, src, vars) else {
+            continue;
+        };
+        if !is_protect_name(&entry.value) {
+            if value.starts_with('/') && !value.contains('\0') {
+                out.push(ProtectedPath {
+                    entry,
+                    path: value,
+                    below: None,
+                });
+            }
+            continue;
+        }
+        if value.starts_with('/') || crate::ir::check_path(&format!("/{value}")).is_err() {
+            continue;
+        }
+        for w in writes.iter().filter(|w| dir(w)) {
+            let path = if w == "/" {
+                format!("/{value}")
+            } else {
+                format!("{w}/{value}")
+            };
+            out.push(ProtectedPath {
+                entry,
+                path,
+                below: Some(w.clone()),
+            });
+        }
+    }
+    out
 }
 
 /// One entry of the launcher chain.
@@ -245,6 +324,16 @@ pub fn gather_all(
             absent_writes.insert(path, at);
         }
     }
+    let stand_ins = protected(
+        spec,
+        src,
+        &vars,
+        linux,
+        (&mut realpaths, &mut kinds),
+        &absent_writes,
+        host,
+        &mut diags,
+    );
     let identities = if linux {
         denied_in_write_roots(spec, src, &vars, &realpaths, host, &mut diags)
     } else {
@@ -338,6 +427,7 @@ pub fn gather_all(
             builders,
             env,
             platform,
+            stand_ins,
         },
         diags.sorted(),
     )
@@ -390,6 +480,380 @@ fn located(path: &str, host: &dyn Host) -> Option<String> {
     } else {
         format!("{dir}/{name}")
     })
+}
+
+/// The protected paths: the realpath (and, for Linux, the kind) of each
+/// that exists, recorded with the roots'; what holds the place of each that
+/// does not (returned); a symlink on the way below a write root refused
+/// (`sealc::protect::link`); and advice for a write root that holds a
+/// `.git` whose hooks and config are not protected (`sealc::protect::git`).
+#[allow(clippy::too_many_arguments)]
+fn protected(
+    spec: &Spec,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+    linux: bool,
+    (realpaths, kinds): (
+        &mut BTreeMap<String, String>,
+        &mut BTreeMap<String, PathKind>,
+    ),
+    absent_writes: &BTreeMap<String, String>,
+    host: &dyn Host,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, StandIn> {
+    use crate::ir::is_within;
+    let mut stand_ins = BTreeMap::new();
+    // Each write root as written, and where it is (or is made).
+    let writes: Vec<(String, String)> = spec
+        .filesystem
+        .write
+        .iter()
+        .filter_map(|w| root_path(w, src, vars))
+        .filter_map(|w| {
+            let at = realpaths.get(&w).or_else(|| absent_writes.get(&w))?.clone();
+            Some((w, at))
+        })
+        .collect();
+    let dirs: BTreeSet<String> = writes
+        .iter()
+        .filter(|(w, at)| absent_writes.contains_key(w) || host.lstat(at) == Some(Kind::Dir))
+        .map(|(w, _)| w.clone())
+        .collect();
+    let is_dir = |w: &str| dirs.contains(w);
+    let paths = protected_paths(spec, src, vars, &is_dir);
+    let kind_of = |k: Option<Kind>| match k {
+        Some(Kind::Dir) => PathKind::Dir,
+        Some(Kind::File) => PathKind::File,
+        _ => PathKind::Other,
+    };
+    for pp in &paths {
+        if let Some(d) = protect_link(&pp.path, &writes, host) {
+            diags.push(d.at(pp.entry.span.clone()));
+            continue;
+        }
+        if let Some(real) = host.canonicalize(&pp.path) {
+            if linux {
+                kinds.insert(real.clone(), kind_of(host.lstat(&real)));
+            }
+            realpaths.insert(pp.path.clone(), real);
+            continue;
+        }
+        if let Some(s) = stand_in(&pp.path, &writes, absent_writes, host) {
+            stand_ins.insert(pp.path.clone(), s);
+        }
+    }
+    // A checkout in a write root: what the agent leaves in its `.git` runs
+    // with the operator's rights at the next git command.
+    for (w, at) in &writes {
+        if !is_dir(w) || host.lstat(&format!("{at}/.git")).is_none() {
+            continue;
+        }
+        let covered = |rel: &str| {
+            paths.iter().any(|pp| {
+                is_within(&format!("{w}/{rel}"), &pp.path)
+                    || realpaths
+                        .get(&pp.path)
+                        .or_else(|| stand_ins.get(&pp.path).map(|s: &StandIn| &s.at))
+                        .is_some_and(|l| is_within(&format!("{at}/{rel}"), l))
+            })
+        };
+        let open: Vec<&str> = [".git/hooks", ".git/config"]
+            .into_iter()
+            .filter(|rel| !covered(rel))
+            .collect();
+        if open.is_empty() {
+            continue;
+        }
+        let Some(entry) = spec
+            .filesystem
+            .write
+            .iter()
+            .find(|e| root_path(e, src, vars).as_deref() == Some(w.as_str()))
+        else {
+            continue;
+        };
+        let names: Vec<String> = open.iter().map(|o| format!("`{o}`")).collect();
+        diags.push(
+            Diagnostic::advice(
+                "sealc::protect::git",
+                format!(
+                    "the write root {} holds a `.git`, and {} {} not protected",
+                    quote(w),
+                    names.join(" and "),
+                    if open.len() == 1 { "is" } else { "are" }
+                ),
+            )
+            .at(entry.span.clone())
+            .label("a hook the agent plants there runs with your rights at your next `git commit`; a `core.fsmonitor` or `core.hooksPath` in `.git/config` runs at any git command")
+            .help(format!(
+                "add `protect = [{}]` under `[filesystem]` (the starter of `sealc init` protects `.git/hooks`, `.git/config`, `.codex` and `.agents`)",
+                open.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", ")
+            )),
+        );
+    }
+    // A protected `.git/config` that sends git to what the agent writes:
+    // a hooks directory, a monitor program or an included config in a
+    // write root, not protected.
+    for (w, at) in &writes {
+        let config = format!("{at}/.git/config");
+        if !is_dir(w) || host.lstat(&config) != Some(Kind::File) {
+            continue;
+        }
+        let protected_here = |p: &str| {
+            paths.iter().any(|pp| {
+                is_within(p, &pp.path)
+                    || realpaths
+                        .get(&pp.path)
+                        .or_else(|| stand_ins.get(&pp.path).map(|s: &StandIn| &s.at))
+                        .is_some_and(|l| is_within(p, l))
+            })
+        };
+        if !protected_here(&config) {
+            continue; // `sealc::protect::git` says so
+        }
+        let Some(bytes) = host.read(&config) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let Some(entry) = spec
+            .filesystem
+            .write
+            .iter()
+            .find(|e| root_path(e, src, vars).as_deref() == Some(w.as_str()))
+        else {
+            continue;
+        };
+        for (key, value) in git_config_reach(&text) {
+            // `core.hooksPath` and `core.fsmonitor` are taken from the top
+            // of the work tree, an include from the config's directory.
+            let base = if key.starts_with("include") {
+                format!("{at}/.git")
+            } else {
+                at.clone()
+            };
+            let Some(target) = config_path(&value, &base) else {
+                continue;
+            };
+            let in_write = writes
+                .iter()
+                .any(|(wp, wl)| is_within(&target, wl) || is_within(&target, wp));
+            if !in_write || protected_here(&target) {
+                continue;
+            }
+            diags.push(
+                Diagnostic::warning(
+                    "sealc::protect::git-config",
+                    format!(
+                        "the protected `.git/config` of the write root {} sets `{key}` to {}, which the agent may write",
+                        quote(w),
+                        quote(&value)
+                    ),
+                )
+                .at(entry.span.clone())
+                .label(if key.starts_with("include") {
+                    "git reads it as config at every command: a `core.fsmonitor` the agent puts there runs with your rights"
+                } else {
+                    "git runs what is there with your rights at your next git command"
+                })
+                .help(format!(
+                    "add {} to `filesystem.protect` (or review it after each run)",
+                    quote(&target)
+                )),
+            );
+        }
+    }
+    stand_ins
+}
+
+/// The settings of a git config that name a file git runs or reads as
+/// config: `core.hooksPath`, `core.fsmonitor` (when it is a path, not a
+/// boolean), `include.path` and `includeIf.<condition>.path`, as (key,
+/// value). A small reader: sections, `key = value` lines, quotes.
+fn git_config_reach(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest.split([']', ' ', '"', '.']).next().unwrap_or_default();
+            section = name.to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let value = value
+            .split(['#', ';'])
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .trim_matches('"')
+            .to_string();
+        let named = match (section.as_str(), key.as_str()) {
+            ("core", "hookspath") => Some("core.hooksPath"),
+            ("core", "fsmonitor") => {
+                let boolean = ["true", "false", "yes", "no", "on", "off", "1", "0"]
+                    .contains(&value.to_ascii_lowercase().as_str());
+                (!boolean).then_some("core.fsmonitor")
+            }
+            ("include", "path") => Some("include.path"),
+            ("includeif", "path") => Some("includeIf.path"),
+            _ => None,
+        };
+        if let Some(k) = named.filter(|_| !value.is_empty()) {
+            out.push((k.to_string(), value));
+        }
+    }
+    out
+}
+
+/// A config value taken as a path: absolute, or relative to `base`; `None`
+/// for a value sealc cannot place (`~`, a command line with arguments).
+fn config_path(value: &str, base: &str) -> Option<String> {
+    if value.starts_with('~') || value.contains(char::is_whitespace) {
+        return None;
+    }
+    Some(if value.starts_with('/') {
+        normalize(value)
+    } else {
+        normalize(&format!("{base}/{value}"))
+    })
+}
+
+/// A symlink on the way to a protected path, below a write root (or the
+/// path itself a symlink): the agent could point it elsewhere, and the
+/// operator's tools, which use the path, would follow.
+fn protect_link(path: &str, writes: &[(String, String)], host: &dyn Host) -> Option<Diagnostic> {
+    use crate::ir::is_within;
+    let inside = |p: &str, w: &str| p != w && is_within(p, w);
+    let mut q = String::new();
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        q.push('/');
+        q.push_str(c);
+        match host.lstat(&q) {
+            None => return None,
+            Some(Kind::Symlink) => {}
+            Some(_) => continue,
+        }
+        // A write root written through a link is not on the way below it.
+        if writes.iter().any(|(w, _)| *w == q) {
+            continue;
+        }
+        let at = located(&q, host).unwrap_or_else(|| q.clone());
+        let Some((w, _)) = writes
+            .iter()
+            .find(|(w, loc)| inside(&q, w) || inside(&at, loc))
+        else {
+            continue;
+        };
+        let target = host.read_link(&q).unwrap_or_default();
+        let what = if q == path {
+            format!("the protected path {} is a symlink", quote(path))
+        } else {
+            format!(
+                "{} on the way to the protected path {} is a symlink",
+                quote(&q),
+                quote(path)
+            )
+        };
+        return Some(
+            Diagnostic::error("sealc::protect::link", format!("{what} inside the write root {}", quote(w)))
+                .label("the agent can point it elsewhere, and your tools, which use this path, would follow it to what the agent wrote")
+                .help(format!(
+                    "protect the path it leads to ({}), or replace the link by what it points at",
+                    quote(&target)
+                )),
+        );
+    }
+    None
+}
+
+/// What holds the place of a protected path that does not exist: the
+/// first missing component, made by `sealc exec` (below what it makes for
+/// a write root absent when compiled: that is there when the seal starts),
+/// or the object on the way that cannot hold it. `None` outside every write
+/// root (the IR says so), or when that object is the write root itself.
+fn stand_in(
+    path: &str,
+    writes: &[(String, String)],
+    absent_writes: &BTreeMap<String, String>,
+    host: &dyn Host,
+) -> Option<StandIn> {
+    use crate::ir::is_within;
+    let path = normalize(path);
+    // The nearest existing ancestor, by realpath, and the rest below it.
+    let mut cut = path.len();
+    let (real, rest) = loop {
+        let above = match path[..cut].rfind('/') {
+            Some(0) | None => "/",
+            Some(i) => &path[..i],
+        };
+        if let Some(real) = host.canonicalize(above) {
+            break (real, &path[above.len().max(1)..]);
+        }
+        if above == "/" {
+            return None;
+        }
+        cut = above.len();
+    };
+    let rest: Vec<&str> = rest.split('/').filter(|c| !c.is_empty()).collect();
+    let join = |a: &str, b: &str| {
+        if a == "/" {
+            format!("/{b}")
+        } else {
+            format!("{a}/{b}")
+        }
+    };
+    let would = rest.iter().fold(real.clone(), |acc, c| join(&acc, c));
+    let (_, loc) = writes
+        .iter()
+        .filter(|(_, loc)| would != *loc && is_within(&would, loc))
+        .max_by_key(|(_, loc)| loc.len())?;
+    // What `sealc exec` makes on the way to a write root absent when
+    // compiled is there when the seal starts: the stand-in goes below it
+    // (and is the path itself when that is on the way to such a root,
+    // which the IR refuses: it would hold a write root).
+    let mut base = real.clone();
+    let mut made = 0;
+    for c in &rest {
+        let next = join(&base, c);
+        if !absent_writes.values().any(|m| is_within(m, &next)) {
+            break;
+        }
+        base = next;
+        made += 1;
+    }
+    if made == rest.len() {
+        return Some(StandIn {
+            at: would,
+            kind: PathKind::Dir,
+        });
+    }
+    if made > 0 {
+        return Some(StandIn {
+            at: join(&base, rest[made]),
+            kind: PathKind::Dir,
+        });
+    }
+    match host.lstat(&real) {
+        Some(Kind::Dir) => Some(StandIn {
+            at: join(&real, rest.first()?),
+            kind: PathKind::Dir,
+        }),
+        _ if real == *loc => None,
+        Some(Kind::File) => Some(StandIn {
+            at: real,
+            kind: PathKind::File,
+        }),
+        _ => Some(StandIn {
+            at: real,
+            kind: PathKind::Other,
+        }),
+    }
 }
 
 /// For a Linux target: the identity of every denied or metadata-only root
@@ -742,7 +1206,11 @@ fn no_bwrap(spec: &Spec, builders: &BTreeMap<String, Vec<ChainLink>>, diags: &mu
 /// default) starts with `${name}`.
 fn path_vars(spec: &Spec) -> BTreeSet<&str> {
     let fs = &spec.filesystem;
-    let mut strings: Vec<&str> = fs.all_roots().map(|s| s.value.as_str()).collect();
+    let mut strings: Vec<&str> = fs
+        .all_roots()
+        .chain(&fs.protect)
+        .map(|s| s.value.as_str())
+        .collect();
     strings.extend(spec.launcher.as_ref().map(|l| l.path.value.as_str()));
     strings.extend(spec.exec.sandbox_exec.as_ref().map(|s| s.value.as_str()));
     strings.extend(spec.exec.bwrap.as_ref().map(|s| s.value.as_str()));

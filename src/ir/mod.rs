@@ -23,6 +23,8 @@ pub enum RootKind {
     MetadataOnly,
     Write,
     WriteDevice,
+    /// Read-only inside a write root (`filesystem.protect`).
+    Protect,
 }
 
 impl RootKind {
@@ -34,6 +36,7 @@ impl RootKind {
             RootKind::MetadataOnly => "filesystem.metadata_only",
             RootKind::Write => "filesystem.write",
             RootKind::WriteDevice => "filesystem.write_devices",
+            RootKind::Protect => "filesystem.protect",
         }
     }
     /// Denies reading (data or all of it).
@@ -60,6 +63,72 @@ pub struct Root {
     /// The spec text of the entry, for comments in the artifacts.
     pub origin: String,
     pub span: Span,
+    /// A protected root (`filesystem.protect`): what holds it and where.
+    pub protect: Option<Protected>,
+}
+
+impl Root {
+    /// The spec entry it comes from, as the artifacts name it:
+    /// `filesystem.write "${run}/ws"`; for a Codex seal's config, the
+    /// `[codex]` table and where the home is.
+    pub fn entry(&self) -> String {
+        match self.protect.as_ref().map(|p| p.standing) {
+            Some(Standing::CodexConfig) => format!(
+                "[codex] config in CODEX_HOME \"{}\"",
+                visible(self.path.trim_end_matches("/config.toml"))
+            ),
+            _ => format!("{} \"{}\"", self.kind.key(), visible(&self.origin)),
+        }
+    }
+}
+
+/// A protected root: `Root::path` is the path the entry names, `Root::real`
+/// the object kept read-only (`Root::host_kind` its kind), which is that
+/// path's realpath unless something else holds its place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protected {
+    pub standing: Standing,
+    /// The realpath (or, absent when compiled, the place) of the deepest
+    /// write root that holds it.
+    pub within: String,
+    /// That write root as written, after substitution.
+    pub write_root: String,
+}
+
+/// What a protected root's object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    /// The path itself, as it was when compiled.
+    Here,
+    /// Absent when compiled: an empty directory `sealc exec` makes at
+    /// `Root::real` (the first missing component) for the run, and removes
+    /// after it.
+    StandIn,
+    /// Absent, and an object on the way cannot hold it (a worktree's `.git`
+    /// file): that object, protected in its place.
+    InPlace,
+    /// The Codex config that `sealc exec` installs in `CODEX_HOME` before
+    /// the run.
+    CodexConfig,
+}
+
+/// A directory between a write root and a protected root in it: a fixed
+/// name for the run (on Linux bound onto itself, so a mount point; on
+/// macOS not unlinked), so the protected root cannot be moved away and
+/// replaced by a writable one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    /// Its realpath (or, made by `sealc exec`, its place).
+    pub path: String,
+    /// Its realpath, as written below its write root, and their aliases.
+    pub spellings: BTreeSet<String>,
+    /// Made by `sealc exec` before the run (the Codex home and the
+    /// directories above it), not there when compiled.
+    pub made: bool,
+    /// The spec entries of the protected roots it holds ([`Root::entry`]).
+    pub holds: BTreeSet<String>,
+    /// The realpath (or place) of the write root it lies in.
+    pub within: String,
 }
 
 /// One entry of the launcher chain.
@@ -209,11 +278,58 @@ pub struct Ir {
     pub exec: ExecIr,
     pub codex: CodexIr,
     pub asserts: Vec<AssertIr>,
+    /// The directories between each write root and the protected roots in
+    /// it, sorted by path.
+    pub pins: Vec<Pin>,
 }
 
 impl Ir {
     pub fn roots_of(&self, kind: RootKind) -> impl Iterator<Item = &Root> {
         self.roots.iter().filter(move |r| r.kind == kind)
+    }
+
+    /// The protected roots that change what the seal allows, one per
+    /// object (two entries may name one stand-in), sorted by that object:
+    /// one inside another protected object is read-only already.
+    pub fn protected(&self) -> Vec<&Root> {
+        protected_of(&self.roots)
+    }
+
+    /// The stand-ins `sealc exec` makes (empty directories, for the run):
+    /// the protected roots of [`Ir::protected`] absent when compiled, each
+    /// with the write root (its realpath or place) that holds it, sorted.
+    pub fn stand_ins(&self) -> Vec<(&str, &str)> {
+        self.protected()
+            .into_iter()
+            .filter_map(|r| {
+                let p = r.protect.as_ref()?;
+                (p.standing == Standing::StandIn).then_some((r.real.as_deref()?, p.within.as_str()))
+            })
+            .collect()
+    }
+}
+
+/// [`Ir::protected`] of these roots.
+fn protected_of(roots: &[Root]) -> Vec<&Root> {
+    {
+        let mut by_object: BTreeMap<&str, &Root> = BTreeMap::new();
+        for r in roots.iter().filter(|r| r.kind == RootKind::Protect) {
+            let Some(at) = r.real.as_deref() else {
+                continue;
+            };
+            match by_object.get(at) {
+                Some(o) if (&o.origin, &o.path) <= (&r.origin, &r.path) => {}
+                _ => {
+                    by_object.insert(at, r);
+                }
+            }
+        }
+        let objects: Vec<&str> = by_object.keys().copied().collect();
+        by_object
+            .into_iter()
+            .filter(|(at, _)| !objects.iter().any(|o| o != at && is_within(at, o)))
+            .map(|(_, r)| r)
+            .collect()
     }
 }
 
@@ -337,6 +453,9 @@ impl Lower<'_> {
         let exec = self.exec(spec);
         self.builders_out_of_reach(spec, &roots, &exec);
         let codex = self.codex(spec, &roots, &env);
+        let mut roots = roots;
+        self.codex_protected(spec, &mut roots, &codex);
+        let pins = pins(&roots, self.platform(spec));
         let asserts = self.asserts(spec);
         Ir {
             name: spec.name.value.clone(),
@@ -350,6 +469,7 @@ impl Lower<'_> {
             exec,
             codex,
             asserts,
+            pins,
         }
     }
 
@@ -459,6 +579,7 @@ impl Lower<'_> {
                     made,
                     origin: entry.value.clone(),
                     span: entry.span.clone(),
+                    protect: None,
                 };
                 // Duplicates collapse; the smallest spelling of the entry is kept
                 // as its origin, so the order of the list does not show.
@@ -474,8 +595,11 @@ impl Lower<'_> {
                 }
             }
         }
-        let roots: Vec<Root> = out.into_values().collect();
+        let mut roots: Vec<Root> = out.into_values().collect();
         self.conflicts(&roots);
+        let protected = self.protected(spec, &roots);
+        roots.extend(protected);
+        roots.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
         if !self.symbolic {
             self.absent(&roots, self.platform(spec));
         }
@@ -519,6 +643,291 @@ impl Lower<'_> {
         roots
     }
 
+    /// The `filesystem.protect` roots: each path an entry names (a name
+    /// below every write root that is a directory), placed where the facts
+    /// say, checked to lie strictly inside a write root, to hold none, and
+    /// not to lie in a denied root; duplicates collapse.
+    fn protected(&mut self, spec: &Spec, roots: &[Root]) -> Vec<Root> {
+        let platform = self.platform(spec);
+        // Each entry is checked once, whatever it expands to.
+        for entry in &spec.filesystem.protect {
+            if !crate::facts::is_protect_name(&entry.value) {
+                self.path(entry, "`filesystem.protect` entry");
+                continue;
+            }
+            let Some(name) = self.subst(entry) else {
+                continue;
+            };
+            let problem = if name.is_empty() || name.starts_with('/') {
+                Some("is not a relative name".to_string())
+            } else {
+                check_path(&format!("/{name}"))
+                    .err()
+                    .map(|p| p.message().to_string())
+            };
+            if let Some(why) = problem {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::path::invalid",
+                        format!("`filesystem.protect` name {} {why}", quote(&entry.value)),
+                    )
+                    .at(entry.span.clone())
+                    .label("a name is a relative path, applied below every write root")
+                    .help("write a name such as `.git/hooks`, or an absolute path inside a write root"),
+                );
+            }
+        }
+        let writes: Vec<&Root> = roots.iter().filter(|r| r.kind == RootKind::Write).collect();
+        let denied: Vec<&Root> = roots.iter().filter(|r| r.kind.is_denied()).collect();
+        let paths = crate::facts::protected_paths(spec, self.src, &self.facts.vars, &|_| true);
+        let mut out: BTreeMap<String, Root> = BTreeMap::new();
+        let mut said: BTreeSet<(usize, usize, &'static str)> = BTreeSet::new();
+        for pp in paths {
+            let entry = pp.entry;
+            let path = normalize(&pp.path);
+            if check_path(&path).is_err() {
+                continue; // said above, for the entry
+            }
+            let name = pp.below.is_some();
+            // Where it is, or what holds its place.
+            let (real, standing, kind) = match (
+                self.facts.realpaths.get(&pp.path),
+                self.facts.stand_ins.get(&pp.path),
+            ) {
+                (Some(real), _) => (
+                    real.clone(),
+                    Standing::Here,
+                    self.facts.kinds.get(real).copied(),
+                ),
+                (None, Some(si)) if si.kind == PathKind::Dir => {
+                    (si.at.clone(), Standing::StandIn, Some(PathKind::Dir))
+                }
+                (None, Some(si)) => (si.at.clone(), Standing::InPlace, Some(si.kind)),
+                // A name below a write root that is not a directory.
+                (None, None) if name => continue,
+                // Placed in no directory write root when compiled.
+                (None, None) => {
+                    if said.insert((entry.span.start, entry.span.end, "sealc::protect::outside")) {
+                        self.diags.push(outside(&path, entry.span.clone()));
+                    }
+                    continue;
+                }
+            };
+            if let Err(problem) = check_path(&real) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::path::realpath",
+                        format!(
+                            "{} resolves on this host to {}, which {}",
+                            quote(&path),
+                            quote(&real),
+                            problem.message()
+                        ),
+                    )
+                    .at(entry.span.clone())
+                    .label("its realpath cannot be written into a profile")
+                    .help("resolve the symlink to a plain path, or protect a different path"),
+                );
+                continue;
+            }
+            // Where each write root is (lint's symbolic roots may have no place).
+            let at = |w: &Root| w.real.clone().unwrap_or_else(|| w.path.clone());
+            let holds_write = writes.iter().find(|w| {
+                is_within(&at(w), &real) || w.spellings.iter().any(|sp| is_within(sp, &path))
+            });
+            if let Some(w) = holds_write {
+                if said.insert((
+                    entry.span.start,
+                    entry.span.end,
+                    "sealc::protect::write-root",
+                )) {
+                    let what = if w.real.as_deref() == Some(real.as_str()) || w.path == path {
+                        "is"
+                    } else {
+                        "holds"
+                    };
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::protect::write-root",
+                            format!(
+                                "the protected path {} {what} the write root {}",
+                                quote(&path),
+                                quote(&w.origin)
+                            ),
+                        )
+                        .at(entry.span.clone())
+                        .label("it cannot be both read-only and writable")
+                        .help("protect a path strictly inside the write root, or narrow `filesystem.write`"),
+                    );
+                }
+                continue;
+            }
+            // The deepest write root that holds it, by where it is.
+            let Some(w) = writes
+                .iter()
+                .filter(|w| is_within(&real, &at(w)))
+                .max_by_key(|w| at(w).len())
+            else {
+                if said.insert((entry.span.start, entry.span.end, "sealc::protect::outside")) {
+                    self.diags.push(outside(&path, entry.span.clone()));
+                }
+                continue;
+            };
+            let within = at(w);
+            // Hidden inside its write root: a denied root below the write
+            // root holds it (the write root re-allows what a shallower
+            // denied root hides).
+            let wspell: Vec<&String> = w.spellings.iter().chain(w.real.iter()).collect();
+            let hidden = denied.iter().any(|d| {
+                d.spellings.iter().any(|ds| {
+                    (is_within(&real, ds) || is_within(&path, ds))
+                        && wspell.iter().any(|ws| ds != *ws && is_within(ds, ws))
+                })
+            });
+            if hidden {
+                if !name
+                    && said.insert((entry.span.start, entry.span.end, "sealc::protect::denied"))
+                {
+                    self.diags.push(
+                        Diagnostic::advice(
+                            "sealc::protect::denied",
+                            format!(
+                                "the protected path {} lies inside a denied or metadata-only root",
+                                quote(&entry.value)
+                            ),
+                        )
+                        .at(entry.span.clone())
+                        .label("neither readable nor writable already: the entry changes nothing")
+                        .help("remove it from `filesystem.protect`"),
+                    );
+                }
+                continue;
+            }
+            // Its spellings: where it is, as written below its write root,
+            // the path as named, and their macOS aliases.
+            let mut spellings = BTreeSet::from([real.clone()]);
+            spellings.insert(below_as_written(&w.path, &within, &real));
+            if !spellings.iter().any(|sp| is_within(&path, sp)) {
+                spellings.insert(path.clone());
+            }
+            if self.add_aliases(&mut spellings, entry, platform).is_none() {
+                continue;
+            }
+            let root = Root {
+                kind: RootKind::Protect,
+                path: path.clone(),
+                spellings,
+                real: Some(real),
+                host_kind: kind,
+                made: false,
+                origin: entry.value.clone(),
+                span: entry.span.clone(),
+                protect: Some(Protected {
+                    standing,
+                    within,
+                    write_root: w.path.clone(),
+                }),
+            };
+            // Duplicates collapse, keeping the smallest entry.
+            match out.entry(path) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(root);
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    if root.origin < o.get().origin {
+                        o.insert(root);
+                    }
+                }
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// A Codex seal's config, which `sealc exec` installs in `CODEX_HOME`:
+    /// protected like a `filesystem.protect` file, so a change during the
+    /// run fails rather than being found after it. The Codex home must
+    /// neither lie in nor hold a protected root (Codex writes it).
+    fn codex_protected(&mut self, spec: &Spec, roots: &mut Vec<Root>, codex: &CodexIr) {
+        let Some(home) = codex.home.as_ref().filter(|_| codex.sealed) else {
+            return;
+        };
+        let Some(w) = roots
+            .iter()
+            .filter(|r| r.kind == RootKind::Write && is_within(home, &r.path) && *home != r.path)
+            .max_by_key(|r| r.path.len())
+        else {
+            return;
+        };
+        let Some(wreal) = w.real.clone() else {
+            return;
+        };
+        let below = &home[w.path.len()..];
+        let home_at = normalize(&format!("{wreal}{below}"));
+        let span = spec
+            .env
+            .set
+            .get("CODEX_HOME")
+            .or_else(|| spec.env.set.get("HOME"))
+            .map(|s| s.span.clone())
+            .or_else(|| spec.codex.span.clone());
+        let clashes: Vec<&Root> = roots
+            .iter()
+            .filter(|r| r.kind == RootKind::Protect)
+            .filter(|r| {
+                let at = r.real.as_deref().unwrap_or(&r.path);
+                is_within(at, &home_at)
+                    || is_within(&home_at, at)
+                    || is_within(&r.path, home)
+                    || is_within(home, &r.path)
+            })
+            .collect();
+        if let Some(r) = clashes.first() {
+            let inside = is_within(&home_at, r.real.as_deref().unwrap_or(&r.path))
+                || is_within(home, &r.path);
+            let how = if inside { "lies in" } else { "holds" };
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::protect::codex-home",
+                    format!(
+                        "the seal's CODEX_HOME {} {how} a protected path (`filesystem.protect` {})",
+                        quote(home),
+                        quote(&r.origin)
+                    ),
+                )
+                .at_opt(span)
+                .label("Codex writes its home, and `sealc exec` makes and removes it for every run")
+                .help("set `CODEX_HOME` to a directory whose name no protect entry names (such as `${scratch}/home/codex`), or narrow `filesystem.protect`"),
+            );
+            return;
+        }
+        let config = format!("{home}/config.toml");
+        let real = format!("{home_at}/config.toml");
+        if check_path(&config).is_err() || check_path(&real).is_err() {
+            return;
+        }
+        let mut spellings = BTreeSet::from([config.clone(), real.clone()]);
+        if self.platform(spec) == Platform::Macos {
+            let extra: Vec<String> = spellings.iter().filter_map(|s| macos_aliases(s)).collect();
+            spellings.extend(extra.into_iter().filter(|a| check_path(a).is_ok()));
+        }
+        roots.push(Root {
+            kind: RootKind::Protect,
+            path: config.clone(),
+            spellings,
+            real: Some(real),
+            host_kind: Some(PathKind::File),
+            made: false,
+            origin: config,
+            span: span.unwrap_or(0..0),
+            protect: Some(Protected {
+                standing: Standing::CodexConfig,
+                within: wreal,
+                write_root: w.path.clone(),
+            }),
+        });
+        roots.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
+    }
+
     /// Say which roots did not exist when compiled, and what that means.
     fn absent(&mut self, roots: &[Root], platform: Platform) {
         // The write root a path lies in, as written or where it is.
@@ -531,7 +940,7 @@ impl Lower<'_> {
                 })
                 .map(|w| w.path.clone())
         };
-        for r in roots {
+        for r in roots.iter().filter(|r| r.kind != RootKind::Protect) {
             let provided = r.kind == RootKind::WriteDevice
                 && platform == Platform::Linux
                 && crate::backend::bwrap::DEV_SET.contains(&r.path.as_str());
@@ -1701,6 +2110,49 @@ impl Lower<'_> {
     }
 }
 
+/// The directories strictly between each protected root that changes
+/// the seal ([`Ir::protected`]) and the write root that holds it, by
+/// where they are, merged and sorted.
+fn pins(roots: &[Root], platform: Platform) -> Vec<Pin> {
+    let mut out: BTreeMap<String, Pin> = BTreeMap::new();
+    for r in protected_of(roots) {
+        let (Some(p), Some(at)) = (&r.protect, r.real.as_deref()) else {
+            continue;
+        };
+        let made = p.standing == Standing::CodexConfig;
+        let mut cur = at;
+        loop {
+            let up = match cur.rfind('/') {
+                Some(0) | None => "/",
+                Some(i) => &cur[..i],
+            };
+            if up == cur || up.len() <= p.within.len() || !is_within(up, &p.within) {
+                break;
+            }
+            let pin = out.entry(up.to_string()).or_insert_with(|| {
+                let mut spellings = BTreeSet::from([up.to_string()]);
+                spellings.insert(below_as_written(&p.write_root, &p.within, up));
+                if platform == Platform::Macos {
+                    let extra: Vec<String> =
+                        spellings.iter().filter_map(|s| macos_aliases(s)).collect();
+                    spellings.extend(extra.into_iter().filter(|a| check_path(a).is_ok()));
+                }
+                Pin {
+                    path: up.to_string(),
+                    spellings,
+                    made,
+                    holds: BTreeSet::new(),
+                    within: p.within.clone(),
+                }
+            });
+            pin.made &= made;
+            pin.holds.insert(r.entry());
+            cur = up;
+        }
+    }
+    out.into_values().collect()
+}
+
 /// The dynamic loader's and libc's variables: each changes what a program
 /// loads or reads (a library, a module, a locale, a hosts file) before its
 /// `main` runs.
@@ -1717,6 +2169,31 @@ pub const LOADER_VARS: [&str; 7] = [
 /// `LD_*`, `DYLD_*` or one of [`LOADER_VARS`].
 pub fn is_loader_var(name: &str) -> bool {
     name.starts_with("LD_") || name.starts_with("DYLD_") || LOADER_VARS.contains(&name)
+}
+
+/// `real`, which lies in the write root whose realpath (or place) is
+/// `within`, spelled below that root as written (`written`).
+fn below_as_written(written: &str, within: &str, real: &str) -> String {
+    let rest = if within == "/" {
+        real
+    } else {
+        &real[within.len().min(real.len())..]
+    };
+    normalize(&format!("{written}/{rest}"))
+}
+
+/// A protected path outside every (directory) write root.
+fn outside(path: &str, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "sealc::protect::outside",
+        format!(
+            "the protected path {} lies inside no write root",
+            quote(path)
+        ),
+    )
+    .at(span)
+    .label("read-only already: only write roots can be written")
+    .help("remove the entry, or name a path inside a directory write root")
 }
 
 fn nul_error(name: &str, span: Span) -> Diagnostic {

@@ -24,6 +24,10 @@ use crate::diag::{Diagnostics, Span};
 /// no empty, `.` or `..` segment, no trailing `/`, no `"`, `\` or control
 /// character. (No look-ahead: Taplo's regex engine has none.)
 pub const PATH_PATTERN: &str = r#"^(/|(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+)|\$\{[A-Za-z_][A-Za-z0-9_]*\})(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+))*)$"#;
+/// A `filesystem.protect` entry: a path as [`PATH_PATTERN`] has it, or a
+/// name (a relative path, such as `.git/hooks`): no empty, `.` or `..`
+/// segment, no trailing `/`, no `"`, `\` or control character.
+pub const PROTECT_PATTERN: &str = r#"^(/|(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+)|\$\{[A-Za-z_][A-Za-z0-9_]*\})(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+))*|([^/./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+)(/([^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.[^./"\\\x00-\x1f\x7f][^/"\\\x00-\x1f\x7f]*|\.\.[^/"\\\x00-\x1f\x7f]+))*)$"#;
 /// A device path under `/dev`.
 pub const DEVICE_PATTERN: &str = r#"^/dev/[^/"\\\x00-\x1f\x7f]+(/[^/"\\\x00-\x1f\x7f]+)*$"#;
 /// An env var name: a portable shell name.
@@ -245,6 +249,10 @@ pub struct Filesystem {
     #[serde(default)]
     #[schemars(inner(pattern(DEVICE_PATTERN)), extend("examples" = [["/dev/null", "/dev/tty"]]))]
     pub write_devices: Vec<Spanned<String>>,
+    /// Paths kept read-only inside the write roots: a path (absolute after `${var}` substitution, inside a write root), or a name (a relative path such as `.git/hooks`, applied below every write root that is a directory). It reads as its write root does, but nothing in it or at its name can be created, changed, removed, renamed or hard-linked, and the directories between the write root and it cannot be renamed or removed. One absent when compiled gets an empty stand-in directory, made by `sealc exec` for the run and removed after it, so the agent cannot make it first. For files the operator runs later: `.git/hooks` run at `git commit`, `.git/config` names `core.fsmonitor` and `core.hooksPath`, which any git command runs.
+    #[serde(default)]
+    #[schemars(inner(pattern(PROTECT_PATTERN)), extend("examples" = [[".git/hooks", ".git/config", ".codex", ".agents"]]))]
+    pub protect: Vec<Spanned<String>>,
 }
 
 /// The agent binary.

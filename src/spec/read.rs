@@ -553,6 +553,7 @@ impl Cx {
                 "metadata_only",
                 "write",
                 "write_devices",
+                "protect",
             ],
         );
         Filesystem {
@@ -561,6 +562,7 @@ impl Cx {
             metadata_only: self.strings("filesystem.metadata_only", t.get("metadata_only")),
             write: self.strings("filesystem.write", t.get("write")),
             write_devices: self.strings("filesystem.write_devices", t.get("write_devices")),
+            protect: self.strings("filesystem.protect", t.get("protect")),
         }
     }
 

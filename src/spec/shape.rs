@@ -42,6 +42,10 @@ pub const SHAPES: &[(&str, &str)] = &[
         "filesystem.write_devices",
         "write_devices = [\"/dev/null\"]",
     ),
+    (
+        "filesystem.protect",
+        "protect = [\".git/hooks\", \".git/config\"]",
+    ),
     ("launcher", "launcher = { path = \"${codex}\" }"),
     ("launcher.path", "path = \"${codex}\""),
     ("network", "network = { mode = \"none\" }"),

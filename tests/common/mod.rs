@@ -91,6 +91,12 @@ pub fn demo_host() -> FakeHost {
         .dir("/Users/agent/src/skills")
         .dir("/Users/agent/runs/r1/ws/.harness/secrets")
         .dir("/opt/job/src/.git")
+        .dir("/Users/agent/src/app/.git/hooks")
+        .file("/Users/agent/src/app/.git/config", b"[core]\n")
+        .file(
+            "/Users/agent/src/wt/.git",
+            b"gitdir: /Users/agent/src/app/.git/worktrees/wt\n",
+        )
         .dir("/opt/homebrew/bin")
         .link(
             "/Users/agent/.local/bin/codex",
