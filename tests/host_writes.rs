@@ -580,3 +580,116 @@ fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted()
     });
     v.done();
 }
+
+/// A review's finding: a write root absent when compiled (the shipped
+/// specs have them: scratch directories), made by another user in a shared
+/// folder before the first run, was used as if sealc had made it: started
+/// by root, the agent then wrote as that user, who read the credentials
+/// copied into the Codex home. Now that directory is refused and nothing
+/// starts; a Codex home in a write root of another owner never gets root's
+/// credentials.
+#[test]
+fn a_write_root_another_user_made_first_is_refused() {
+    if !common::ready_as_root_with(&[RIVAL]) {
+        return;
+    }
+    let mut v = Verdict::default();
+    let lab = Lab::new(Caller::Root);
+    let shared = lab.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    chmod(&shared, 0o1777);
+    std::fs::create_dir(lab.path("op")).unwrap();
+    chmod(&lab.path("op"), 0o700);
+    std::fs::write(lab.path("op/auth.json"), "{\"token\":\"ROOT-TOKEN\"}").unwrap();
+    chmod(&lab.path("op/auth.json"), 0o600);
+    let spec = format!(
+        "version = 1\nname = \"squat\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{s}/ws\"]\n[network]\nmode = \"none\"\n[env]\nset = {{ CODEX_HOME = \"{s}/ws/home\" }}\n[codex]\nworkspace = \"{s}/ws\"\ncredentials = \"{op}\"\n",
+        s = shared.display(),
+        op = lab.path("op/auth.json").display()
+    );
+    std::fs::write(lab.path("squat.toml"), spec).unwrap();
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&lab.t)
+            .env_clear()
+            .args(["compile", "squat.toml", "--out", "squat"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The rival makes the write root first, and reads what appears there.
+    let ws = shared.join("ws");
+    let o = as_user(
+        Some(RIVAL),
+        &["/bin/mkdir", "-m", "777", ws.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let record = lab.path("squat/seal.json").display().to_string();
+    let o = output({
+        let mut c = as_user(
+            None,
+            &[
+                SEALC,
+                "exec",
+                &record,
+                "--",
+                "/bin/sh",
+                "-c",
+                "touch $CODEX_HOME/../RAN",
+            ],
+        );
+        c.current_dir(&lab.t);
+        c
+    });
+    v.check(o.status.code() != Some(0), || {
+        format!("a squatted write root ran: {}", text(&o))
+    });
+    v.check(text(&o).contains("made by another user"), || {
+        format!("not said: {}", text(&o))
+    });
+    v.check(
+        !ws.join("RAN").exists() && !ws.join("home").exists(),
+        || "the command ran, or the Codex home was made, in the other user's directory".into(),
+    );
+    // Root's credentials into a home in a write root of another owner
+    // (an existing root, as compiled): refused, since the owner could read
+    // them.
+    let theirs = lab.path("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    chown(&theirs, RIVAL);
+    let spec = std::fs::read_to_string(lab.path("squat.toml"))
+        .unwrap()
+        .replace(
+            &format!("{}/ws", shared.display()),
+            &theirs.display().to_string(),
+        );
+    std::fs::write(lab.path("theirs.toml"), spec).unwrap();
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&lab.t)
+            .env_clear()
+            .args(["compile", "theirs.toml", "--out", "theirs-seal"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let record = lab.path("theirs-seal/seal.json").display().to_string();
+    let o = output({
+        let mut c = as_user(None, &[SEALC, "exec", &record, "--", "/bin/true"]);
+        c.current_dir(&lab.t);
+        c
+    });
+    v.check(
+        o.status.code() == Some(2) && text(&o).contains("who could read the credentials"),
+        || {
+            format!(
+                "root's credentials in another owner's write root: {}",
+                text(&o)
+            )
+        },
+    );
+    v.check(!theirs.join("home").exists(), || {
+        "the home was made there".into()
+    });
+    v.done();
+}
