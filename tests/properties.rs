@@ -70,6 +70,8 @@ fn gen() -> impl Strategy<Value = Gen> {
                 .filter(|(k, _)| {
                     !["PATH", "LANG", "OPENAI_API_KEY"].contains(&k.as_str())
                         && !k.ends_with("PROXY")
+                        // A loader variable is refused without opting in.
+                        && !sealc::ir::is_loader_var(k)
                 })
                 .collect();
             let write = pick(4);
