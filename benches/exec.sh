@@ -53,10 +53,16 @@ time_one() { # name, command...
   t0=$(now); "$@" >/dev/null 2>&1 </dev/null || { echo "$name failed" >&2; "$@" </dev/null; exit 1; }; t1=$(now)
   samples[$name]+="$(( (t1 - t0) / 1000 )) "
 }
+# The probe spec is a Codex seal: `sealc exec` makes its Codex home fresh
+# for each run (and removes it after), and the seal binds the config there
+# read-only. Bare bubblewrap finds it made, outside the timing.
+codex_home="$work/run/home/.codex"
 for _ in $(seq "$runs"); do
   time_one bare-none "${minimal_bare[@]}"
   time_one sealc-none "$sealc" exec "$work/minimal/seal.json" -- /bin/true
+  mkdir -p "$codex_home" && cp "$work/probe/codex/config.toml" "$codex_home/config.toml"
   time_one bare-proxy "${probe_bare[@]}"
+  rm -rf "$codex_home"
   OPENAI_API_KEY=bench time_one sealc-proxy "$sealc" exec "$work/probe/seal.json" -- /bin/true
 done
 
