@@ -520,6 +520,13 @@ fn protected(
         .map(|(w, _)| w.clone())
         .collect();
     let is_dir = |w: &str| dirs.contains(w);
+    // The spec entry of the write root `w` (as written): where advice points.
+    let write_entry = |w: &str| {
+        spec.filesystem
+            .write
+            .iter()
+            .find(|e| root_path(e, src, vars).as_deref() == Some(w))
+    };
     let paths = protected_paths(spec, src, vars, &is_dir);
     let kind_of = |k: Option<Kind>| match k {
         Some(Kind::Dir) => PathKind::Dir,
@@ -564,12 +571,7 @@ fn protected(
         if open.is_empty() {
             continue;
         }
-        let Some(entry) = spec
-            .filesystem
-            .write
-            .iter()
-            .find(|e| root_path(e, src, vars).as_deref() == Some(w.as_str()))
-        else {
+        let Some(entry) = write_entry(w) else {
             continue;
         };
         let names: Vec<String> = open.iter().map(|o| format!("`{o}`")).collect();
@@ -615,12 +617,7 @@ fn protected(
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
-        let Some(entry) = spec
-            .filesystem
-            .write
-            .iter()
-            .find(|e| root_path(e, src, vars).as_deref() == Some(w.as_str()))
-        else {
+        let Some(entry) = write_entry(w) else {
             continue;
         };
         for (key, value) in git_config_reach(&text) {
