@@ -116,8 +116,11 @@ struct Made {
 
 /// A directory to make names in: opened from `/` one component at a time,
 /// no link followed.
+/// Only search permission is needed on the way (`O_PATH` where there is
+/// one): an unprivileged caller may pass through a directory it cannot
+/// list (a `mktemp -d` made searchable with `chmod o+x`).
 fn open_dir(path: &str) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = WALK | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut fd: OwnedFd = rustix::fs::open("/", flags, Mode::empty())?;
     for c in path.split('/').filter(|c| !c.is_empty()) {
         fd = rustix::fs::openat(&fd, c, flags, Mode::empty())?;
