@@ -20,7 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::text;
+use common::{text, Caller, Verdict, USER};
 use sealc::facts::{FakeHost, PathKind};
 use sealc::mounts::{Access, Model, Move, Op};
 use sealc::sbpl::eval::{Action, Model as Sbpl, Target, Verdict as Decision};
@@ -549,58 +549,24 @@ fn a_stand_in_made_since_is_used_and_anything_else_is_drift() {
 // ---------------------------------------------------------------------------
 // For real, under bubblewrap.
 
-const USER: &str = "sealc-test";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Caller {
-    Root,
-    User,
-}
-
-fn runs(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Everything the real runs need, or why not (then they pass, but under
-/// `SEALC_REQUIRE_BWRAP=1`).
+/// `SEALC_REQUIRE_BWRAP=1` they fail): git, and what every root battery
+/// needs.
 fn ready() -> bool {
-    let why = if !rustix::process::geteuid().is_root() {
-        Some("not root (the tests run sealc as root and as `sealc-test`)".to_string())
-    } else if !common::bwrap_sandboxes() {
-        Some("bubblewrap is missing or cannot make namespaces".into())
-    } else if !runs("git", &["--version"]) {
-        Some("git is missing".into())
-    } else if !runs("setpriv", &["--version"]) {
-        Some("setpriv (util-linux) is missing".into())
-    } else if !runs("id", &[USER]) {
-        Some(format!(
-            "the user `{USER}` does not exist (.ci/run makes it)"
-        ))
-    } else {
-        None
-    };
-    match why {
-        None => true,
-        Some(why) => {
-            assert!(
-                std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
-                "SEALC_REQUIRE_BWRAP=1, but: {why}"
-            );
-            eprintln!("not run: {why}");
-            false
-        }
+    let git = Command::new("git")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !git {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1, but: git is missing"
+        );
+        eprintln!("not run: git is missing");
+        return false;
     }
-}
-
-fn user_id(flag: &str) -> u32 {
-    let o = Command::new("id").args([flag, USER]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    common::ready_as_root_with(&[USER])
 }
 
 /// chown -R, no link followed.
@@ -662,7 +628,8 @@ impl Lab {
         assert!(git(&ws, &["commit", "-q", "-m", "first"]).status.success());
         if who == Caller::User {
             for d in ["ws", "plain"] {
-                chown_tree(&t.join(d), user_id("-u"), user_id("-g"));
+                let (uid, gid) = common::ids(USER);
+                chown_tree(&t.join(d), uid, gid);
             }
         }
         let spec = format!(
@@ -688,25 +655,20 @@ impl Lab {
     /// `sealc exec` of the seal, as the caller, `sh -c script` in `ws`.
     fn run(&self, script: &str) -> Output {
         let record = self.p("seal/seal.json").display().to_string();
-        let mut argv: Vec<&str> = Vec::new();
-        if self.who == Caller::User {
-            argv.extend([
-                "/usr/bin/setpriv",
-                "--reuid=sealc-test",
-                "--regid=sealc-test",
-                "--init-groups",
-                "--",
-            ]);
-        }
         let ws = self.p("ws").display().to_string();
-        argv.extend([env!("CARGO_BIN_EXE_sealc"), "exec", &record]);
-        argv.extend(["--", "/bin/sh", "-c", script, "sh", &ws]);
-        Command::new(argv[0])
-            .args(&argv[1..])
+        let argv = [
+            env!("CARGO_BIN_EXE_sealc"),
+            "exec",
+            &record,
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+            "sh",
+            &ws,
+        ];
+        common::as_user(self.who.user(), &argv)
             .current_dir(&self.t)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null())
             .output()
             .unwrap()
     }
@@ -722,20 +684,6 @@ fn listing(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-#[derive(Default)]
-struct Verdict(Vec<String>);
-
-impl Verdict {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-    fn done(self) {
-        assert!(self.0.is_empty(), "\n{}", self.0.join("\n\n"));
-    }
 }
 
 /// The agent's attempts, each printing a word when it worked: the hook,
@@ -772,7 +720,7 @@ fn an_agent_cannot_plant_what_the_operator_runs_later() {
         return;
     }
     let mut v = Verdict::default();
-    for who in [Caller::Root, Caller::User] {
+    for who in common::CALLERS {
         let lab = Lab::new(who);
         let ws = lab.p("ws");
         let config = std::fs::read(ws.join(".git/config")).unwrap();
@@ -951,7 +899,7 @@ fn a_protected_file_with_a_second_name_in_a_write_root_is_refused_at_exec() {
     if !ready() {
         return;
     }
-    for who in [Caller::Root, Caller::User] {
+    for who in common::CALLERS {
         let lab = Lab::new(who);
         std::fs::hard_link(lab.p("ws/.git/config"), lab.p("ws/notes.txt")).unwrap();
         let o = lab.run("echo STARTED");

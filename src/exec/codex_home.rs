@@ -536,7 +536,10 @@ impl Home {
             let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
             left.credentials = Some(
                 match rustix::fs::openat(&self.dir, CREDENTIALS, flags, Mode::empty()) {
-                    Err(_) => "removed",
+                    Err(rustix::io::Errno::NOENT) => "removed",
+                    // A link or a fifo put in its place, or unreadable:
+                    // not the copy made.
+                    Err(_) => "changed",
                     Ok(fd) => {
                         let same_file = rustix::fs::fstat(&fd)
                             .is_ok_and(|st| stamp.changed(&Stamp::of(&st)).is_none());
