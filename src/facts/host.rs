@@ -55,6 +55,12 @@ pub trait Host {
     fn read_link(&self, path: &str) -> Option<String>;
     /// The bytes of a file.
     fn read(&self, path: &str) -> Option<Vec<u8>>;
+    /// The bytes of a file of at most `max` bytes (`None` for a larger
+    /// one, which is not read): for a file in a write root, which the agent
+    /// may have made any size.
+    fn read_at_most(&self, path: &str, max: u64) -> Option<Vec<u8>> {
+        self.read(path).filter(|b| b.len() as u64 <= max)
+    }
     /// The device, inode and kind of a path, not following a final symlink
     /// (None if absent).
     fn identity(&self, path: &str) -> Option<Identity>;
@@ -123,7 +129,11 @@ impl Host for RealHost {
     fn read(&self, path: &str) -> Option<Vec<u8>> {
         // A program sealc digests (a launcher, bubblewrap): never more than
         // any program is, whatever a sparse file claims.
-        crate::hostfs::read_path(std::path::Path::new(path), MAX_PROGRAM).ok()
+        self.read_at_most(path, MAX_PROGRAM)
+    }
+
+    fn read_at_most(&self, path: &str, max: u64) -> Option<Vec<u8>> {
+        crate::hostfs::read_path(std::path::Path::new(path), max).ok()
     }
 
     fn identity(&self, path: &str) -> Option<Identity> {

@@ -613,7 +613,8 @@ fn protected(
         if !protected_here(&config) {
             continue; // `sealc::protect::git` says so
         }
-        let Some(bytes) = host.read(&config) else {
+        // In a write root: the agent may have made it any size.
+        let Some(bytes) = host.read_at_most(&config, 1 << 20) else {
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
