@@ -95,7 +95,7 @@ fn the_pure_stages_read_nothing_from_the_host() {
             "src/sbpl/",
             "src/record.rs",
             "src/prove.rs",
-            "src/diag.rs",
+            "src/diag/",
             "src/mounts.rs",
             "src/platform.rs",
             "src/query.rs",
