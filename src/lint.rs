@@ -5,7 +5,7 @@
 //! symbolic var values (`/${name}` for any var whose value needs the host),
 //! and warnings that help people write good seals.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
@@ -44,13 +44,30 @@ pub fn lint_for(src: &str, platform: Option<crate::platform::Select>) -> Diagnos
         }
     }
     // The schema says much of what the compiler says; keep a schema finding
-    // only where no other finding already points.
+    // only where no other finding already points (an empty span counts as
+    // one byte). The other findings' spans, sorted by start, with the
+    // furthest end of any span starting at or before each: one binary
+    // search a finding.
+    let mut spans: Vec<(usize, usize)> = out
+        .0
+        .iter()
+        .filter_map(|o| o.span.as_ref())
+        .map(|o| (o.start, o.end.max(o.start + 1)))
+        .collect();
+    spans.sort_unstable();
+    let mut reach = Vec::with_capacity(spans.len());
+    let mut far = 0;
+    for (_, end) in &spans {
+        far = far.max(*end);
+        reach.push(far);
+    }
     for d in schema.0 {
         let overlaps = d.span.as_ref().is_some_and(|s| {
-            out.0
-                .iter()
-                .filter_map(|o| o.span.as_ref())
-                .any(|o| o.start < s.end.max(s.start + 1) && s.start < o.end.max(o.start + 1))
+            let end = s.end.max(s.start + 1);
+            // Spans starting before this one ends; one of them overlaps
+            // when the furthest of their ends lies past its start.
+            let before = spans.partition_point(|(start, _)| *start < end);
+            before > 0 && reach[before - 1] > s.start
         });
         if !overlaps {
             out.push(d);
@@ -126,6 +143,10 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         .filter(|v| !spec.filesystem.deny_read.iter().any(|d| d.value == *v))
         .collect();
     codex_layers(spec, out);
+    let mut by_path: BTreeMap<&str, &crate::ir::Root> = BTreeMap::new();
+    for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
+        by_path.entry(r.path.as_str()).or_insert(r);
+    }
     for root in &ir.roots {
         if root.kind == RootKind::AllowRead
             && ir.base == Base::AllowDefault
@@ -143,7 +164,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         }
         // Redundant: the nearest root that contains this one is of the same list.
         if root.kind != RootKind::WriteDevice {
-            if let Some(parent) = nearest_enclosing(ir, &root.path) {
+            if let Some(parent) = nearest_enclosing(&by_path, &root.path) {
                 if parent.kind == root.kind {
                     out.push(
                         Diagnostic::advice(
@@ -349,18 +370,27 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
     }
 }
 
-/// The deepest root (of any list but `write_devices`) that strictly contains `path`.
-fn nearest_enclosing<'a>(ir: &'a Ir, path: &str) -> Option<&'a crate::ir::Root> {
-    let mut best: Option<&crate::ir::Root> = None;
-    for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
-        if r.path != path
-            && crate::ir::is_within(path, &r.path)
-            && best.is_none_or(|b| r.path.len() > b.path.len())
-        {
-            best = Some(r);
+/// The nearest root strictly containing `path`, by looking up each of its
+/// ancestors among the roots (by path, the first root of a path kept):
+/// O(depth · log n), where comparing with every root was O(n) a root.
+fn nearest_enclosing<'a>(
+    by_path: &BTreeMap<&str, &'a crate::ir::Root>,
+    path: &str,
+) -> Option<&'a crate::ir::Root> {
+    let mut end = path.len();
+    while let Some(i) = path[..end].rfind('/') {
+        let parent = if i == 0 { "/" } else { &path[..i] };
+        if parent != path {
+            if let Some(r) = by_path.get(parent) {
+                return Some(r);
+            }
         }
+        if i == 0 {
+            break;
+        }
+        end = i;
     }
-    best
+    None
 }
 
 /// Every string of the spec that may hold `${var}` references.
@@ -487,22 +517,21 @@ fn span_of(doc: &toml::Spanned<DeTable<'_>>, segments: &[String], key: bool) -> 
 
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(src.len());
-    let before = &src[..src.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
+    crate::diag::Lines::new(src).line_col(offset)
 }
 
-/// Diagnostics as JSON for editors and CI annotations.
-pub fn to_json(diags: &Diagnostics, file: &str, src: &str) -> String {
-    let items: Vec<Value> = diags
+/// Each diagnostic as JSON, its range as 1-based lines and columns
+/// (characters) into `src`: the `diagnostics` of `sealc lint` and `sealc
+/// compile --format json`.
+pub fn diagnostics_json(diags: &Diagnostics, src: &str) -> Vec<Value> {
+    let lines = crate::diag::Lines::new(src);
+    diags
         .0
         .iter()
         .map(|d| {
             let range = d.span.as_ref().map(|s| {
-                let (sl, sc) = line_col(src, s.start);
-                let (el, ec) = line_col(src, s.end);
+                let (sl, sc) = lines.line_col(s.start);
+                let (el, ec) = lines.line_col(s.end);
                 json!({ "start": { "line": sl, "column": sc }, "end": { "line": el, "column": ec } })
             });
             json!({
@@ -514,7 +543,12 @@ pub fn to_json(diags: &Diagnostics, file: &str, src: &str) -> String {
                 "range": range,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Diagnostics as JSON for editors and CI annotations.
+pub fn to_json(diags: &Diagnostics, file: &str, src: &str) -> String {
+    let items = diagnostics_json(diags, src);
     let count = |sev| diags.0.iter().filter(|d| d.severity == sev).count();
     crate::record::canonical_json(&json!({
         "schema": "sealc.lint/v1",

@@ -930,15 +930,21 @@ impl Lower<'_> {
 
     /// Say which roots did not exist when compiled, and what that means.
     fn absent(&mut self, roots: &[Root], platform: Platform) {
-        // The write root a path lies in, as written or where it is.
+        // The write root a path lies in, as written or where it is (the
+        // first by path when several hold it): each of the path's
+        // ancestors looked up, not every write root compared.
+        let mut writes: BTreeMap<&str, &str> = BTreeMap::new();
+        for w in roots.iter().filter(|w| w.kind == RootKind::Write) {
+            for at in std::iter::once(w.path.as_str()).chain(w.real.as_deref()) {
+                let first = writes.entry(at).or_insert(&w.path);
+                *first = (*first).min(w.path.as_str());
+            }
+        }
         let write_holding = |p: &str| {
-            roots
-                .iter()
-                .filter(|w| w.kind == RootKind::Write)
-                .find(|w| {
-                    is_within(p, &w.path) || w.real.as_deref().is_some_and(|r| is_within(p, r))
-                })
-                .map(|w| w.path.clone())
+            ancestors_or_self(p)
+                .filter_map(|a| writes.get(a).copied())
+                .min()
+                .map(str::to_string)
         };
         for r in roots.iter().filter(|r| r.kind != RootKind::Protect) {
             let provided = r.kind == RootKind::WriteDevice
@@ -2261,6 +2267,21 @@ pub fn is_within(p: &str, root: &str) -> bool {
     root == "/" || p == root || (p.starts_with(root) && p.as_bytes().get(root.len()) == Some(&b'/'))
 }
 
+/// An absolute path and each of its ancestors, deepest first, `/` last.
+pub fn ancestors_or_self(p: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(p);
+    std::iter::from_fn(move || {
+        let here = next?;
+        next = match here.rfind('/') {
+            _ if here == "/" => None,
+            Some(0) => Some("/"),
+            Some(i) => Some(&here[..i]),
+            None => None,
+        };
+        Some(here)
+    })
+}
+
 /// A set of absolute paths that answers "is this path inside one of them" in
 /// O(depth · log n), by looking up the path and each of its ancestors.
 #[derive(Clone, Debug, Default)]
@@ -2306,6 +2327,14 @@ impl<'a> PathSet<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ancestors() {
+        let all = |p| ancestors_or_self(p).collect::<Vec<_>>();
+        assert_eq!(all("/a/b/c"), ["/a/b/c", "/a/b", "/a", "/"]);
+        assert_eq!(all("/a"), ["/a", "/"]);
+        assert_eq!(all("/"), ["/"]);
+    }
 
     #[test]
     fn path_set() {
