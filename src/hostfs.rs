@@ -339,6 +339,16 @@ impl Dir {
     /// The first half of [`Dir::write`]: the temp file, written and synced.
     /// [`Staged::commit`] renames it into place; dropping it removes it.
     pub fn stage(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<Staged<'_>> {
+        let staged = self.stage_unsynced(name, bytes, mode)?;
+        staged.sync()?;
+        Ok(staged)
+    }
+
+    /// [`Dir::stage`] without the sync, for a file that is never trusted
+    /// without its digest: a crash may leave it torn, and what reads it
+    /// refuses it. Nothing else changes: a random name, no link followed, a
+    /// rename into place.
+    pub fn stage_unsynced(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<Staged<'_>> {
         check_name(name)?;
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -352,16 +362,15 @@ impl Dir {
                 Err(e) => return Err(errno(e)),
             }
         };
-        let staged = Staged {
+        let mut staged = Staged {
             dir: &self.fd,
             tmp,
             name: name.to_os_string(),
+            file: std::fs::File::from(fd),
             done: false,
         };
-        let mut f = std::fs::File::from(fd);
-        rustix::fs::fchmod(&f, Mode::from_raw_mode(mode)).map_err(errno)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        rustix::fs::fchmod(&staged.file, Mode::from_raw_mode(mode)).map_err(errno)?;
+        staged.file.write_all(bytes)?;
         Ok(staged)
     }
 
@@ -781,10 +790,16 @@ pub struct Staged<'a> {
     dir: &'a OwnedFd,
     tmp: OsString,
     name: OsString,
+    file: std::fs::File,
     done: bool,
 }
 
 impl Staged<'_> {
+    /// Its bytes and size on the disk.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+
     /// Rename it over its name, in the directory it was staged in.
     pub fn commit(mut self) -> io::Result<()> {
         let r = rustix::fs::renameat(self.dir, &self.tmp, self.dir, &self.name).map_err(errno);

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::render_diagnostics;
-use super::{PlatformArg, BAD_INPUT, DIFFERS, OK};
+use super::{Format, PlatformArg, BAD_INPUT, DIFFERS, OK};
 use crate::diag::{quote, Diagnostic, Diagnostics};
 use crate::facts::{parse_var_flag, RealHost, VarFlags};
 
@@ -46,10 +46,26 @@ pub struct Args {
     /// seal.sb, `linux` writes seal.bwrap.json.
     #[arg(long, value_enum)]
     platform: Option<PlatformArg>,
+    /// Output format: `json` prints one document on stdout (schema
+    /// `sealc.compile/v1`: the seal, its binding, each file and what became
+    /// of it, and every finding, where the text groups many of one kind).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    compile(
+    let mut sink = Sink {
+        json: matches!(a.format, Format::Json),
+        out,
+        err,
+        file: a.spec.display().to_string(),
+        src: String::new(),
+        diags: Diagnostics::default(),
+        notes: Vec::new(),
+        files: Vec::new(),
+        seal: None,
+    };
+    let code = compile(
         &a.spec,
         &a.vars,
         a.platform.map(Into::into),
@@ -58,9 +74,9 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             check: a.check,
             force: a.force,
         },
-        out,
-        err,
-    )
+        &mut sink,
+    );
+    sink.finish(code)
 }
 
 /// How `compile` treats what is on disk.
@@ -75,19 +91,21 @@ fn compile(
     platform: Option<crate::spec::Platform>,
     dir: &Path,
     Mode { check, force }: Mode,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
+    sink: &mut Sink<'_>,
 ) -> i32 {
     let display = spec_path.display().to_string();
     let src = match crate::hostfs::read_text(spec_path, crate::hostfs::MAX_SPEC) {
-        Ok(s) => s,
+        Ok(s) => {
+            sink.src = s.clone();
+            s
+        }
         Err(e) => {
             let d = Diagnostic::error(
                 "sealc::io::read",
                 format!("cannot read spec {}: {e}", quote(&display)),
             )
             .help("give the path of a seal spec (TOML)");
-            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));
+            sink.report(d);
             return BAD_INPUT;
         }
     };
@@ -100,7 +118,7 @@ fn compile(
         }
     }
     if flag_errors.has_errors() {
-        let _ = write!(err, "{}", render_diagnostics(&flag_errors, &display, &src));
+        sink.report(flag_errors);
         return BAD_INPUT;
     }
     let file_name = spec_path
@@ -110,13 +128,12 @@ fn compile(
     let compiled = match crate::compile_for(&file_name, &src, &flags, platform, &RealHost) {
         Ok(c) => c,
         Err(diags) => {
-            let _ = write!(err, "{}", render_diagnostics(&diags, &display, &src));
             let n = diags.0.iter().filter(|d| d.is_error()).count();
-            let _ = writeln!(
-                err,
+            sink.listing(diags);
+            sink.note(format!(
                 "error: {display}: {n} problem{} found; nothing written",
                 if n == 1 { "" } else { "s" }
-            );
+            ));
             return BAD_INPUT;
         }
     };
@@ -132,7 +149,7 @@ fn compile(
             ),
         )
         .help("compile with `--out` outside every write root: `sealc exec` refuses to run this one");
-        let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+        sink.report(d);
     }
     // Every warning in full; advice (style, redundancy, platform
     // differences: nothing that changes what the seal allows) as one line
@@ -140,38 +157,41 @@ fn compile(
     // for this target. Advice only this host's values give (lint reads no
     // host) is not in that command's, so it is shown in full here.
     let target = compiled.ir.platform;
-    let linted: Vec<crate::diag::Diagnostic> = crate::lint::lint_for(&src, Some(select(target)))
-        .0
-        .into_iter()
-        .filter(|d| d.severity == crate::diag::Severity::Advice)
-        .collect();
-    let same = |a: &crate::diag::Diagnostic, b: &crate::diag::Diagnostic| {
-        a.code == b.code && a.message == b.message && a.span == b.span
+    let quiet = super::quiet();
+    // `-q` prints no advice: lint is not run for it.
+    let linted: Vec<crate::diag::Diagnostic> = if quiet {
+        Vec::new()
+    } else {
+        crate::lint::lint_for(&src, Some(select(target)))
+            .0
+            .into_iter()
+            .filter(|d| d.severity == crate::diag::Severity::Advice)
+            .collect()
     };
+    let key = |d: &crate::diag::Diagnostic| {
+        (
+            d.code,
+            d.message.clone(),
+            d.span.as_ref().map(|s| (s.start, s.end)),
+        )
+    };
+    let in_lint: std::collections::BTreeSet<_> = linted.iter().map(key).collect();
     let shown: Vec<_> = compiled
         .warnings
         .0
         .iter()
         .filter(|d| {
-            d.severity != crate::diag::Severity::Advice
-                || !(super::quiet() || linted.iter().any(|l| same(l, d)))
+            d.severity != crate::diag::Severity::Advice || !(quiet || in_lint.contains(&key(d)))
         })
         .cloned()
         .collect();
-    if !shown.is_empty() {
-        let _ = write!(
-            err,
-            "{}",
-            render_diagnostics(&Diagnostics(shown), &display, &src)
-        );
-    }
-    if !linted.is_empty() && !super::quiet() {
-        let _ = writeln!(
-            err,
+    sink.listing(Diagnostics(shown));
+    if !linted.is_empty() {
+        sink.note(format!(
             "note: {} advice for {display} (style, redundancy and platform differences; `{}` shows it)",
             linted.len(),
             lint_command(&display, target)
-        );
+        ));
     }
 
     // Compare with what is on disk before touching anything (no link
@@ -197,7 +217,7 @@ fn compile(
                         quote(&path.display().to_string())
                     ),
                 );
-                let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+                sink.report(d);
                 return BAD_INPUT;
             }
         }
@@ -208,36 +228,31 @@ fn compile(
         .into_iter()
         .filter(|n| !compiled.files.contains_key(*n) && dir.join(n).is_file())
         .collect();
-    let quiet = super::quiet();
+    sink.seal = Some((compiled.ir.name.clone(), compiled.record.binding.clone()));
     if check {
         for (name, bytes) in &compiled.files {
             let state = differing
                 .iter()
                 .find(|(n, _, _)| n == name)
                 .map_or("ok", |(_, s, _)| s);
+            let path = dir.join(name).display().to_string();
+            sink.file(state, &path, Some(bytes));
             if !quiet {
-                let _ = writeln!(
-                    out,
-                    "{state:<8}{}  ({} bytes)",
-                    dir.join(name).display(),
-                    bytes.len()
-                );
+                sink.line(format!("{state:<8}{path}  ({} bytes)", bytes.len()));
             }
         }
         for name in &stale {
+            let path = dir.join(name).display().to_string();
+            sink.file("stale", &path, None);
             if !quiet {
-                let _ = writeln!(
-                    out,
-                    "{:<8}{}  (not part of this seal)",
-                    "stale",
-                    dir.join(name).display()
-                );
+                sink.line(format!("{:<8}{path}  (not part of this seal)", "stale"));
             }
         }
         // What differs, as a unified diff from what is on disk to what this
         // compile would write.
         for (name, _, existing) in &differing {
-            let (Some(existing), Some(ours), false) = (existing, compiled.files.get(name), quiet)
+            let (Some(existing), Some(ours), false) =
+                (existing, compiled.files.get(name), quiet || sink.json)
             else {
                 continue;
             };
@@ -252,7 +267,7 @@ fn compile(
                     &format!("{shown} (this compile)"),
                 )
                 .to_string();
-            let _ = write!(out, "{diff}");
+            sink.text(&diff);
         }
         return if differing.is_empty() && stale.is_empty() {
             OK
@@ -277,9 +292,9 @@ fn compile(
             .help(
                 "pass `--force` to replace it, or `--check` to see the difference without writing",
             );
-            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+            sink.report(d);
         }
-        let _ = writeln!(err, "error: nothing written");
+        sink.note("error: nothing written".to_string());
         return DIFFERS;
     }
     // A secret-looking `pass` value is in these files: readable by their
@@ -301,12 +316,12 @@ fn compile(
                 ),
             )
             .help("check that the output directory is writable");
-            let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, &src));
+            sink.report(d);
             return BAD_INPUT;
         }
     };
     for w in top.warnings() {
-        let _ = writeln!(err, "warning: the seal's directory: {w}");
+        sink.note(format!("warning: the seal's directory: {w}"));
     }
     // Through the directory written (not its path again, which another
     // user could have pointed elsewhere meanwhile).
@@ -316,16 +331,12 @@ fn compile(
         match top.remove_below(name) {
             Ok(()) => removed.push(*name),
             Err(e) => {
-                let _ = writeln!(
-                    err,
+                sink.note(format!(
                     "warning: cannot remove {}, which is not part of this seal: {e}",
                     quote(&path.display().to_string())
-                );
+                ));
             }
         }
-    }
-    if quiet {
-        return OK;
     }
     let written = differing.len();
     for (name, bytes) in &compiled.files {
@@ -334,24 +345,24 @@ fn compile(
         } else {
             "unchanged"
         };
-        let _ = writeln!(
-            out,
-            "{state:<10}{}  {}",
-            crate::digest::sha256(bytes),
-            dir.join(name).display()
-        );
+        let path = dir.join(name).display().to_string();
+        let digest = sink.file(state, &path, Some(bytes));
+        if !quiet {
+            sink.line(format!("{state:<10}{}  {path}", digest.unwrap_or_default()));
+        }
     }
     for name in &removed {
-        let _ = writeln!(
-            out,
-            "{:<10}{}  (not part of this seal)",
-            "removed",
-            dir.join(name).display()
-        );
+        let path = dir.join(name).display().to_string();
+        sink.file("removed", &path, None);
+        if !quiet {
+            sink.line(format!("{:<10}{path}  (not part of this seal)", "removed"));
+        }
+    }
+    if quiet {
+        return OK;
     }
     let n = compiled.ir.asserts.len();
-    let _ = writeln!(
-        out,
+    sink.line(format!(
         "seal `{}`: {written} written, {} unchanged{}; {n} assertion{} proved; binding {}",
         compiled.ir.name,
         compiled.files.len() - written,
@@ -362,8 +373,118 @@ fn compile(
         },
         if n == 1 { "" } else { "s" },
         compiled.record.binding
-    );
+    ));
     OK
+}
+
+/// Where compile's findings and results go: rendered as they come, or
+/// (`--format json`) gathered into one JSON document on stdout at the end,
+/// with every finding (the text groups many of one kind).
+struct Sink<'a> {
+    json: bool,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    file: String,
+    src: String,
+    diags: Diagnostics,
+    notes: Vec<String>,
+    files: Vec<serde_json::Value>,
+    /// The seal's name and binding, once compiled.
+    seal: Option<(String, String)>,
+}
+
+impl Sink<'_> {
+    /// A problem (or a few) that ends or accompanies the compile.
+    fn report(&mut self, d: impl Into<Diagnostics>) {
+        let d = d.into();
+        if self.json {
+            self.diags.extend(d);
+        } else {
+            let _ = write!(
+                self.err,
+                "{}",
+                render_diagnostics(&d, &self.file, &self.src)
+            );
+        }
+    }
+
+    /// The spec's findings, many of one kind grouped in the text.
+    fn listing(&mut self, d: Diagnostics) {
+        if self.json {
+            self.diags.extend(d);
+        } else if !d.0.is_empty() {
+            let text = crate::diag::Render {
+                file: &self.file,
+                src: &self.src,
+                color: super::color(),
+                all_in: Some("`--format json`"),
+            }
+            .render(&d);
+            let _ = write!(self.err, "{text}");
+        }
+    }
+
+    /// A line for stderr (a note, a warning about the host).
+    fn note(&mut self, line: String) {
+        if self.json {
+            self.notes.push(line);
+        } else {
+            let _ = writeln!(self.err, "{line}");
+        }
+    }
+
+    /// A line of the listing on stdout (text only).
+    fn line(&mut self, line: String) {
+        if !self.json {
+            let _ = writeln!(self.out, "{line}");
+        }
+    }
+
+    /// Text for stdout as it is (text only).
+    fn text(&mut self, text: &str) {
+        if !self.json {
+            let _ = write!(self.out, "{text}");
+        }
+    }
+
+    /// An output and what became of it; its digest, if it has bytes (and
+    /// the digest is printed or asked for).
+    fn file(&mut self, state: &str, path: &str, bytes: Option<&Vec<u8>>) -> Option<String> {
+        if self.json {
+            let digest = bytes.map(|b| crate::digest::sha256(b));
+            self.files.push(serde_json::json!({
+                "path": path,
+                "state": state,
+                "sha256": digest,
+            }));
+            return digest;
+        }
+        (!super::quiet()).then(|| bytes.map(|b| crate::digest::sha256(b)))?
+    }
+
+    /// The exit code; the JSON document first, if asked for.
+    fn finish(self, code: i32) -> i32 {
+        if self.json {
+            let count = |sev| self.diags.0.iter().filter(|d| d.severity == sev).count();
+            let diags = crate::lint::diagnostics_json(&self.diags, &self.src);
+            let (seal, binding) = self.seal.unzip();
+            let doc = serde_json::json!({
+                "schema": "sealc.compile/v1",
+                "file": self.file,
+                "exit": code,
+                "seal": seal,
+                "binding": binding,
+                "files": self.files,
+                "notes": self.notes,
+                "errors": count(crate::diag::Severity::Error),
+                "warnings": count(crate::diag::Severity::Warning),
+                "advice": count(crate::diag::Severity::Advice),
+                "diagnostics": diags,
+            });
+            let _ = write!(self.out, "{}", crate::record::canonical_json(&doc));
+        }
+        code
+    }
 }
 
 /// `sealc lint` for one target platform.
@@ -403,6 +524,12 @@ pub(super) fn shell_word(s: &str) -> String {
 /// files of random names, renames relative to the directory's descriptor.
 /// The files named in `private` are made readable and writable by their
 /// owner only (0600), also when their bytes are unchanged; the others 0644.
+///
+/// They are not synced to the disk (as a compiler's outputs are not): the
+/// record binds every artifact's digest and `sealc verify` and `sealc exec`
+/// recompile it, so a file a crash left torn is refused, never trusted, and
+/// compiling again mends it. Syncing the four files took 1.4 ms a compile
+/// on this project's CI disk, a third of the whole process.
 fn write_all_atomically(
     dir: &Path,
     files: &std::collections::BTreeMap<String, Vec<u8>>,
@@ -451,7 +578,7 @@ fn write_all_atomically(
             0o644
         };
         // On an error, what is staged so far is removed as it drops.
-        staged.push(d.stage(file.as_ref(), bytes, mode)?);
+        staged.push(d.stage_unsynced(file.as_ref(), bytes, mode)?);
     }
     for s in staged {
         s.commit()?;

@@ -52,7 +52,14 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let diags = crate::lint::lint_for(&src, platform.map(Into::into));
     match format {
         Format::Text => {
-            let _ = write!(out, "{}", render_diagnostics(&diags, &display, &src));
+            let text = crate::diag::Render {
+                file: &display,
+                src: &src,
+                color: super::color(),
+                all_in: Some("`--format json`"),
+            }
+            .render(&diags);
+            let _ = write!(out, "{text}");
             let count = |sev| diags.0.iter().filter(|d| d.severity == sev).count();
             let _ = (!super::quiet()).then(|| {
                 writeln!(
