@@ -413,6 +413,30 @@ impl Dir {
         read_bounded(fd, max).map(Some)
     }
 
+    /// `name` is already exactly what writing `bytes` with `mode` would
+    /// leave: a regular file (no link followed) of this user's, mode
+    /// `mode`, with no other hard link, holding `bytes`. Only then may a
+    /// write be skipped: a file of another user's, or with another name
+    /// elsewhere, would stay theirs to change.
+    pub fn holds_own(&self, name: &OsStr, bytes: &[u8], mode: u32) -> bool {
+        if check_name(name).is_err() {
+            return false;
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::openat(&self.fd, name, flags, Mode::empty()) else {
+            return false;
+        };
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            return false;
+        };
+        let ours = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            && st.st_uid == rustix::process::geteuid().as_raw()
+            && st.st_nlink == 1
+            && st.st_mode & 0o7777 == mode
+            && st.st_size as u64 == bytes.len() as u64;
+        ours && read_bounded(fd, bytes.len() as u64).is_ok_and(|b| b == bytes)
+    }
+
     /// The directory holding `rel` (a `/`-joined relative path) and its
     /// last name, each directory on the way opened without following a
     /// link (`Ok(None)`: a directory on the way is not there).

@@ -725,3 +725,50 @@ fn diagnostics_are_coloured_only_when_asked() {
         assert!(out.stderr.contains("relative"), "{}", out.stderr);
     }
 }
+
+#[test]
+fn a_second_compile_leaves_its_own_unchanged_files_and_replaces_any_other() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let out = compile(&[]).run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = out.path("seal/seal.sb");
+    let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
+    let again = |dir| {
+        let o = Sealc::new()
+            .in_dir(dir)
+            .file("spec.toml", SPEC)
+            .args(["compile", "spec.toml", "--var", "ws=/private/tmp/cli-ws"])
+            .run();
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(o.stdout.contains("0 written, 4 unchanged"), "{}", o.stdout);
+        o
+    };
+    let first = ino(&sb);
+    let out = again(out.dir);
+    assert_eq!(
+        ino(&sb),
+        first,
+        "an unchanged file of ours is left as it is"
+    );
+    // Another mode: replaced, with the mode it should have.
+    std::fs::set_permissions(&sb, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = again(out.dir);
+    assert_ne!(ino(&sb), first);
+    assert_eq!(std::fs::metadata(&sb).unwrap().mode() & 0o7777, 0o644);
+    // A second name for it: replaced, so the other name is not the seal.
+    let second = ino(&sb);
+    std::fs::hard_link(&sb, out.path("alias")).unwrap();
+    let out = again(out.dir);
+    assert_ne!(ino(&sb), second, "a file with another link is rewritten");
+    // Another user's file with the very bytes: replaced by one of ours.
+    if rustix::process::geteuid().is_root() {
+        let third = ino(&sb);
+        std::os::unix::fs::lchown(&sb, Some(65534), Some(65534)).unwrap();
+        let out = again(out.dir);
+        assert_ne!(ino(&sb), third, "another user's file is rewritten");
+        assert_eq!(
+            std::fs::metadata(out.path("seal/seal.sb")).unwrap().uid(),
+            0
+        );
+    }
+}
