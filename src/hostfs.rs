@@ -510,8 +510,10 @@ fn read_at_most(fd: OwnedFd, max: u64, streams: bool) -> io::Result<Vec<u8>> {
             st.st_size
         )));
     }
-    let mut bytes = Vec::new();
-    // The size may grow meanwhile: never more than `max` (+1 to tell).
+    // Room for what the file holds now (at most 64 MiB ahead of reading);
+    // the size may grow meanwhile: never more than `max` (+1 to tell).
+    let mut bytes =
+        Vec::with_capacity((st.st_size.max(0) as u64).min(max).min(64 << 20) as usize + 1);
     std::fs::File::from(fd)
         .take(max + 1)
         .read_to_end(&mut bytes)?;

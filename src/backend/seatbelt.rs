@@ -111,7 +111,9 @@ pub const DENY_DEFAULT_METADATA: &[&str] =
 
 /// Render the profile.
 pub fn render(ir: &Ir) -> Vec<u8> {
-    let mut out = String::new();
+    // About what a root's rules and comments take, so that a big profile
+    // is not copied each time it outgrows its buffer.
+    let mut out = String::with_capacity(8192 + ir.roots.len() * 320);
     header(ir, &mut out);
     let mut sections: Vec<(&str, Vec<Rule>)> = Vec::new();
     if ir.base == Base::DenyDefault {

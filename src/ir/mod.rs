@@ -1047,10 +1047,17 @@ impl Lower<'_> {
         };
         // Roots that share a spelling, found through an index rather than by
         // comparing every pair.
-        let mut by_spelling: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, r) in roots.iter().enumerate() {
-            for sp in &r.spellings {
-                by_spelling.entry(sp.as_str()).or_default().push(i);
+        // One sorted list of (spelling, root), not a list a spelling.
+        let mut pairs: Vec<(&str, usize)> = roots
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.spellings.iter().map(move |sp| (sp.as_str(), i)))
+            .collect();
+        pairs.sort_unstable();
+        let mut by_spelling: Vec<(&str, Vec<usize>)> = Vec::new();
+        for group in pairs.chunk_by(|a, b| a.0 == b.0) {
+            if group.len() > 1 {
+                by_spelling.push((group[0].0, group.iter().map(|(_, i)| *i).collect()));
             }
         }
         let mut seen: BTreeSet<(usize, usize)> = BTreeSet::new();
