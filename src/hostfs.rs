@@ -413,12 +413,14 @@ impl Dir {
         read_bounded(fd, max).map(Some)
     }
 
-    /// `name` is already exactly what writing `bytes` with `mode` would
-    /// leave: a regular file (no link followed) of this user's, mode
-    /// `mode`, with no other hard link, holding `bytes`. Only then may a
-    /// write be skipped: a file of another user's, or with another name
-    /// elsewhere, would stay theirs to change.
-    pub fn holds_own(&self, name: &OsStr, bytes: &[u8], mode: u32) -> bool {
+    /// `name`, whose bytes the caller found to be what it would write, is
+    /// already what writing them with `mode` would leave: a regular file
+    /// (no link followed) of this user's, mode `mode`, with no other hard
+    /// link, `len` bytes long. Only then may a write be skipped: a file of
+    /// another user's, or with another name elsewhere, would stay theirs to
+    /// change (and only its owner or root could have changed its bytes
+    /// since).
+    pub fn holds_own(&self, name: &OsStr, len: usize, mode: u32) -> bool {
         if check_name(name).is_err() {
             return false;
         }
@@ -429,12 +431,11 @@ impl Dir {
         let Ok(st) = rustix::fs::fstat(&fd) else {
             return false;
         };
-        let ours = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
             && st.st_uid == rustix::process::geteuid().as_raw()
             && st.st_nlink == 1
             && st.st_mode & 0o7777 == mode
-            && st.st_size as u64 == bytes.len() as u64;
-        ours && read_bounded(fd, bytes.len() as u64).is_ok_and(|b| b == bytes)
+            && st.st_size as u64 == len as u64
     }
 
     /// The directory holding `rel` (a `/`-joined relative path) and its

@@ -307,7 +307,14 @@ fn compile(
     } else {
         crate::PASS_VALUE_FILES.to_vec()
     };
-    let top = match write_all_atomically(dir, &compiled.files, &private) {
+    // The outputs on disk that hold this compile's bytes already.
+    let same: Vec<&str> = compiled
+        .files
+        .keys()
+        .filter(|n| !differing.iter().any(|(d, _, _)| d == *n))
+        .map(String::as_str)
+        .collect();
+    let top = match write_all_atomically(dir, &compiled.files, &private, &same) {
         Ok(top) => top,
         Err(e) => {
             let d = Diagnostic::error(
@@ -536,6 +543,7 @@ fn write_all_atomically(
     dir: &Path,
     files: &std::collections::BTreeMap<String, Vec<u8>>,
     private: &[&str],
+    same: &[&str],
 ) -> std::io::Result<crate::hostfs::Dir> {
     let top = crate::hostfs::Dir::create_all(dir, 0o755)?;
     // The record goes last, so it never describes artifacts not yet in place.
@@ -581,7 +589,7 @@ fn write_all_atomically(
         };
         // What is there already, ours and as it would be written, stays
         // (compiling again into the same directory writes nothing).
-        if d.holds_own(file.as_ref(), bytes, mode) {
+        if same.contains(&name.as_str()) && d.holds_own(file.as_ref(), bytes.len(), mode) {
             continue;
         }
         // On an error, what is staged so far is removed as it drops.
