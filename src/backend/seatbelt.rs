@@ -88,7 +88,7 @@ impl Comment<'_> {
 struct Rule<'a> {
     comment: Comment<'a>,
     action: Action,
-    ops: Vec<&'static str>,
+    ops: &'static [&'static str],
     filters: Vec<Filter<'a>>,
 }
 
@@ -181,7 +181,7 @@ fn emit(r: &Rule, out: &mut String) {
         Action::Allow => "allow",
         Action::Deny => "deny",
     });
-    for op in &r.ops {
+    for op in r.ops {
         out.push(' ');
         out.push_str(op);
     }
@@ -314,13 +314,13 @@ impl<'a> Sorted<'a> {
 fn rule<'a>(
     comment: Comment<'a>,
     action: Action,
-    op: &'static str,
+    ops: &'static [&'static str],
     filter: Filter<'a>,
 ) -> Rule<'a> {
     Rule {
         comment,
         action,
-        ops: vec![op],
+        ops,
         filters: vec![filter],
     }
 }
@@ -335,7 +335,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 rule(
                     "deny-default base".into(),
                     Action::Allow,
-                    "file-read*",
+                    &["file-read*"],
                     Filter::Subpath((*p).into()),
                 ),
             );
@@ -349,7 +349,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 rule(
                     "deny-default base".into(),
                     Action::Allow,
-                    "file-read*",
+                    &["file-read*"],
                     Filter::Literal((*p).into()),
                 ),
             );
@@ -371,7 +371,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
             } else {
                 Filter::Subpath(sp.as_str().into())
             };
-            s.push(sp, rank, rule(origin(root, sp), action, "file-read*", f));
+            s.push(sp, rank, rule(origin(root, sp), action, &["file-read*"], f));
         }
     }
     for e in ir.launcher.iter().filter(|e| e.reallow) {
@@ -390,7 +390,7 @@ fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     )
                     .into(),
                     Action::Allow,
-                    "file-read*",
+                    &["file-read*"],
                     Filter::Literal(sp.as_str().into()),
                 ),
             );
@@ -426,7 +426,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
                         rule(
                             c,
                             action,
-                            "file-read-metadata",
+                            &["file-read-metadata"],
                             Filter::Subpath(sp.as_str().into()),
                         ),
                     );
@@ -461,7 +461,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
             comment: "deny-default base: symlinks and directories walked to reach system files"
                 .into(),
             action: Action::Allow,
-            ops: vec!["file-read-metadata"],
+            ops: &["file-read-metadata"],
             filters,
         });
     }
@@ -497,7 +497,7 @@ fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
             rules.push(Rule {
                 comment: comment.into(),
                 action: Action::Allow,
-                ops: vec!["file-read-metadata"],
+                ops: &["file-read-metadata"],
                 filters,
             });
         }
@@ -561,7 +561,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
         rule(
             "writes are an allow-list: every path is denied, then write roots re-allowed".into(),
             Action::Deny,
-            "file-write*",
+            &["file-write*"],
             Filter::Subpath("/".into()),
         ),
     );
@@ -578,7 +578,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     rule(
                         origin(root, sp),
                         Action::Allow,
-                        "file-write*",
+                        &["file-write*"],
                         Filter::Subpath(sp.as_str().into()),
                     ),
                 ),
@@ -588,7 +588,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                     rule(
                         origin(root, sp),
                         Action::Allow,
-                        "file-write*",
+                        &["file-write*"],
                         Filter::Literal(sp.as_str().into()),
                     ),
                 ),
@@ -600,7 +600,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                             ": inside a write root, so not writable, creatable or removable",
                         ),
                         Action::Deny,
-                        "file-write*",
+                        &["file-write*"],
                         Filter::Subpath(sp.as_str().into()),
                     ),
                 ),
@@ -618,7 +618,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                         ": read-only inside a write root: nothing in it or at its name is created, changed, removed or renamed",
                     ),
                     Action::Deny,
-                    "file-write*",
+                    &["file-write*"],
                     Filter::Subpath(sp.as_str().into()),
                 ),
             );
@@ -648,7 +648,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 )
                 .into(),
                 action: Action::Deny,
-                ops: vec!["file-write-unlink"],
+                ops: &["file-write-unlink"],
                 filters: filters.into_iter().collect(),
             });
         }
@@ -663,7 +663,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 suffix: ": the root cannot be removed or renamed",
             },
             action: Action::Deny,
-            ops: vec!["file-write-unlink"],
+            ops: &["file-write-unlink"],
             filters: object_spellings(root)
                 .map(|s| Filter::Literal(s.into()))
                 .collect(),
@@ -683,7 +683,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             )
             .into(),
             action: Action::Deny,
-            ops: vec!["file-write-unlink"],
+            ops: &["file-write-unlink"],
             filters: pin
                 .spellings
                 .iter()
@@ -696,7 +696,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
             comment: protect_origin(root, root.real.as_deref().unwrap_or(&root.path))
                 .with_suffix(": not removed or renamed"),
             action: Action::Deny,
-            ops: vec!["file-write-unlink"],
+            ops: &["file-write-unlink"],
             filters: root
                 .spellings
                 .iter()
@@ -707,7 +707,7 @@ fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
     rules.push(rule(
         "no set-user-id or set-group-id bits anywhere (file-write-setugid falls back to the default, not to file-write*)".into(),
         Action::Deny,
-        "file-write-setugid",
+        &["file-write-setugid"],
         Filter::Subpath("/".into()),
     ));
     rules
@@ -736,7 +736,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                         comment: origin(root, sp)
                             .with_suffix(": links and clones of its own files"),
                         action: Action::Allow,
-                        ops: vec!["file-link", "file-clone"],
+                        ops: &["file-link", "file-clone"],
                         filters: vec![Filter::Subpath(sp.as_str().into())],
                     },
                 );
@@ -749,7 +749,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 rule(
                     origin(root, sp).with_suffix(": the root itself is never hard-linked"),
                     Action::Deny,
-                    "file-link",
+                    &["file-link"],
                     Filter::Literal(sp.into()),
                 ),
             );
@@ -767,7 +767,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                         ": never linked or cloned (a link elsewhere would be writable)",
                     ),
                     action: Action::Deny,
-                    ops: vec!["file-link", "file-clone"],
+                    ops: &["file-link", "file-clone"],
                     filters: vec![Filter::Subpath(sp.as_str().into())],
                 },
             );
@@ -781,7 +781,7 @@ fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 Rule {
                     comment: origin(root, sp).with_suffix(": derived, always"),
                     action: Action::Deny,
-                    ops: vec!["file-link", "file-clone"],
+                    ops: &["file-link", "file-clone"],
                     filters: vec![Filter::Subpath(sp.as_str().into())],
                 },
             );
@@ -798,7 +798,7 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         )
         .into(),
         action: Action::Deny,
-        ops: vec!["network*"],
+        ops: &["network*"],
         filters: vec![
             Filter::Raw("(remote ip \"*:*\")".into()),
             Filter::Raw("(local ip \"*:*\")".into()),
@@ -811,7 +811,7 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
         NetMode::Open if ir.base == Base::DenyDefault => vec![Rule {
             comment: "network.mode = \"open\" under the deny-default base: IP traffic in and out and unix sockets, which `(deny default)` would refuse".into(),
             action: Action::Allow,
-            ops: vec!["network*"],
+            ops: &["network*"],
             filters: vec![
                 Filter::Raw("(remote ip \"*:*\")".into()),
                 Filter::Raw("(local ip \"*:*\")".into()),
@@ -836,7 +836,7 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 rules.push(Rule {
                     comment: comment.into(),
                     action: Action::Allow,
-                    ops: vec!["network-outbound"],
+                    ops: &["network-outbound"],
                     filters: vec![Filter::Raw(Cow::Owned(format!(
                         "(remote tcp \"localhost:{}\")",
                         p.port
@@ -877,25 +877,25 @@ fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
         Rule {
             comment: "deny-default base: run programs from the system, the launcher chain, and allowed roots".into(),
             action: Action::Allow,
-            ops: vec!["process-exec*"],
+            ops: &["process-exec*"],
             filters: exec_filters,
         },
         Rule {
             comment: "deny-default base: fork takes no filter and no other rule names process*, so this cannot conflict".into(),
             action: Action::Allow,
-            ops: vec!["process-fork"],
+            ops: &["process-fork"],
             filters: Vec::new(),
         },
         Rule {
             comment: "deny-default base: signals within this sandbox only".into(),
             action: Action::Allow,
-            ops: vec!["signal"],
+            ops: &["signal"],
             filters: vec![Filter::Raw("(target same-sandbox)".into())],
         },
         Rule {
             comment: "deny-default base: hardware and kernel facts programs read at start".into(),
             action: Action::Allow,
-            ops: vec!["sysctl-read"],
+            ops: &["sysctl-read"],
             filters: vec![
                 Filter::Raw("(sysctl-name-prefix \"hw.\")".into()),
                 Filter::Raw("(sysctl-name-prefix \"kern.\")".into()),
@@ -905,7 +905,7 @@ fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
         Rule {
             comment: "deny-default base: user lookup, notifications, logging and certificate checks".into(),
             action: Action::Allow,
-            ops: vec!["mach-lookup"],
+            ops: &["mach-lookup"],
             filters: vec![
                 Filter::Raw("(global-name \"com.apple.SecurityServer\")".into()),
                 Filter::Raw("(global-name \"com.apple.logd\")".into()),
@@ -917,7 +917,7 @@ fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
         Rule {
             comment: "deny-default base: the notification center's shared memory".into(),
             action: Action::Allow,
-            ops: vec!["ipc-posix-shm-read-data"],
+            ops: &["ipc-posix-shm-read-data"],
             filters: vec![Filter::Raw("(ipc-posix-name \"apple.shm.notification_center\")".into())],
         },
     ]
