@@ -16,7 +16,8 @@ struct Big {
     path_len: usize,
     one_line: bool,
     vars: usize,
-    depth: usize,
+    /// Arrays nested this deep under an unknown key (refused), or none.
+    depth: Option<usize>,
     /// A character spliced into the spec somewhere (a control, a bidi
     /// override, a quote, a newline), and where, as a fraction.
     junk: Option<(char, u8)>,
@@ -29,7 +30,7 @@ fn big() -> impl Strategy<Value = Big> {
         1usize..300,
         any::<bool>(),
         0usize..200,
-        0usize..2_000,
+        prop::option::of(1usize..2_000),
         prop::option::of((
             prop::sample::select(vec![
                 '\u{1b}', '\u{0}', '\r', '\n', '"', '\u{202e}', '\u{85}', '\t', 'é', '[', '$',
@@ -73,8 +74,8 @@ fn spec(b: &Big) -> String {
         let _ = write!(s, "\"/srv/w{i}\", ");
     }
     s.push_str("]\n");
-    if b.depth > 0 {
-        let _ = writeln!(s, "x = {}{}", "[".repeat(b.depth), "]".repeat(b.depth));
+    if let Some(depth) = b.depth {
+        let _ = writeln!(s, "x = {}{}", "[".repeat(depth), "]".repeat(depth));
     }
     if let Some((c, at)) = b.junk {
         let mut at = s.len() * at as usize / 256;
@@ -127,10 +128,17 @@ proptest! {
         match sealc::compile_for("big.toml", &src, &flags, None, &host) {
             Ok(c) => {
                 prop_assert!(!c.files.is_empty());
+                // Every root made it into the profile.
+                let sb = String::from_utf8_lossy(&c.files["seal.sb"]);
+                let last = format!("/{}\"", b.roots.saturating_sub(1));
+                prop_assert!(b.roots == 0 || sb.contains(&last), "no rule for the last root");
                 assert_bounded(&c.warnings, &src);
             }
             Err(d) => {
                 prop_assert!(d.has_errors());
+                // A clean spec compiles: only the unknown key or the junk
+                // may refuse it.
+                prop_assert!(b.depth.is_some() || b.junk.is_some(), "{:?}", d.0.first());
                 assert_bounded(&d, &src);
             }
         }

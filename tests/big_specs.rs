@@ -100,6 +100,30 @@ fn json_gives_every_finding_the_text_groups() {
     assert_eq!(last["range"]["start"]["column"], 3);
     assert_eq!(doc["files"].as_array().unwrap().len(), 4);
     assert!(doc["binding"].as_str().unwrap().starts_with("sha256:"));
+    // A finding that names every root (the platform differences) is cut
+    // in the text, and whole in the JSON.
+    let lint = Sealc::new()
+        .file("big.toml", many_roots(10_000, false))
+        .args(["lint", "big.toml", "--platform", "both"])
+        .run();
+    assert_eq!(lint.code, 0, "{}", lint.stderr);
+    bounded("lint --platform both", &lint.stdout, 200);
+    assert!(lint
+        .stdout
+        .contains("more characters: `--format json` gives it whole"));
+    let json = Sealc::new()
+        .file("big.toml", many_roots(10_000, false))
+        .args(["lint", "big.toml", "--platform", "both", "--format", "json"])
+        .run();
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["message"]
+            .as_str()
+            .unwrap()
+            .contains("/Users/op/projects/p009999")));
     // `lint --format json` too.
     let lint = Sealc::new()
         .file("big.toml", many_roots(10_000, true))

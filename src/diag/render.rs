@@ -296,10 +296,30 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
+/// Characters of a message or help shown; a longer one (a finding that
+/// names every root of a big spec) is cut, and says where it is whole.
+pub const MAX_MESSAGE: usize = 1_200;
+
+/// [`plain`], cut at [`MAX_MESSAGE`] characters.
+fn plain(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(MAX_MESSAGE) {
+        None => plain_whole(s),
+        Some((at, _)) => {
+            let rest = s[at..].chars().count();
+            format!(
+                "{}… ({} more characters: `--format json` gives it whole)",
+                plain_whole(&s[..at]),
+                thousands(rest)
+            )
+            .into()
+        }
+    }
+}
+
 /// A message or help as printed: whatever a library or a value put in it,
 /// no control character but a line break, and no bidi control, reaches the
 /// terminal.
-fn plain(s: &str) -> std::borrow::Cow<'_, str> {
+fn plain_whole(s: &str) -> std::borrow::Cow<'_, str> {
     let hidden = |c: char| (c.is_control() && c != '\n') || super::is_bidi(c);
     if !s.chars().any(hidden) {
         return s.into();
