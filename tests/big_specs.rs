@@ -100,6 +100,19 @@ fn json_gives_every_finding_the_text_groups() {
     assert_eq!(last["range"]["start"]["column"], 3);
     assert_eq!(doc["files"].as_array().unwrap().len(), 4);
     assert!(doc["binding"].as_str().unwrap().starts_with("sha256:"));
+    // Refused: the document still comes, with the exit and the span, and
+    // nothing is written.
+    let bad = Sealc::new()
+        .file("bad.toml", format!("{HEAD}deny_read = [\"/x/\"]\n"))
+        .args(["compile", "bad.toml", "--format", "json"])
+        .run();
+    assert_eq!(bad.code, 2, "{}", bad.stdout);
+    assert_eq!(bad.stderr, "");
+    let doc: serde_json::Value = serde_json::from_str(&bad.stdout).unwrap();
+    assert_eq!(doc["exit"], 2);
+    assert_eq!(doc["diagnostics"][0]["code"], "sealc::path::invalid");
+    assert_eq!(doc["diagnostics"][0]["range"]["start"]["line"], 10);
+    assert!(!bad.path("seal").exists(), "nothing written");
     // A finding that names every root (the platform differences) is cut
     // in the text, and whole in the JSON.
     let lint = Sealc::new()

@@ -238,14 +238,14 @@ fn compile(
                 .find(|(n, _, _)| n == name)
                 .map_or("ok", |(_, s, _)| s);
             let path = dir.join(name).display().to_string();
-            sink.file(state, &path, Some(bytes));
+            sink.file(state, &path, Some(bytes), false);
             if !quiet {
                 sink.line(format!("{state:<8}{path}  ({} bytes)", bytes.len()));
             }
         }
         for name in &stale {
             let path = dir.join(name).display().to_string();
-            sink.file("stale", &path, None);
+            sink.file("stale", &path, None, false);
             if !quiet {
                 sink.line(format!("{:<8}{path}  (not part of this seal)", "stale"));
             }
@@ -355,14 +355,14 @@ fn compile(
             "unchanged"
         };
         let path = dir.join(name).display().to_string();
-        let digest = sink.file(state, &path, Some(bytes));
+        let digest = sink.file(state, &path, Some(bytes), !quiet);
         if !quiet {
             sink.line(format!("{state:<10}{}  {path}", digest.unwrap_or_default()));
         }
     }
     for name in &removed {
         let path = dir.join(name).display().to_string();
-        sink.file("removed", &path, None);
+        sink.file("removed", &path, None, false);
         if !quiet {
             sink.line(format!("{:<10}{path}  (not part of this seal)", "removed"));
         }
@@ -456,9 +456,15 @@ impl Sink<'_> {
         }
     }
 
-    /// An output and what became of it; its digest, if it has bytes (and
-    /// the digest is printed or asked for).
-    fn file(&mut self, state: &str, path: &str, bytes: Option<&Vec<u8>>) -> Option<String> {
+    /// An output and what became of it; its digest, if it has bytes and
+    /// the JSON or the caller (`printed`) wants it.
+    fn file(
+        &mut self,
+        state: &str,
+        path: &str,
+        bytes: Option<&Vec<u8>>,
+        printed: bool,
+    ) -> Option<String> {
         if self.json {
             let digest = bytes.map(|b| crate::digest::sha256(b));
             self.files.push(serde_json::json!({
@@ -468,7 +474,7 @@ impl Sink<'_> {
             }));
             return digest;
         }
-        (!super::quiet()).then(|| bytes.map(|b| crate::digest::sha256(b)))?
+        printed.then(|| bytes.map(|b| crate::digest::sha256(b)))?
     }
 
     /// The exit code; the JSON document first, if asked for.

@@ -282,6 +282,8 @@ impl miette::SourceCode for Excerpt {
 struct Shown<'a> {
     d: &'a Diagnostic,
     excerpt: Option<Excerpt>,
+    /// [`Render::all_in`].
+    all_in: Option<&'a str>,
 }
 
 impl fmt::Debug for Shown<'_> {
@@ -292,7 +294,7 @@ impl fmt::Debug for Shown<'_> {
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&plain(&self.d.message))
+        f.write_str(&plain(&self.d.message, self.all_in))
     }
 }
 
@@ -300,18 +302,18 @@ impl fmt::Display for Shown<'_> {
 /// names every root of a big spec) is cut, and says where it is whole.
 pub const MAX_MESSAGE: usize = 1_200;
 
-/// [`plain`], cut at [`MAX_MESSAGE`] characters.
-fn plain(s: &str) -> std::borrow::Cow<'_, str> {
+/// [`plain_whole`], cut at [`MAX_MESSAGE`] characters; the cut names
+/// `all_in`, where the whole text is, if the command has one.
+fn plain<'s>(s: &'s str, all_in: Option<&str>) -> std::borrow::Cow<'s, str> {
     match s.char_indices().nth(MAX_MESSAGE) {
         None => plain_whole(s),
         Some((at, _)) => {
-            let rest = s[at..].chars().count();
-            format!(
-                "{}… ({} more characters: `--format json` gives it whole)",
-                plain_whole(&s[..at]),
-                thousands(rest)
-            )
-            .into()
+            let rest = thousands(s[at..].chars().count());
+            let whole = match all_in {
+                Some(all_in) => format!("{rest} more characters: {all_in} gives it whole"),
+                None => format!("{rest} more characters not shown"),
+            };
+            format!("{}… ({whole})", plain_whole(&s[..at])).into()
         }
     }
 }
@@ -349,7 +351,7 @@ impl miette::Diagnostic for Shown<'_> {
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
         let help = self.d.help.as_deref()?;
-        Some(Box::new(plain(help)))
+        Some(Box::new(plain(help, self.all_in)))
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -410,7 +412,8 @@ impl Render<'_> {
                 .as_ref()
                 .filter(|_| !self.src.is_empty())
                 .map(|span| Excerpt::new(&lines, self.file, span));
-            let _ = handler.render_report(&mut s, &Shown { d, excerpt });
+            let all_in = self.all_in;
+            let _ = handler.render_report(&mut s, &Shown { d, excerpt, all_in });
         }
         for ((code, severity), ds) in hidden {
             let summary = self.summary(&lines, code, severity, &ds);
@@ -419,6 +422,7 @@ impl Render<'_> {
                 &Shown {
                     d: &summary,
                     excerpt: None,
+                    all_in: self.all_in,
                 },
             );
         }
