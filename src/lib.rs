@@ -16,10 +16,6 @@
 // `cloexec_inherited`). Everything else is safe code.
 #![deny(unsafe_code)]
 
-// pest_derive without its `std` feature names `alloc` (and so skips pest's
-// per-call stack guard, a fifth of the time of reading a profile back).
-extern crate alloc;
-
 pub mod absent;
 pub mod backend;
 pub mod cli;

@@ -1,4 +1,5 @@
-//! The SBPL reader: `grammar/sbpl.pest` → an AST with spans, and a printer.
+//! The SBPL reader: the language of `grammar/sbpl.pest` → an AST with spans,
+//! and a printer.
 //!
 //! Atoms keep their raw text, so printing a profile writes every string,
 //! number and symbol exactly as it was read; the text between top-level
@@ -6,13 +7,6 @@
 //! trip byte for byte.
 
 use std::ops::Range;
-
-use pest::Parser as _;
-use pest_derive::Parser;
-
-#[derive(Parser)]
-#[grammar = "../grammar/sbpl.pest"]
-struct SbplParser;
 
 /// How a quoted form was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,57 +114,24 @@ impl std::fmt::Display for SyntaxError {
 }
 
 /// Parse profile text.
+///
+/// A recursive-descent reader of exactly the language `grammar/sbpl.pest`
+/// defines (`tests/sbpl_grammar.rs` holds the two to the same answers on
+/// generated and fuzzed text): one pass over the bytes, no backtracking.
 pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
-    if let Some(at) = too_deep(src) {
-        let line = src[..at].matches('\n').count() + 1;
-        let column = at - src[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
-        return Err(SyntaxError {
-            line,
-            column,
-            message: format!("lists nest deeper than {MAX_DEPTH}"),
-        });
-    }
-    let mut pairs = SbplParser::parse(Rule::file, src).map_err(|e| {
-        let (line, column) = match e.line_col {
-            pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
-        };
-        let message = match &e.variant {
-            pest::error::ErrorVariant::ParsingError { positives, .. }
-                if positives.contains(&Rule::datum) || positives.is_empty() =>
-            {
-                "unbalanced parentheses or an unreadable datum".to_string()
-            }
-            pest::error::ErrorVariant::ParsingError { positives, .. } => {
-                let names: Vec<String> = positives
-                    .iter()
-                    .map(|r| format!("{r:?}").replace('_', " "))
-                    .collect();
-                format!("expected {}", names.join(" or "))
-            }
-            pest::error::ErrorVariant::CustomError { message } => message.clone(),
-        };
-        SyntaxError {
-            line,
-            column,
-            message,
-        }
-    })?;
-    let file = pairs.next().ok_or(SyntaxError {
+    let mut r = Reader {
+        src,
+        b: src.as_bytes(),
+        at: 0,
         line: 1,
-        column: 1,
-        message: "empty input".into(),
-    })?;
-    // Line starts, so each node's line is a binary search rather than a scan
-    // from the start of the text (pest's `line_col` is linear).
-    let lines: Vec<usize> = std::iter::once(0)
-        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
+        line_start: 0,
+        depth: 0,
+    };
     let mut forms = Vec::new();
-    for p in file.into_inner().filter(|p| !is_comment(p.as_rule())) {
-        if p.as_rule() == Rule::EOI {
-            break;
-        }
-        forms.push(build(p, &lines)?);
+    r.skip_ws()?;
+    while r.at < r.b.len() {
+        forms.push(r.datum()?);
+        r.skip_ws()?;
     }
     let mut trivia = Vec::with_capacity(forms.len() + 1);
     let mut at = 0;
@@ -182,128 +143,305 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
     Ok(Profile { forms, trivia })
 }
 
-fn is_comment(r: Rule) -> bool {
-    matches!(r, Rule::line_comment | Rule::block_comment | Rule::shebang)
-}
-
-/// The deepest nesting read: deeper input is refused rather than risk the
-/// stack (the reader, printer and evaluator recurse).
+/// The deepest nesting read (lists and quotes): deeper input is refused
+/// rather than risk the stack (the reader, printer and evaluator recurse).
 pub const MAX_DEPTH: usize = 256;
 
-/// The first position where lists nest deeper than [`MAX_DEPTH`], skipping
-/// strings and comments.
-fn too_deep(src: &str) -> Option<usize> {
-    let b = src.as_bytes();
-    let (mut i, mut depth) = (0, 0usize);
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b';' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'(' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Some(i);
-                }
-            }
-            b')' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+/// Bytes that end a symbol or number (`delimiter` in the grammar).
+fn is_delimiter(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t' | b'\r' | b'\n' | 0x0C | b'(' | b')' | b'"' | b';' | b'\'' | b'`' | b','
+    )
 }
 
-fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, SyntaxError> {
-    let span = p.as_span().start()..p.as_span().end();
-    let line = lines.partition_point(|&s| s <= span.start);
-    let column = span.start - lines[line - 1] + 1;
-    let err = |message: String| SyntaxError {
-        line,
-        column,
-        message,
-    };
-    let node = match p.as_rule() {
-        Rule::list => {
-            let mut items = Vec::new();
-            let mut tail = None;
-            let mut inner = p
-                .into_inner()
-                .filter(|p| !is_comment(p.as_rule()))
-                .peekable();
-            while let Some(q) = inner.next() {
-                if q.as_rule() == Rule::dot {
-                    let t = inner
-                        .next()
-                        .ok_or_else(|| err("a dot with nothing after it".into()))?;
-                    tail = Some(Box::new(build(t, lines)?));
-                } else {
-                    items.push(build(q, lines)?);
+struct Reader<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    at: usize,
+    /// The 1-based line of `at`, and the byte where that line starts.
+    line: usize,
+    line_start: usize,
+    depth: usize,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.at).copied()
+    }
+
+    fn peek2(&self) -> Option<u8> {
+        self.b.get(self.at + 1).copied()
+    }
+
+    /// Move to `to`, counting the lines passed.
+    fn advance_to(&mut self, to: usize) {
+        for i in newlines(&self.b[self.at..to]) {
+            self.line += 1;
+            self.line_start = self.at + i + 1;
+        }
+        self.at = to;
+    }
+
+    /// The 1-based column of byte `at` on the current line (in characters).
+    fn column_of(&self, at: usize) -> usize {
+        self.src
+            .get(self.line_start..at)
+            .map_or(1, |s| s.chars().count() + 1)
+    }
+
+    fn error_at(&self, at: usize, message: impl Into<String>) -> SyntaxError {
+        SyntaxError {
+            line: self.line,
+            column: self.column_of(at),
+            message: message.into(),
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> SyntaxError {
+        self.error_at(self.at, message)
+    }
+
+    /// The index of the first `needle` at or after `from`, or the end.
+    fn find(&self, from: usize, needle: &[u8]) -> Option<usize> {
+        self.b
+            .get(from..)?
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|i| from + i)
+    }
+
+    fn line_end(&self, from: usize) -> usize {
+        self.b[from..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(self.b.len(), |i| from + i)
+    }
+
+    /// Whitespace and comments (`ws*`).
+    fn skip_ws(&mut self) -> Result<(), SyntaxError> {
+        while let Some(c) = self.peek() {
+            match c {
+                b'\n' => {
+                    self.at += 1;
+                    self.line += 1;
+                    self.line_start = self.at;
                 }
+                b' ' | b'\t' | b'\r' | 0x0C => self.at += 1,
+                b';' => self.at = self.line_end(self.at),
+                b'#' if self.peek2() == Some(b'!') => self.at = self.line_end(self.at),
+                b'#' if self.peek2() == Some(b'|') => match self.find(self.at + 2, b"|#") {
+                    Some(end) => self.advance_to(end + 2),
+                    None => return Err(self.error("a block comment `#|` is not closed by `|#`")),
+                },
+                _ => break,
             }
-            Node::List { items, tail }
         }
-        Rule::quoted => {
-            let mut inner = p.into_inner();
-            let mark = inner
-                .next()
-                .map(|m| m.as_str().to_string())
-                .unwrap_or_default();
-            let kind = match mark.as_str() {
-                "'" => QuoteKind::Quote,
-                "`" => QuoteKind::Quasiquote,
-                ",@" => QuoteKind::UnquoteSplicing,
-                _ => QuoteKind::Unquote,
+        Ok(())
+    }
+
+    fn datum(&mut self) -> Result<Expr, SyntaxError> {
+        let (start, line) = (self.at, self.line);
+        let node = match self.peek() {
+            Some(b'(') => self.nested(|r| r.list())?,
+            Some(b'\'' | b'`' | b',') => self.nested(|r| r.quoted())?,
+            Some(b')') => return Err(self.error("`)` closes no list")),
+            Some(b'"') => self.string()?,
+            Some(_) => self.atom()?,
+            None => return Err(self.error("a datum was expected, the text ends")),
+        };
+        Ok(Expr {
+            node,
+            span: start..self.at,
+            line,
+        })
+    }
+
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Node, SyntaxError>,
+    ) -> Result<Node, SyntaxError> {
+        if self.depth == MAX_DEPTH {
+            return Err(self.error(format!(
+                "lists and quotes nest deeper than {MAX_DEPTH}"
+            )));
+        }
+        self.depth += 1;
+        let node = f(self);
+        self.depth -= 1;
+        node
+    }
+
+    fn list(&mut self) -> Result<Node, SyntaxError> {
+        let (open, open_line) = (self.at, self.line);
+        let open_column = self.column_of(open);
+        self.at += 1;
+        let unclosed = |r: &Self| {
+            r.error(format!(
+                "the list opened at line {open_line}, column {open_column} is not closed"
+            ))
+        };
+        let mut items = Vec::new();
+        let mut tail = None;
+        loop {
+            self.skip_ws()?;
+            match self.peek() {
+                None => return Err(unclosed(self)),
+                Some(b')') => break,
+                Some(b'.') if self.peek2().is_none_or(is_delimiter) => {
+                    if items.is_empty() {
+                        return Err(self.error("a dot with no datum before it"));
+                    }
+                    self.at += 1;
+                    self.skip_ws()?;
+                    match self.peek() {
+                        None => return Err(unclosed(self)),
+                        Some(b')') => return Err(self.error("a dot with nothing after it")),
+                        Some(_) => tail = Some(Box::new(self.datum()?)),
+                    }
+                    self.skip_ws()?;
+                    match self.peek() {
+                        None => return Err(unclosed(self)),
+                        Some(b')') => break,
+                        Some(_) => return Err(self.error("more than one datum after a dot")),
+                    }
+                }
+                Some(_) => items.push(self.datum()?),
+            }
+        }
+        self.at += 1;
+        Ok(Node::List { items, tail })
+    }
+
+    fn quoted(&mut self) -> Result<Node, SyntaxError> {
+        let kind = match (self.peek(), self.peek2()) {
+            (Some(b','), Some(b'@')) => QuoteKind::UnquoteSplicing,
+            (Some(b','), _) => QuoteKind::Unquote,
+            (Some(b'`'), _) => QuoteKind::Quasiquote,
+            _ => QuoteKind::Quote,
+        };
+        self.at += kind.mark().len();
+        self.skip_ws()?;
+        if self.peek().is_none() {
+            return Err(self.error("a quote with nothing after it"));
+        }
+        Ok(Node::Quoted {
+            kind,
+            inner: Box::new(self.datum()?),
+        })
+    }
+
+    /// `"..."`: a backslash escapes the next character, whatever it is.
+    fn string(&mut self) -> Result<Node, SyntaxError> {
+        let start = self.at + 1;
+        let mut i = start;
+        while let Some(&c) = self.b.get(i) {
+            match c {
+                b'"' => {
+                    let raw = &self.src[start..i];
+                    self.advance_to(i + 1);
+                    return Ok(Node::Str {
+                        raw: raw.to_string(),
+                        value: unescape(raw),
+                    });
+                }
+                b'\\' => i += 1 + self.src[i + 1..].chars().next().map_or(0, char::len_utf8),
+                _ => i += 1,
+            }
+        }
+        Err(self.error("a string is not closed"))
+    }
+
+    /// Everything else: a symbol, `#"..."`, `#t`/`#f`, a number, `#\c`.
+    fn atom(&mut self) -> Result<Node, SyntaxError> {
+        let start = self.at;
+        // The run of non-delimiters from here: a symbol, number or boolean
+        // is all of it, and must be.
+        let word_end = self.b[start..]
+            .iter()
+            .position(|&c| is_delimiter(c))
+            .map_or(self.b.len(), |i| start + i);
+        let word = &self.src[start..word_end];
+        let unreadable = |r: &Self| {
+            let shown: String = word.chars().take(40).collect();
+            r.error(format!("`{shown}` is not a datum SBPL reads"))
+        };
+        let c = self.b[start];
+        if c == b'#' {
+            match self.peek2() {
+                Some(b'"') => {
+                    let Some(end) = self.b[start + 2..].iter().position(|&c| c == b'"') else {
+                        return Err(self.error("a raw string `#\"` is not closed"));
+                    };
+                    let raw = &self.src[start + 2..start + 2 + end];
+                    self.advance_to(start + 2 + end + 1);
+                    return Ok(Node::RawStr(raw.to_string()));
+                }
+                Some(b'\\') => {
+                    let Some(ch) = self.src[start + 2..].chars().next() else {
+                        return Err(unreadable(self));
+                    };
+                    let mut end = start + 2 + ch.len_utf8();
+                    while self.b.get(end).is_some_and(u8::is_ascii_alphabetic) {
+                        end += 1;
+                    }
+                    let text = &self.src[start..end];
+                    self.advance_to(end);
+                    return Ok(Node::Char(text.to_string()));
+                }
+                _ => {}
+            }
+            let node = match word {
+                "#t" => Node::Bool(true),
+                "#f" => Node::Bool(false),
+                _ => {
+                    let (digits, radix) = match word.get(..2) {
+                        Some("#x") => (&word[2..], 16),
+                        Some("#o") => (&word[2..], 8),
+                        _ => return Err(unreadable(self)),
+                    };
+                    if digits.is_empty() || !digits.chars().all(|d| d.is_digit(radix)) {
+                        return Err(unreadable(self));
+                    }
+                    let value = i64::from_str_radix(digits, radix)
+                        .map_err(|_| self.error(format!("number `{word}` is out of range")))?;
+                    Node::Int {
+                        raw: word.to_string(),
+                        value,
+                    }
+                }
             };
-            let d = inner
-                .next()
-                .ok_or_else(|| err("a quote with nothing after it".into()))?;
-            Node::Quoted {
-                kind,
-                inner: Box::new(build(d, lines)?),
+            self.at = word_end;
+            return Ok(node);
+        }
+        let digits = word.strip_prefix('-').unwrap_or(word);
+        if digits.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            if !digits.bytes().all(|d| d.is_ascii_digit()) {
+                return Err(unreadable(self));
             }
+            let value = word
+                .parse()
+                .map_err(|_| self.error(format!("number `{word}` is out of range")))?;
+            self.at = word_end;
+            return Ok(Node::Int {
+                raw: word.to_string(),
+                value,
+            });
         }
-        Rule::string => {
-            let raw = p
-                .into_inner()
-                .next()
-                .map(|i| i.as_str().to_string())
-                .unwrap_or_default();
-            let value = unescape(&raw);
-            Node::Str { raw, value }
+        if word == "." {
+            return Err(self.error("a dot outside a list, or with no datum before it"));
         }
-        Rule::raw_string => Node::RawStr(
-            p.into_inner()
-                .next()
-                .map(|i| i.as_str().to_string())
-                .unwrap_or_default(),
-        ),
-        Rule::boolean => Node::Bool(p.as_str() == "#t"),
-        Rule::number => {
-            let raw = p.as_str().to_string();
-            let value = if let Some(h) = raw.strip_prefix("#x") {
-                i64::from_str_radix(h, 16)
-            } else if let Some(o) = raw.strip_prefix("#o") {
-                i64::from_str_radix(o, 8)
-            } else {
-                raw.parse()
-            }
-            .map_err(|_| err(format!("number `{raw}` is out of range")))?;
-            Node::Int { raw, value }
-        }
-        Rule::char_lit => Node::Char(p.as_str().to_string()),
-        Rule::symbol => Node::Symbol(p.as_str().to_string()),
-        r => return Err(err(format!("unexpected {r:?}"))),
-    };
-    Ok(Expr { node, span, line })
+        self.at = word_end;
+        Ok(Node::Symbol(word.to_string()))
+    }
+}
+
+/// The offsets of every `\n` in `b`.
+fn newlines(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    b.iter()
+        .enumerate()
+        .filter(|(_, &c)| c == b'\n')
+        .map(|(i, _)| i)
 }
 
 /// TinyScheme string escapes: `\n \t \r \" \\`, `\xHH` (two hex digits),
