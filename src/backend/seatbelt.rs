@@ -304,10 +304,22 @@ impl<'a> Sorted<'a> {
     fn push(&mut self, path: &'a str, rank: u8, rule: Rule<'a>) {
         self.0.push((depth(path), path, rank, rule));
     }
-    fn finish(mut self) -> Vec<Rule<'a>> {
-        self.0
-            .sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
-        self.0.into_iter().map(|(_, _, _, r)| r).collect()
+    fn finish(self) -> Vec<Rule<'a>> {
+        // Sort small keys (with the position, so the order is total and an
+        // unstable sort keeps pushes of one key in order), then move each
+        // rule once.
+        let mut keys: Vec<(usize, &str, u8, usize)> = self
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, (d, p, r, _))| (*d, *p, *r, i))
+            .collect();
+        keys.sort_unstable();
+        let mut rules: Vec<Option<Rule<'a>>> =
+            self.0.into_iter().map(|(_, _, _, r)| Some(r)).collect();
+        keys.into_iter()
+            .filter_map(|(_, _, _, i)| rules[i].take())
+            .collect()
     }
 }
 
