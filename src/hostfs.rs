@@ -474,6 +474,54 @@ impl Dir {
         }
     }
 
+    /// Whether the file `rel` below this directory (no link followed on the
+    /// way either) holds exactly `expected`: `Ok(None)` when it is not
+    /// there, `Ok(Some(None))` when it holds `expected`, else its bytes (at
+    /// most `max`). The comparison reads a block at a time: a big output
+    /// that is unchanged is never held in memory twice.
+    pub fn compare_below(
+        &self,
+        rel: &str,
+        expected: &[u8],
+        max: u64,
+    ) -> io::Result<Option<Option<Vec<u8>>>> {
+        let (dir, name) = match self.below(rel)? {
+            None => return Ok(None),
+            Some((d, name)) => (d, name),
+        };
+        let at = dir.as_ref().unwrap_or(self);
+        check_name(&name)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&at.fd, &name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(errno(e)),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            && st.st_size as u64 == expected.len() as u64
+        {
+            let mut block = vec![0u8; 64 << 10];
+            let mut file = std::fs::File::from(fd.try_clone()?);
+            let mut seen = 0;
+            let same = loop {
+                let n = file.read(&mut block)?;
+                if n == 0 {
+                    break seen == expected.len();
+                }
+                if expected.get(seen..seen + n) != Some(&block[..n]) {
+                    break false;
+                }
+                seen += n;
+            };
+            if same {
+                return Ok(Some(None));
+            }
+            rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(0)).map_err(errno)?;
+        }
+        read_bounded(fd, max).map(|b| Some(Some(b)))
+    }
+
     /// [`Dir::remove`] of the file `rel` below this directory.
     pub fn remove_below(&self, rel: &str) -> io::Result<()> {
         match self.below(rel)? {

@@ -201,9 +201,9 @@ fn compile(
     let mut differing = Vec::new();
     for (name, bytes) in &compiled.files {
         let path = dir.join(name);
-        match read_output(dir, name) {
-            Ok(Some(existing)) if existing == *bytes => {}
-            Ok(Some(existing)) => differing.push((name.clone(), "differs", Some(existing))),
+        match read_output(dir, name, bytes) {
+            Ok(Some(None)) => {}
+            Ok(Some(Some(existing))) => differing.push((name.clone(), "differs", Some(existing))),
             Ok(None) => differing.push((name.clone(), "missing", None)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 differing.push((name.clone(), "missing", None))
@@ -607,12 +607,17 @@ fn write_all_atomically(
     Ok(top)
 }
 
-/// An output that is there already, read without following a link (on the
-/// way to it either) and never more than any seal holds (`Ok(None)`: not
-/// there).
-fn read_output(dir: &Path, name: &str) -> std::io::Result<Option<Vec<u8>>> {
+/// An output that is there already, compared with `bytes` without
+/// following a link (on the way to it either): `Ok(None)` when it is not
+/// there, `Ok(Some(None))` when it holds `bytes`, else what it holds (never
+/// more than any seal holds).
+fn read_output(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<Option<Option<Vec<u8>>>> {
     match crate::hostfs::Dir::open(dir) {
-        Ok(d) => d.read_below(name, crate::hostfs::MAX_RECORD),
+        Ok(d) => d.compare_below(name, bytes, crate::hostfs::MAX_RECORD),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
