@@ -309,6 +309,31 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         }
     }
 
+    // Denied roots absent when compiled, through a link: the links on the
+    // way still lead where the profile denies them (an appeared root is
+    // told above, by its realpath).
+    let absent: BTreeSet<&String> = recorded
+        .absent_denied
+        .keys()
+        .chain(here.absent_denied.keys())
+        .collect();
+    for p in absent {
+        let (was, now) = (recorded.absent_denied.get(p), here.absent_denied.get(p));
+        if was == now || here.realpaths.contains_key(p) {
+            continue;
+        }
+        let place = |a: Option<&String>| a.map_or("by its path as written".to_string(), |a| format!("at {}", quote(a)));
+        drift.push(Drift::new(
+            DriftKind::Host,
+            format!(
+                "{}: the denied root was absent when compiled and would appear {}, now {}: a link on the way changed, and the profile denies it where it was",
+                quote(p),
+                place(was),
+                place(now)
+            ),
+        ));
+    }
+
     // Identities: each recorded path looked at again where it was, whatever
     // the roots resolve to now.
     for (path, was) in &recorded.identities {

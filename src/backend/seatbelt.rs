@@ -245,6 +245,9 @@ fn spelling_note(root: &Root, sp: &str) -> &'static str {
         .is_some_and(|rest| root.spellings.contains(rest))
     {
         "macOS alias"
+    } else if root.real.is_none() {
+        // Absent when compiled, with a link on the way (`facts.absent_denied`).
+        "where it would appear, through a link"
     } else {
         "realpath"
     }

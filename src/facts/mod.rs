@@ -24,6 +24,9 @@ use crate::spec::{interpolate, references, Platform, Spanned, Spec};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Facts {
+    /// For a macOS target, each `deny_read` and `metadata_only` root (after `${var}` substitution) that did not exist on the compiling host and has a symlink on the way: where it would appear, the realpath of its nearest existing ancestor then the rest of it. Seatbelt checks the path the links resolve to, so the profile denies it there as well; `sealc exec` refuses to start when the links on the way now lead elsewhere.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub absent_denied: BTreeMap<String, String>,
     /// Each `write` root (after `${var}` substitution) that did not exist on the compiling host, with the path `sealc exec` makes it at before the sandbox starts: the realpath of its nearest existing ancestor, then the rest of it. The seal mounts and allows it there, as if it existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub absent_writes: BTreeMap<String, String>,
@@ -324,6 +327,23 @@ pub fn gather_all(
             absent_writes.insert(path, at);
         }
     }
+    // Denied and stat-only roots that do not exist yet, through a link:
+    // where seatbelt will look for them once they appear.
+    let mut absent_denied = BTreeMap::new();
+    if !linux {
+        let fs = &spec.filesystem;
+        for root in fs.deny_read.iter().chain(&codex_denied).chain(&fs.metadata_only) {
+            let Some(path) = root_path(root, src, &vars) else {
+                continue;
+            };
+            if realpaths.contains_key(&path) {
+                continue;
+            }
+            if let Some(at) = would_be(&path, host).filter(|at| *at != normalize(&path)) {
+                absent_denied.insert(path, at);
+            }
+        }
+    }
     let stand_ins = protected(
         spec,
         src,
@@ -418,6 +438,7 @@ pub fn gather_all(
     });
     (
         Facts {
+            absent_denied,
             absent_writes,
             vars,
             realpaths,

@@ -544,7 +544,14 @@ impl Lower<'_> {
                         host_kind = Some(PathKind::Dir);
                     }
                 }
-                if let Some(real) = &real {
+                // Absent, through a link: denied where it would appear too.
+                let place = match kind {
+                    RootKind::DenyRead | RootKind::MetadataOnly if real.is_none() => {
+                        self.facts.absent_denied.get(&path)
+                    }
+                    _ => None,
+                };
+                if let Some(real) = real.as_ref().or(place) {
                     if let Err(problem) = check_path(real) {
                         self.diags.push(
                             Diagnostic::error(
