@@ -322,7 +322,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         if was == now || here.realpaths.contains_key(p) {
             continue;
         }
-        let place = |a: Option<&String>| a.map_or("by its path as written".to_string(), |a| format!("at {}", quote(a)));
+        let place = |a: Option<&String>| {
+            a.map_or("by its path as written".to_string(), |a| {
+                format!("at {}", quote(a))
+            })
+        };
         drift.push(Drift::new(
             DriftKind::Host,
             format!(

@@ -38,7 +38,10 @@ fn decide(sb: &str, op: &str, path: &str) -> Action {
 fn an_absent_denied_root_through_a_link_is_denied_where_it_will_appear() {
     let c = sealc::compile("s.toml", SPEC, &VarFlags::new(), &host()).unwrap();
     assert_eq!(
-        c.facts.absent_denied.get("/tmp/c/link/secret").map(String::as_str),
+        c.facts
+            .absent_denied
+            .get("/tmp/c/link/secret")
+            .map(String::as_str),
         Some("/private/tmp/c/real/secret")
     );
     let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
@@ -70,7 +73,11 @@ fn an_absent_denied_root_through_a_link_is_denied_where_it_will_appear() {
 fn a_root_absent_without_a_link_on_the_way_records_nothing_extra() {
     let spec = SPEC.replace("/tmp/c/link/", "/private/tmp/c/real/");
     let c = sealc::compile("s.toml", &spec, &VarFlags::new(), &host()).unwrap();
-    assert!(c.facts.absent_denied.is_empty(), "{:?}", c.facts.absent_denied);
+    assert!(
+        c.facts.absent_denied.is_empty(),
+        "{:?}",
+        c.facts.absent_denied
+    );
 }
 
 #[test]
@@ -84,8 +91,10 @@ fn a_link_that_leads_elsewhere_at_run_time_is_drift() {
         .link("/private/tmp/c/link", "elsewhere");
     let drift = sealc::drift::host_drift(&c.record, &moved);
     assert!(
-        drift.iter().any(|d| d.message.contains("/tmp/c/link/secret")
-            && d.message.contains("/private/tmp/c/elsewhere/secret")),
+        drift
+            .iter()
+            .any(|d| d.message.contains("/tmp/c/link/secret")
+                && d.message.contains("/private/tmp/c/elsewhere/secret")),
         "{:?}",
         drift.iter().map(|d| &d.message).collect::<Vec<_>>()
     );

@@ -42,12 +42,23 @@ fn emission_discipline_holds_for_every_spec() {
             rules[1] == "(allow default)" || rules[1] == "(deny default)",
             "{rel}"
         );
+        // Unfiltered rules after the default: fork, and the IPC section's
+        // denials of operations no other rule names (one rule decides them
+        // under either reading of precedence).
+        let unfiltered_ipc = ["(deny appleevent-send)", "(deny user-preference-write)"];
         for r in &rules[2..] {
             let ops_only = !r.contains(" (");
             assert!(
-                !ops_only || *r == "(allow process-fork)",
+                !ops_only || *r == "(allow process-fork)" || unfiltered_ipc.contains(r),
                 "{rel}: unfiltered rule after the default: {r}"
             );
+            for u in unfiltered_ipc {
+                let op = u.trim_start_matches("(deny ").trim_end_matches(')');
+                assert!(
+                    *r == u || !r.contains(op),
+                    "{rel}: {r} names {op}, which the IPC section denies unfiltered"
+                );
+            }
             assert!(
                 !r.contains("#\"") && !r.contains("(regex"),
                 "{rel}: regex emitted: {r}"

@@ -135,19 +135,83 @@ fn the_shapes_the_grammar_spells_out() {
 /// Text built from the grammar's own pieces, well-formed or not.
 fn piece() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
-        "(", "(", "(", ")", ")", ")", " ", " ", "\n", "\t", "\r", "\u{0C}", ";c\n", ";", "#|x|#",
-        "#|", "|#", "#!s\n", "'", "`", ",", ",@", "@", ".", ". ", "a", "file-read*", "-", "-5",
-        "5", "0", "#x1f", "#x", "#o7", "#o9", "#t", "#f", "#true", "\"s\"", "\"a\\\"b\"", "\"",
-        "\\", "#\"r\"", "#\"", "#\\a", "#\\(", "#\\", "#", "é", "1a", "99999999999999999999",
-        "x.y", "\"é\\é\"",
+        "(",
+        "(",
+        "(",
+        ")",
+        ")",
+        ")",
+        " ",
+        " ",
+        "\n",
+        "\t",
+        "\r",
+        "\u{0C}",
+        ";c\n",
+        ";",
+        "#|x|#",
+        "#|",
+        "|#",
+        "#!s\n",
+        "'",
+        "`",
+        ",",
+        ",@",
+        "@",
+        ".",
+        ". ",
+        "a",
+        "file-read*",
+        "-",
+        "-5",
+        "5",
+        "0",
+        "#x1f",
+        "#x",
+        "#o7",
+        "#o9",
+        "#t",
+        "#f",
+        "#true",
+        "\"s\"",
+        "\"a\\\"b\"",
+        "\"",
+        "\\",
+        "#\"r\"",
+        "#\"",
+        "#\\a",
+        "#\\(",
+        "#\\",
+        "#",
+        "é",
+        "1a",
+        "99999999999999999999",
+        "x.y",
+        "\"é\\é\"",
     ])
 }
 
 /// A well-formed datum, as text.
 fn datum() -> impl Strategy<Value = String> {
     let atom = prop::sample::select(vec![
-        "a", "file-read*", "%p?", "-", "->", "-5", "42", "#x2A", "#o17", "#t", "#f",
-        "\"/a b\"", "\"q\\\"\\n\"", "#\"^/a$\"", "#\\a", "#\\space", ".a", "é",
+        "a",
+        "file-read*",
+        "%p?",
+        "-",
+        "->",
+        "-5",
+        "42",
+        "#x2A",
+        "#o17",
+        "#t",
+        "#f",
+        "\"/a b\"",
+        "\"q\\\"\\n\"",
+        "#\"^/a$\"",
+        "#\\a",
+        "#\\space",
+        ".a",
+        "é",
     ])
     .prop_map(str::to_string);
     atom.prop_recursive(6, 64, 6, |inner| {
@@ -164,10 +228,7 @@ fn datum() -> impl Strategy<Value = String> {
             }),
             (prop::collection::vec(inner.clone(), 1..4), inner.clone())
                 .prop_map(|(items, tail)| format!("({} . {tail})", items.join(" "))),
-            (
-                prop::sample::select(vec!["'", "`", ",", ",@", "' "]),
-                inner
-            )
+            (prop::sample::select(vec!["'", "`", ",", ",@", "' "]), inner)
                 .prop_map(|(q, d)| format!("{q}{d}")),
         ]
     })

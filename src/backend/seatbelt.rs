@@ -139,6 +139,10 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         launder_rules(ir),
     ));
     sections.push(("network", network_rules(ir)));
+    sections.push((
+        "ipc: services and programs that act outside the seal (docs/ipc.md)",
+        ipc_rules(),
+    ));
     for (title, rules) in sections {
         let _ = writeln!(out, "\n;; ---- {title} ----");
         if rules.is_empty() {
@@ -861,6 +865,38 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
             rules
         }
     }
+}
+
+/// The IPC surface sealed under both bases: one deny rule per entry of
+/// [`super::ipc::SEALED`], after every allow, so neither reading of
+/// precedence lets a base's allow win.
+fn ipc_rules() -> Vec<Rule<'static>> {
+    use super::ipc::{Sealed, SEALED};
+    SEALED
+        .iter()
+        .map(|e| {
+            let (ops, filters): (&'static [&'static str], _) = match &e.sealed {
+                Sealed::Service(n) => (
+                    &["mach-lookup"],
+                    vec![Filter::Raw(format!("(global-name {})", lit(n)).into())],
+                ),
+                Sealed::Operation(op) => (std::slice::from_ref(op), Vec::new()),
+                Sealed::Program(p) => (&["process-exec*"], vec![Filter::Literal((*p).into())]),
+            };
+            Rule {
+                comment: format!("ipc: it would {}", first_clause(e.opens)).into(),
+                action: Action::Deny,
+                ops,
+                filters,
+            }
+        })
+        .collect()
+}
+
+/// The words before the first `(` or `;` of an entry's description: the
+/// profile's comment stays one short line.
+fn first_clause(s: &str) -> &str {
+    s.split([';', '(', ',']).next().unwrap_or(s).trim_end()
 }
 
 fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {

@@ -611,11 +611,7 @@ fn write_all_atomically(
 /// following a link (on the way to it either): `Ok(None)` when it is not
 /// there, `Ok(Some(None))` when it holds `bytes`, else what it holds (never
 /// more than any seal holds).
-fn read_output(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-) -> std::io::Result<Option<Option<Vec<u8>>>> {
+fn read_output(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Option<Option<Vec<u8>>>> {
     match crate::hostfs::Dir::open(dir) {
         Ok(d) => d.compare_below(name, bytes, crate::hostfs::MAX_RECORD),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

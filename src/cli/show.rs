@@ -257,6 +257,13 @@ fn to_text(l: &Loaded) -> String {
         }
     }
 
+    if p.platform == "macos" {
+        out.push_str("\nipc (docs/ipc.md):\n");
+        for (what, has) in crate::backend::ipc::SUMMARY {
+            out.push_str(&format!("  can {what}: {has}\n"));
+        }
+    }
+
     let e = &p.env;
     out.push_str("\nenv (only these names cross; their values are in env.json):\n");
     out.push_str(&format!(

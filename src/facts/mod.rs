@@ -332,7 +332,12 @@ pub fn gather_all(
     let mut absent_denied = BTreeMap::new();
     if !linux {
         let fs = &spec.filesystem;
-        for root in fs.deny_read.iter().chain(&codex_denied).chain(&fs.metadata_only) {
+        for root in fs
+            .deny_read
+            .iter()
+            .chain(&codex_denied)
+            .chain(&fs.metadata_only)
+        {
             let Some(path) = root_path(root, src, &vars) else {
                 continue;
             };

@@ -262,9 +262,7 @@ impl Reader<'_> {
         f: impl FnOnce(&mut Self) -> Result<Node, SyntaxError>,
     ) -> Result<Node, SyntaxError> {
         if self.depth == MAX_DEPTH {
-            return Err(self.error(format!(
-                "lists and quotes nest deeper than {MAX_DEPTH}"
-            )));
+            return Err(self.error(format!("lists and quotes nest deeper than {MAX_DEPTH}")));
         }
         self.depth += 1;
         let node = f(self);

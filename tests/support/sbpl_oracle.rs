@@ -155,4 +155,3 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
     };
     Ok(Expr { node, span, line })
 }
-
