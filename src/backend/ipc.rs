@@ -32,6 +32,9 @@ pub struct Entry {
     pub opens: &'static str,
     /// The public source for the name and for denying it.
     pub source: &'static str,
+    /// What `sealc show` lists it under ("can ...?"), and the answer a seal
+    /// gives: entries of one capability share it.
+    pub capability: (&'static str, &'static str),
 }
 
 /// Denied under both bases.
@@ -40,41 +43,49 @@ pub const SEALED: &[Entry] = &[
         sealed: Sealed::Service("com.apple.coreservices.launchservicesd"),
         opens: "start other applications outside the seal (LaunchServices: `open -a Terminal`), which run what they are told with the user's full rights",
         source: "Chromium's renderer policy (sandbox/policy/mac/renderer.sb) and Codex's seatbelt base policy allow no LaunchServices lookup",
+        capability: ("start other applications (LaunchServices)", "no"),
     },
     Entry {
         sealed: Sealed::Service("com.apple.lsd.modifydb"),
         opens: "change the LaunchServices database (which application opens what) for the user's unsandboxed session",
         source: "the LaunchServices database service; no public sandbox policy for a command-line tool allows it",
+        capability: ("start other applications (LaunchServices)", "no"),
     },
     Entry {
         sealed: Sealed::Service("com.apple.coreservices.appleevents"),
         opens: "send Apple Events to unsandboxed applications (`osascript -e 'tell app \"Terminal\" to do script …'`), which run commands outside the seal",
         source: "Codex's seatbelt policy allows Apple Events only when a profile grants `macos_automation`",
+        capability: ("send Apple Events", "no"),
     },
     Entry {
         sealed: Sealed::Operation("appleevent-send"),
         opens: "send Apple Events at all (the operation seatbelt checks for every destination)",
         source: "Codex's seatbelt policy allows `appleevent-send` only when a profile grants `macos_automation`",
+        capability: ("send Apple Events", "no"),
     },
     Entry {
         sealed: Sealed::Service("com.apple.pasteboard.1"),
         opens: "read and write the user's clipboard (`pbpaste`, `pbcopy`)",
         source: "the pasteboard server; Chromium's renderer policy allows no pasteboard lookup",
+        capability: ("read or write the clipboard", "no"),
     },
     Entry {
         sealed: Sealed::Operation("user-preference-write"),
         opens: "write any application's defaults through cfprefsd, a process outside the seal (`defaults write`), such as a path another application later runs",
         source: "Codex's seatbelt policy allows `user-preference-write` only when a profile grants `macos_preferences = \"readwrite\"`",
+        capability: ("write other applications' defaults", "no"),
     },
     Entry {
         sealed: Sealed::Program("/bin/launchctl"),
         opens: "ask launchd to run a job outside the seal that outlives the run (`launchctl submit`, `launchctl bootstrap`); launchd is reached through the bootstrap port, which no SBPL operation names, so the program is what a profile can refuse",
         source: "launchctl(1); a layer, not a seal: a program that speaks launchd's protocol itself is not stopped by it",
+        capability: ("submit launchd jobs", "not with `launchctl` (a layer, not a seal)"),
     },
     Entry {
         sealed: Sealed::Program("/usr/bin/security"),
         opens: "read passwords and keys from the user's keychains (`security find-generic-password -w`)",
         source: "security(1); a layer, not a seal: see `com.apple.SecurityServer` below",
+        capability: ("read the keychain", "not with `security`; through Security.framework not sealed (TLS needs its service)"),
     },
 ];
 
@@ -91,21 +102,17 @@ pub const OPEN: &[(&str, &str)] = &[
 ];
 
 /// What a macOS seal's IPC section means, in words, for `sealc show`:
-/// each capability and whether the agent has it.
-pub const SUMMARY: &[(&str, &str)] = &[
-    ("start other applications (LaunchServices)", "no"),
-    ("send Apple Events", "no"),
-    ("read or write the clipboard", "no"),
-    ("write other applications' defaults", "no"),
-    (
-        "submit launchd jobs",
-        "not with `launchctl` (a layer, not a seal)",
-    ),
-    (
-        "read the keychain",
-        "not with `security`; through Security.framework not sealed (TLS needs its service)",
-    ),
-];
+/// each capability of [`SEALED`] once, in the table's order, with the
+/// answer every seal gives.
+pub fn summary() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> = Vec::new();
+    for e in SEALED {
+        if !out.iter().any(|(c, _)| *c == e.capability.0) {
+            out.push(e.capability);
+        }
+    }
+    out
+}
 
 /// `docs/ipc.md`, from the table.
 pub fn docs() -> String {
