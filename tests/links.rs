@@ -101,3 +101,65 @@ fn a_link_that_leads_elsewhere_at_run_time_is_drift() {
     // Unchanged, no drift.
     assert!(sealc::drift::host_drift(&c.record, &host()).is_empty());
 }
+
+/// The same on this machine's own file system, through the CLI: real links,
+/// the profile the binary writes, and drift read from the real host once a
+/// racing process points the link elsewhere.
+#[test]
+fn on_a_real_tree_the_compiled_profile_denies_the_resolved_place() {
+    let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let top = std::fs::canonicalize(t.path()).unwrap();
+    std::fs::create_dir(top.join("real")).unwrap();
+    std::fs::create_dir(top.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink("real", top.join("link")).unwrap();
+    let top = top.to_str().unwrap();
+    let spec = format!(
+        "version = 1\nname = \"real-links\"\n\n[target]\nplatform = \"macos\"\n\n[filesystem]\ndeny_read = [\"{top}/link/secret\"]\n"
+    );
+    std::fs::write(format!("{top}/seal.toml"), &spec).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .args([
+            "compile",
+            &format!("{top}/seal.toml"),
+            "--out",
+            &format!("{top}/seal"),
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sb = std::fs::read_to_string(format!("{top}/seal/seal.sb")).unwrap();
+    let resolved = format!("{top}/real/secret");
+    assert!(
+        sb.contains(&format!("(deny file-read* (subpath \"{resolved}\"))")),
+        "{sb}"
+    );
+    assert_eq!(
+        decide(&sb, "file-read-data", &format!("{resolved}/key")),
+        Action::Deny
+    );
+    // Recompiled here, with the link unchanged: no drift.
+    let c = sealc::compile(
+        "seal.toml",
+        &spec,
+        &VarFlags::new(),
+        &sealc::facts::RealHost,
+    )
+    .unwrap();
+    assert!(sealc::drift::host_drift(&c.record, &sealc::facts::RealHost).is_empty());
+    // A host process points the link elsewhere before the run.
+    std::fs::remove_file(format!("{top}/link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", format!("{top}/link")).unwrap();
+    let drift = sealc::drift::host_drift(&c.record, &sealc::facts::RealHost);
+    assert!(
+        drift
+            .iter()
+            .any(|d| d.message.contains(&format!("{top}/elsewhere/secret"))),
+        "{:?}",
+        drift.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+}
