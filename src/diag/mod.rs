@@ -259,6 +259,15 @@ pub fn lowercase_first(s: &str) -> String {
 /// control characters made visible so a message never spans lines it should not.
 /// Long values are shortened in the middle.
 pub fn quote(s: &str) -> String {
+    if s.len() <= 100 && is_plain(s) {
+        // Printable ASCII, short: as it is (the common case, kept cheap for
+        // a spec with ten thousand roots).
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('`');
+        out.push_str(s);
+        out.push('`');
+        return out;
+    }
     let v = visible(s);
     let chars: Vec<char> = v.chars().collect();
     if chars.len() > 100 {
@@ -279,7 +288,7 @@ pub fn visible(s: &str) -> String {
 /// [`visible`], appended to `out`.
 pub fn push_visible(s: &str, out: &mut String) {
     let hidden = |c: char| c.is_control() || is_bidi(c);
-    if !s.chars().any(hidden) {
+    if is_plain(s) || !s.chars().any(hidden) {
         out.push_str(s);
         return;
     }
@@ -292,6 +301,11 @@ pub fn push_visible(s: &str, out: &mut String) {
             c => out.push(c),
         }
     }
+}
+
+/// Printable ASCII only: nothing [`visible`] would escape.
+fn is_plain(s: &str) -> bool {
+    s.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
 /// A character that reorders the text around it (the bidi embeddings,

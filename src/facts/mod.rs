@@ -8,6 +8,7 @@
 
 mod host;
 pub mod links;
+mod memo;
 mod walk;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -290,6 +291,8 @@ pub fn gather_all(
     platform: Option<Platform>,
     host: &dyn Host,
 ) -> (Facts, Diagnostics) {
+    let memo = memo::Memo::new(host);
+    let host: &dyn Host = &memo;
     let linux = platform.unwrap_or(spec.platform()) == Platform::Linux;
     let mut kinds = BTreeMap::new();
     let mut diags = Diagnostics::default();
