@@ -1628,6 +1628,14 @@ fn parent(p: &str) -> &str {
 
 /// Lexical normalization: collapse `//`, `.` and `..`.
 pub fn normalize(p: &str) -> String {
+    // Already normal (absolute, no empty, `.` or `..` component): as it is.
+    if p == "/"
+        || (p.len() > 1
+            && p.starts_with('/')
+            && p[1..].split('/').all(|c| !matches!(c, "" | "." | "..")))
+    {
+        return p.to_string();
+    }
     let mut parts: Vec<&str> = Vec::new();
     for c in p.split('/') {
         match c {
