@@ -37,6 +37,11 @@ pub struct Policy {
     /// Every limit that is set, by its spec name (`[limits]`, `exec.timeout`).
     pub limits: BTreeMap<String, u64>,
     pub codex: Codex,
+    /// macOS: each capability of the sealed IPC table (docs/ipc.md) and
+    /// whether the seal gives it (`no`, or `yes` when `ipc.allow`
+    /// re-allows one of its entries, naming them); empty for Linux.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ipc: BTreeMap<String, String>,
 }
 
 /// The filesystem, grouped by what may be done.
@@ -198,7 +203,19 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         env: env(ir, facts),
         limits: limits(ir),
         codex: codex(ir),
+        ipc: ipc(ir),
     }
+}
+
+/// [`Policy::ipc`].
+fn ipc(ir: &Ir) -> BTreeMap<String, String> {
+    if ir.platform != Platform::Macos {
+        return BTreeMap::new();
+    }
+    crate::ipc::summary(&ir.ipc_allowed)
+        .into_iter()
+        .map(|(what, has)| (what.to_string(), has))
+        .collect()
 }
 
 /// The limits that are set; the wall clock from `limits.wall_seconds` or
@@ -480,6 +497,7 @@ pub enum Section {
     Env,
     Limits,
     Codex,
+    Ipc,
 }
 
 impl Section {
@@ -491,6 +509,7 @@ impl Section {
             Section::Env => "env",
             Section::Limits => "limits",
             Section::Codex => "codex",
+            Section::Ipc => "ipc",
         }
     }
 }
@@ -516,6 +535,26 @@ pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     diff_env(&old.env, &new.env, &mut out);
     diff_limits(&old.limits, &new.limits, &mut out);
     diff_codex(&old.codex, &new.codex, &mut out);
+    for (what, has) in &new.ipc {
+        let was = old.ipc.get(what);
+        if was.is_some_and(|w| w != has) || (was.is_none() && !old.ipc.is_empty()) {
+            let effect = if has.starts_with("yes") {
+                Effect::More
+            } else {
+                Effect::Less
+            };
+            push(
+                &mut out,
+                effect,
+                Section::Ipc,
+                what,
+                format!(
+                    "can {what}: {has} (was {})",
+                    was.map_or("not listed", String::as_str)
+                ),
+            );
+        }
+    }
     // A stable sort keeps each section's own order within a subject.
     out.sort_by_key(|c| (c.effect, c.section));
     out
@@ -1061,6 +1100,7 @@ mod tests {
                 ]),
             },
             limits: BTreeMap::from([("wall_seconds".to_string(), 60)]),
+            ipc: BTreeMap::new(),
             codex: Codex {
                 sealed: false,
                 versions: vec!["0.171.0".into()],

@@ -312,16 +312,34 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     // Denied roots absent when compiled, through a link: the links on the
     // way still lead where the profile denies them (an appeared root is
     // told above, by its realpath).
-    let absent: BTreeSet<&String> = recorded
+    // Re-allowed roots likewise.
+    let absent: BTreeSet<(&String, bool)> = recorded
         .absent_denied
         .keys()
         .chain(here.absent_denied.keys())
+        .map(|p| (p, true))
+        .chain(
+            recorded
+                .absent_allowed
+                .keys()
+                .chain(here.absent_allowed.keys())
+                .map(|p| (p, false)),
+        )
         .collect();
-    for p in absent {
-        let (was, now) = (recorded.absent_denied.get(p), here.absent_denied.get(p));
+    for (p, denied) in absent {
+        let (was, now) = if denied {
+            (recorded.absent_denied.get(p), here.absent_denied.get(p))
+        } else {
+            (recorded.absent_allowed.get(p), here.absent_allowed.get(p))
+        };
         if was == now || here.realpaths.contains_key(p) {
             continue;
         }
+        let (root, does) = if denied {
+            ("denied", "denies")
+        } else {
+            ("re-allowed", "re-allows")
+        };
         let place = |a: Option<&String>| {
             a.map_or("by its path as written".to_string(), |a| {
                 format!("at {}", quote(a))
@@ -330,7 +348,7 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         drift.push(Drift::new(
             DriftKind::Host,
             format!(
-                "{}: the denied root was absent when compiled and would appear {}, now {}: a link on the way changed, and the profile denies it where it was",
+                "{}: the {root} root was absent when compiled and would appear {}, now {}: a link on the way changed, and the profile {does} it where it was",
                 quote(p),
                 place(was),
                 place(now)

@@ -26,6 +26,7 @@ pub mod drift;
 pub mod exec;
 pub mod facts;
 pub mod hostfs;
+pub mod ipc;
 pub mod ir;
 pub mod lint;
 pub mod mounts;

@@ -143,6 +143,35 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         .filter(|v| !spec.filesystem.deny_read.iter().any(|d| d.value == *v))
         .collect();
     codex_layers(spec, out);
+    // What each re-allowed IPC entry opens.
+    for entry in &spec.ipc.allow {
+        let Some(e) = crate::ipc::find(&entry.value) else {
+            continue;
+        };
+        let (message, label) = match ir.platform {
+            crate::spec::Platform::Macos => (
+                format!(
+                    "`ipc.allow` re-allows {}: the agent can {}",
+                    quote(e.name()),
+                    e.opens
+                ),
+                "outside the seal's file and network rules",
+            ),
+            crate::spec::Platform::Linux => (
+                format!(
+                    "`ipc.allow` entry {} has no effect on Linux",
+                    quote(e.name())
+                ),
+                "macOS only",
+            ),
+        };
+        out.push(
+            Diagnostic::warning("sealc::lint::ipc_allowed", message)
+                .at(entry.span.clone())
+                .label(label)
+                .help("keep it only if a tool of the run needs it; an `[[assert]]` that it is denied fails the compile while it is here"),
+        );
+    }
     let mut by_path: BTreeMap<&str, &crate::ir::Root> = BTreeMap::new();
     for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
         by_path.entry(r.path.as_str()).or_insert(r);

@@ -45,6 +45,13 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
         for subject in &a.subjects {
             let target = match subject {
                 ir::Subject::Path(p) => Target::Path(p.clone()),
+                ir::Subject::Name(n) => match crate::ops::NameKind::of(&a.op) {
+                    Some(kind) => Target::Name {
+                        kind,
+                        name: n.clone(),
+                    },
+                    None => continue, // the IR refuses names for such an operation
+                },
                 ir::Subject::Remote(r) => {
                     let parsed = r.rsplit_once(':').and_then(|(h, p)| {
                         p.parse::<u16>()
@@ -93,6 +100,7 @@ fn shown(t: &Target) -> String {
     match t {
         Target::Path(p) => diag::quote(p),
         Target::Remote { host, port } => diag::quote(&format!("{host}:{port}")),
+        Target::Name { kind, name } => format!("the {} {}", kind.noun(), diag::quote(name)),
     }
 }
 
@@ -184,6 +192,16 @@ fn judge_mounts(
             return Some((
                 format!("`{want} {}` on {shown} is undetermined", a.op),
                 format!("seal.bwrap.json does not model `{}` on an endpoint", a.op),
+            ))
+        }
+        // Linux has no Mach services, Apple Events, IOKit classes or
+        // preference domains: nothing of the kind can be reached, so a
+        // `deny` holds and an `allow` cannot.
+        Target::Name { .. } if want == "deny" => return None,
+        Target::Name { kind, .. } => {
+            return Some((
+                format!("`{want} {}` on {shown} is false", a.op),
+                format!("there is no {} on Linux", kind.noun()),
             ))
         }
     };

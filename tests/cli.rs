@@ -377,13 +377,20 @@ fn explain_answers_for_the_path_the_kernel_sees() {
         "{}",
         out.stdout
     );
-    // Without a record, lexically.
+    // Without a record, only the links every macOS has: `/tmp` leads to
+    // `/private/tmp` on any Mac, the rest lexically.
     let dir = tempfile::tempdir().unwrap();
     let alone = dir.path().join("seal.sb");
     std::fs::copy(&sb, &alone).unwrap();
     let out = run(&alone, &["/tmp/x/../../etc/hosts"]);
     assert!(
-        out.stdout.contains("checked as `/etc/hosts`"),
+        out.stdout.contains("checked as `/private/etc/hosts`"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&alone, &["/Users/agent/.claude/skills/../x"]);
+    assert!(
+        out.stdout.contains("checked as `/Users/agent/.claude/x`"),
         "{}",
         out.stdout
     );

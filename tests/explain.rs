@@ -61,7 +61,7 @@ fn an_unknown_operation_is_refused_with_the_nearest_and_the_list() {
         );
         let list = lines.next().unwrap();
         assert!(
-            list.starts_with("  the operations modelled: file*, "),
+            list.starts_with("  the operations modelled: appleevent-send, file*, "),
             "{list}"
         );
         for name in sealc::ops::names() {
@@ -69,10 +69,10 @@ fn an_unknown_operation_is_refused_with_the_nearest_and_the_list() {
         }
     }
     // Far from every name: no guess, the list still.
-    let out = explain(&[&sb, "--op", "iokit-open", "/x"]);
+    let out = explain(&[&sb, "--op", "nvram-get", "/x"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.starts_with(
-        "error: `iokit-open` is not an operation sealc models\n  the operations modelled: "
+        "error: `nvram-get` is not an operation sealc models\n  the operations modelled: "
     ));
 }
 
@@ -144,6 +144,7 @@ const KEYS: &[&str] = &[
     "checked",
     "decided_by",
     "detail",
+    "name",
     "notes",
     "op",
     "path",

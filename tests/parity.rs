@@ -177,8 +177,9 @@ fn draw(
     // has. On Linux a denied link inside a write root is refused (the agent
     // could point it elsewhere between runs): keep it out of write roots.
     let links = host_links();
+    let known = sealc::query::Links::symlinks(links.clone());
     let real = |p: &str| {
-        sealc::query::resolve(p, &links)
+        sealc::query::resolve(p, &known)
             .map(|r| r.path)
             .unwrap_or_default()
     };
@@ -290,12 +291,12 @@ fn compile(d: &Drawn) -> Result<Option<Seals>, TestCaseError> {
 /// The kernel's path on macOS: every link on the host followed (the final
 /// one with `last`), and the links walked through on the way.
 fn mac_path(p: &str, last: bool) -> (String, Vec<String>) {
-    let links = host_links();
+    let links = sealc::query::Links::symlinks(host_links());
     let mut walked = Vec::new();
     let mut cur = p.to_string();
     for _ in 0..8 {
         let r = sealc::query::resolve(&cur, &links).unwrap();
-        walked.extend(r.followed.iter().map(|(l, _)| l.clone()));
+        walked.extend(r.followed.iter().map(|(l, _, _)| l.clone()));
         match r.last {
             Some((l, to)) if last => {
                 walked.push(l);

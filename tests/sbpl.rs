@@ -160,14 +160,22 @@ fn explain_answers_and_exit_codes() {
     assert_eq!(und.code, 3);
     assert!(und.stdout.starts_with("undetermined"));
     // A name no seal models is bad input, with the list.
-    let unknown = run(&["seal.sb", "--op", "iokit-open", "/x"]);
+    let unknown = run(&["seal.sb", "--op", "nvram-get", "/x"]);
     assert_eq!(unknown.code, 2);
     assert!(
         unknown
             .stderr
-            .starts_with("error: `iokit-open` is not an operation sealc models\n"),
+            .starts_with("error: `nvram-get` is not an operation sealc models\n"),
         "{}",
         unknown.stderr
+    );
+    // An operation on a name is asked with `--name`, not a path.
+    let named = run(&["seal.sb", "--op", "iokit-open", "/x"]);
+    assert_eq!(named.code, 2);
+    assert!(
+        named.stderr.contains("give it with `--name`"),
+        "{}",
+        named.stderr
     );
     let bad = run(&["bad.sb", "--op", "file-read-data", "/x"]);
     assert_eq!(bad.code, 2);

@@ -7,7 +7,6 @@ pub mod bwrap;
 pub mod codex;
 pub mod codex_profile;
 pub mod env;
-pub mod ipc;
 pub mod seatbelt;
 
 use std::collections::BTreeMap;

@@ -141,7 +141,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     sections.push(("network", network_rules(ir)));
     sections.push((
         "ipc: services and programs that act outside the seal (docs/ipc.md)",
-        ipc_rules(),
+        ipc_rules(ir),
     ));
     for (title, rules) in sections {
         let _ = writeln!(out, "\n;; ---- {title} ----");
@@ -868,10 +868,10 @@ fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
 }
 
 /// The IPC surface sealed under both bases: one deny rule per entry of
-/// [`super::ipc::SEALED`], after every allow, so neither reading of
+/// [`crate::ipc::SEALED`], after every allow, so neither reading of
 /// precedence lets a base's allow win.
-fn ipc_rules() -> Vec<Rule<'static>> {
-    use super::ipc::{Sealed, SEALED};
+fn ipc_rules(ir: &Ir) -> Vec<Rule<'_>> {
+    use crate::ipc::{Sealed, SEALED};
     SEALED
         .iter()
         .map(|e| {
@@ -883,9 +883,26 @@ fn ipc_rules() -> Vec<Rule<'static>> {
                 Sealed::Operation(op) => (std::slice::from_ref(op), Vec::new()),
                 Sealed::Program(p) => (&["process-exec*"], vec![Filter::Literal((*p).into())]),
             };
+            // Re-allowed by the spec: said, and allowed by its own rule
+            // (the deny-default base allows none of these).
+            let (action, comment) = if ir.ipc_allowed.contains(e.name()) {
+                (
+                    Action::Allow,
+                    format!(
+                        "ipc.allow \"{}\": re-allowed by the spec; it can {}",
+                        e.name(),
+                        first_clause(e.opens)
+                    ),
+                )
+            } else {
+                (
+                    Action::Deny,
+                    format!("ipc: it would {}", first_clause(e.opens)),
+                )
+            };
             Rule {
-                comment: format!("ipc: it would {}", first_clause(e.opens)).into(),
-                action: Action::Deny,
+                comment: comment.into(),
+                action,
                 ops,
                 filters,
             }
@@ -957,13 +974,10 @@ fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
             comment: "deny-default base: user lookup, notifications, logging and certificate checks".into(),
             action: Action::Allow,
             ops: &["mach-lookup"],
-            filters: vec![
-                Filter::Raw("(global-name \"com.apple.SecurityServer\")".into()),
-                Filter::Raw("(global-name \"com.apple.logd\")".into()),
-                Filter::Raw("(global-name \"com.apple.system.notification_center\")".into()),
-                Filter::Raw("(global-name \"com.apple.system.opendirectoryd.libinfo\")".into()),
-                Filter::Raw("(global-name \"com.apple.trustd.agent\")".into()),
-            ],
+            filters: crate::ipc::DENY_DEFAULT_SERVICES
+                .iter()
+                .map(|(n, _)| Filter::Raw(format!("(global-name {})", lit(n)).into()))
+                .collect(),
         },
         Rule {
             comment: "deny-default base: the notification center's shared memory".into(),

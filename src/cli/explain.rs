@@ -31,13 +31,19 @@ pub struct Args {
     op: Option<String>,
     /// The path the operation is applied to.
     #[arg(
-        required_unless_present_any = ["remote", "list_ops"],
+        required_unless_present_any = ["remote", "name", "list_ops"],
         conflicts_with = "remote"
     )]
     path: Option<String>,
     /// An outbound TCP endpoint instead of a path.
     #[arg(long, value_name = "HOST:PORT")]
     remote: Option<String>,
+    /// A name instead of a path, for an operation on one: a Mach service
+    /// (`mach-lookup`), an Apple Events destination (`appleevent-send`), an
+    /// IOKit class (`iokit-open`), a POSIX IPC name, a sysctl, a preference
+    /// domain, or `self` / `same-sandbox` / `others` (`signal`).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["path", "remote", "to", "cwd"])]
+    name: Option<String>,
     /// The new name, for `rename` and `link` (or `file-link`) from PATH
     /// (seal.bwrap.json only).
     #[arg(
@@ -60,7 +66,7 @@ pub struct Args {
     params: Vec<String>,
     /// List the operations modelled, one per line, and which seal answers
     /// each (seal.sb, seal.bwrap.json).
-    #[arg(long, conflicts_with_all = ["profile", "op", "path", "remote", "to", "cwd", "record", "params"])]
+    #[arg(long, conflicts_with_all = ["profile", "op", "path", "remote", "name", "to", "cwd", "record", "params"])]
     list_ops: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -88,6 +94,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     }
     let asked = Asked {
         path: a.path,
+        name: a.name,
         to: a.to,
         cwd: a.cwd,
         record: a.record,
@@ -145,6 +152,7 @@ fn list_ops(format: Format, out: &mut dyn Write) -> i32 {
 /// The paths of an `explain` question, as given.
 struct Asked {
     path: Option<String>,
+    name: Option<String>,
     to: Option<String>,
     cwd: Option<String>,
     record: Option<PathBuf>,
@@ -158,6 +166,44 @@ struct Checked {
     asked: String,
     path: String,
     notes: Vec<String>,
+    /// The asked path's last component, when a known link makes where the
+    /// operation lands depend on whether it follows that name.
+    end: Option<End>,
+}
+
+/// A last component that leads elsewhere: the name (where the kernel finds
+/// it), where it leads, and whether the record says it is itself a link
+/// (`false`: the record does not say).
+struct End {
+    name: String,
+    to: String,
+    itself: bool,
+}
+
+/// Operations that follow a final symlink to what it names (an `open` for
+/// data, an `exec`).
+const FOLLOWING: &[&str] = &[
+    "file-read-data",
+    "file-write-data",
+    "file-map-executable",
+    "process-exec",
+    "process-exec*",
+];
+/// Operations that act on a final symlink's own name.
+const ON_THE_NAME: &[&str] = &["file-write-unlink", "file-link"];
+
+impl End {
+    /// Where `op` may land: one place when the operation and the record
+    /// settle it, both otherwise.
+    fn places(&self, op: &str) -> Vec<String> {
+        if FOLLOWING.contains(&op) {
+            vec![self.to.clone()]
+        } else if self.itself && ON_THE_NAME.contains(&op) {
+            vec![self.name.clone()]
+        } else {
+            vec![self.name.clone(), self.to.clone()]
+        }
+    }
 }
 
 impl Checked {
@@ -228,6 +274,8 @@ struct Said {
     /// The model's own sentence, when it gives one.
     detail: Option<String>,
     notes: Vec<String>,
+    /// The name asked about (`--name`), for an operation on one.
+    name: Option<String>,
     op: String,
     path: Option<String>,
     /// Both readings, when they disagree.
@@ -248,9 +296,10 @@ impl Said {
         to: Option<&str>,
         checked: &Checked,
     ) -> Said {
-        let (path, remote) = match target {
-            Target::Path(_) => (Some(checked.asked.clone()), None),
-            Target::Remote { host, port } => (None, Some(format!("{host}:{port}"))),
+        let (path, remote, name) = match target {
+            Target::Path(_) => (Some(checked.asked.clone()), None, None),
+            Target::Remote { host, port } => (None, Some(format!("{host}:{port}")), None),
+            Target::Name { name, .. } => (None, None, Some(name.clone())),
         };
         Said {
             also: Vec::new(),
@@ -260,6 +309,7 @@ impl Said {
             decided_by: None,
             detail: None,
             notes: checked.notes.clone(),
+            name,
             op: op.to_string(),
             path,
             readings: None,
@@ -299,14 +349,22 @@ fn write_said(said: &Said, text: String, format: Format, out: &mut dyn Write) {
 }
 
 /// The links the record knows (`--record`, or `seal.json` beside the
-/// profile) and, for a `seal.bwrap.json`, those it lists itself.
+/// profile), for a seatbelt profile those every macOS has, and, for a
+/// `seal.bwrap.json`, those it lists itself; each in every spelling.
 fn known_links(
     profile: &Path,
     record: Option<&Path>,
     text: &str,
     notes: &mut Vec<String>,
-) -> Result<std::collections::BTreeMap<String, String>, String> {
-    let mut links = std::collections::BTreeMap::new();
+) -> Result<crate::query::Links, String> {
+    use crate::query::Links;
+    let macos = !text.trim_start().starts_with('{');
+    let mut links = Links::default();
+    if macos {
+        for (p, to) in crate::query::MACOS_LINKS {
+            links.add(p, to, Some(true));
+        }
+    }
     let beside = profile
         .parent()
         .map(|d| d.join(crate::record::FILE))
@@ -317,7 +375,7 @@ fn known_links(
             .map_err(|e| e.to_string())
             .and_then(|b| crate::verify::read_record(&b));
         match read {
-            Ok(r) => links.extend(crate::query::known_links(&r.facts)),
+            Ok(r) => links.extend(crate::query::known_links(&r.facts, macos)),
             Err(e) if record.is_some() => {
                 return Err(format!("cannot read the record {shown}: {e}"))
             }
@@ -330,12 +388,12 @@ fn known_links(
         if let Some(map) = v.get("links").and_then(|l| l.as_object()) {
             for (k, v) in map {
                 if let Some(v) = v.as_str() {
-                    links.insert(k.clone(), v.to_string());
+                    links.add(k, v, Some(true));
                 }
             }
         }
     }
-    Ok(links)
+    Ok(links.spelled_everywhere())
 }
 
 /// Resolve a path of the question: relative only with `--cwd`; `..`
@@ -343,9 +401,9 @@ fn known_links(
 fn checked_path(
     p: &str,
     cwd: Option<&str>,
-    links: &std::collections::BTreeMap<String, String>,
+    links: &crate::query::Links,
     notes: &mut Vec<String>,
-) -> Result<String, String> {
+) -> Result<(String, Option<End>), String> {
     let absolute = if p.starts_with('/') {
         p.to_string()
     } else {
@@ -363,21 +421,51 @@ fn checked_path(
     let Some(r) = crate::query::resolve(&absolute, links) else {
         return Err(format!("{} is not absolute", quote(&absolute)));
     };
-    for (link, to) in &r.followed {
-        notes.push(format!(
-            "{} is a recorded symlink to {}: the kernel goes on from there",
-            quote(link),
-            quote(to)
-        ));
+    for (link, to, itself) in &r.followed {
+        notes.push(match itself {
+            Some(true) => format!(
+                "{} is a recorded symlink to {}: the kernel goes on from there",
+                quote(link),
+                quote(to)
+            ),
+            Some(false) => format!(
+                "{} lies below a recorded link: the kernel finds it at {}",
+                quote(link),
+                quote(to)
+            ),
+            None => format!(
+                "{} leads to {} (a symlink, or below one: the record does not say which): the kernel goes on from there",
+                quote(link),
+                quote(to)
+            ),
+        });
     }
+    let mut end = None;
     if let Some((link, to)) = &r.last {
         notes.push(format!(
             "{} is itself a recorded symlink to {}: reading or writing through it reaches that; metadata, unlink and rename act on the link",
             quote(link),
             quote(to)
         ));
+        end = Some(End {
+            name: link.clone(),
+            to: to.clone(),
+            itself: true,
+        });
     }
-    Ok(r.path)
+    if let Some((name, to)) = &r.unsure {
+        notes.push(format!(
+            "{} leads to {}, and the record (made by an older sealc) does not say whether it is itself a symlink or lies below one: an operation on the name is checked at both",
+            quote(name),
+            quote(to)
+        ));
+        end = Some(End {
+            name: name.clone(),
+            to: to.clone(),
+            itself: false,
+        });
+    }
+    Ok((r.path, end))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -416,15 +504,16 @@ fn explain(
         let cwd = asked.cwd.as_deref();
         let resolved = checked_path(p, cwd, &links, &mut checked.notes).and_then(|path| {
             let new = match &asked.to {
-                Some(t) => Some(checked_path(t, cwd, &links, &mut checked.notes)?),
+                Some(t) => Some(checked_path(t, cwd, &links, &mut checked.notes)?.0),
                 None => None,
             };
             Ok((path, new))
         });
         match resolved {
-            Ok((path, new)) => {
+            Ok(((path, end), new)) => {
                 checked.asked = p.clone();
                 checked.path = path;
+                checked.end = end;
                 to = new;
             }
             Err(e) => {
@@ -433,9 +522,37 @@ fn explain(
             }
         }
     }
-    let target = match (asked.path, remote) {
-        (Some(_), _) => Target::Path(checked.path.clone()),
-        (None, Some(r)) => match r
+    let named = crate::ops::NameKind::of(op);
+    match (named, &asked.name, asked.path.is_some() || remote.is_some()) {
+        (Some(kind), None, _) => {
+            let _ = writeln!(
+                err,
+                "error: `{op}` is applied to a name ({} {}): give it with `--name`",
+                if kind.noun().starts_with(['A', 'E', 'I', 'O', 'U']) {
+                    "an"
+                } else {
+                    "a"
+                },
+                kind.noun()
+            );
+            return BAD_INPUT;
+        }
+        (None, Some(_), _) => {
+            let _ = writeln!(
+                err,
+                "error: `{op}` is not applied to a name: give a path, or `--remote HOST:PORT`"
+            );
+            return BAD_INPUT;
+        }
+        _ => {}
+    }
+    let target = match (asked.path, remote, named) {
+        (_, _, Some(kind)) => Target::Name {
+            kind,
+            name: asked.name.clone().unwrap_or_default(),
+        },
+        (Some(_), _, None) => Target::Path(checked.path.clone()),
+        (None, Some(r), None) => match r
             .rsplit_once(':')
             .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
         {
@@ -448,7 +565,7 @@ fn explain(
                 return BAD_INPUT;
             }
         },
-        (None, None) => return BAD_INPUT,
+        (None, None, None) => return BAD_INPUT,
     };
     if text.trim_start().starts_with('{') {
         return explain_bwrap(
@@ -495,6 +612,53 @@ fn explain(
     }
     let model = Model::new(&parsed, &defs);
     let seal = crate::backend::SEATBELT;
+    // A last component that leads elsewhere: where the operation lands.
+    let places = match (&checked.end, &target) {
+        (Some(end), Target::Path(_)) => end.places(op),
+        _ => Vec::new(),
+    };
+    let mut target = target;
+    if let Some(first) = places.first() {
+        checked.path = first.clone();
+        target = Target::Path(first.clone());
+    }
+    let seatbelt_models =
+        crate::ops::find(op).is_some_and(|o| o.seatbelt != crate::ops::Seatbelt::No);
+    let verdict = if seatbelt_models {
+        let v = model.query(op, &target);
+        match places.get(1) {
+            Some(other) => {
+                let w = model.query(op, &Target::Path(other.clone()));
+                match (v.action(), w.action()) {
+                    (Some(a), Some(b)) if a == b => {
+                        checked.notes.push(format!(
+                            "the answer is the same at {}",
+                            quote(other)
+                        ));
+                        v
+                    }
+                    (a, b) => Verdict::Undetermined {
+                        construct: format!(
+                            "`{op}` on a name that leads elsewhere: the profile says {} at {} and {} at {}, and which the kernel checks depends on whether the operation follows the name",
+                            a.map_or("undetermined", |a| a.as_str()),
+                            quote(&checked.path),
+                            b.map_or("undetermined", |b| b.as_str()),
+                            quote(other)
+                        ),
+                        line: 0,
+                    },
+                }
+            }
+            None => v,
+        }
+    } else {
+        Verdict::Undetermined {
+            construct: format!(
+                "`{op}`: a seatbelt profile does not model it (a seal.bwrap.json does)"
+            ),
+            line: 0,
+        }
+    };
     let mut said = Said::new(seal, op, &target, None, &checked);
     let by = |d: &Decision| {
         d.rule.as_ref().map(|r| {
@@ -512,18 +676,6 @@ fn explain(
     let rule_text = |d: &Decision| match &d.rule {
         Some(r) => format!("line {}: {}", r.line, r.text),
         None => "no rule matched and no default is written (seatbelt allows)".to_string(),
-    };
-    let seatbelt_models =
-        crate::ops::find(op).is_some_and(|o| o.seatbelt != crate::ops::Seatbelt::No);
-    let verdict = if seatbelt_models {
-        model.query(op, &target)
-    } else {
-        Verdict::Undetermined {
-            construct: format!(
-                "`{op}`: a seatbelt profile does not model it (a seal.bwrap.json does)"
-            ),
-            line: 0,
-        }
     };
     let (code, mut text_out) = match &verdict {
         Verdict::Decided(d) => {
@@ -620,7 +772,7 @@ fn explain_bwrap(
         Target::Remote { host, port } if question == Some(Question::Connect) => {
             Some(model.connect(host, *port))
         }
-        Target::Remote { .. } => None,
+        Target::Remote { .. } | Target::Name { .. } => None,
     };
     let (code, mut text_out) = match answer {
         Some(a) => {
@@ -654,6 +806,9 @@ fn explain_bwrap(
                 }
                 (Some(_), Target::Remote { .. }, _) => {
                     format!("seal.bwrap.json answers `{op}` on a path, not an endpoint")
+                }
+                (Some(_), Target::Name { .. }, _) => {
+                    format!("seal.bwrap.json answers `{op}` on a path, not a name")
                 }
                 (None, _, _) => format!(
                     "seal.bwrap.json does not model `{op}` (a seatbelt profile does; `sealc explain --list-ops` lists what each answers)"

@@ -259,7 +259,7 @@ fn to_text(l: &Loaded) -> String {
 
     if p.platform == "macos" {
         out.push_str("\nipc (docs/ipc.md):\n");
-        for (what, has) in crate::backend::ipc::summary() {
+        for (what, has) in &p.ipc {
             out.push_str(&format!("  can {what}: {has}\n"));
         }
     }

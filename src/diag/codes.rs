@@ -97,6 +97,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "# compiled where /r does not exist yet\n[filesystem]\nwrite = [\"/r/ws\"]",
     ),
     (
+        "sealc::root::dangling-link",
+        "a write root does not exist, and a symlink on the way (or the root itself) leads to a path that does not exist either: the root cannot be made where the kernel would follow the link, so it is refused",
+        "# /w/l is a symlink to /w/gone, which does not exist\n[filesystem]\nwrite = [\"/w/l/out\"]",
+    ),
+    (
         "sealc::root::linked",
         "a denied or metadata-only root inside a write root holds a file with another hard link, which the seal does not hide (hiding a path does not hide the file): each file is named with its other links found in the write roots, and links elsewhere are counted; checked at compile and before every `sealc exec`, on either target",
         "# ${ws}/grader/answer is also ${ws}/.peek (`ln ${ws}/grader/answer ${ws}/.peek`)\n[filesystem]\nwrite = [\"${ws}\"]\ndeny_read = [\"${ws}/grader\"]",
@@ -360,6 +365,16 @@ deny_read = [\"${ws}/link\"]",
         "sealc::lint::schema",
         "the spec does not match the JSON Schema (the editor's view)",
         "# a value the JSON Schema refuses that no other check names",
+    ),
+    (
+        "sealc::ipc::unknown",
+        "an `ipc.allow` entry names nothing in the sealed IPC table (docs/ipc.md), so there is nothing to re-allow",
+        "[ipc]\nallow = [\"com.apple.pasteboard\"]",
+    ),
+    (
+        "sealc::lint::ipc_allowed",
+        "an `ipc.allow` entry re-opens a service, operation or program the seal otherwise denies: the warning says what the agent can then do outside the seal's file and network rules (on Linux the entry has no effect)",
+        "[ipc]\nallow = [\"com.apple.SecurityServer\"]",
     ),
     (
         "sealc::lint::allow_outside_deny",

@@ -25,6 +25,9 @@ use crate::spec::{interpolate, references, Platform, Spanned, Spec};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Facts {
+    /// For a macOS target, each `allow_read` root (after `${var}` substitution) that did not exist on the compiling host and has a symlink on the way: where it would appear, the realpath of its nearest existing ancestor then the rest of it. The profile re-allows it there as well, where seatbelt will look; `sealc exec` refuses to start when the links on the way now lead elsewhere.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub absent_allowed: BTreeMap<String, String>,
     /// For a macOS target, each `deny_read` and `metadata_only` root (after `${var}` substitution) that did not exist on the compiling host and has a symlink on the way: where it would appear, the realpath of its nearest existing ancestor then the rest of it. Seatbelt checks the path the links resolve to, so the profile denies it there as well; `sealc exec` refuses to start when the links on the way now lead elsewhere.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub absent_denied: BTreeMap<String, String>,
@@ -44,6 +47,9 @@ pub struct Facts {
     pub kinds: BTreeMap<String, PathKind>,
     /// The launcher's symlink chain, first entry the launcher path, last a regular file.
     pub launcher: Vec<ChainLink>,
+    /// For each filesystem root (after `${var}` substitution) whose realpath (or, absent, whose place in `absent_denied` or `absent_allowed`) differs from it, when its directory exists: where its own name is, the realpath of its directory then its name. The same as the realpath when a link on the way is what differs; otherwise the root is itself a symlink (perhaps dangling), found there. `sealc explain` reads it to tell the two apart.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub located: BTreeMap<String, String>,
     /// The target platform given by `--platform`, when one was given (it overrides the spec's `target.platform`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
@@ -327,19 +333,43 @@ pub fn gather_all(
             continue;
         }
         if let Some(at) = would_be(&path, host) {
+            // A symlink on the way that leads nowhere yet (or the root
+            // itself one): the kernel would follow it where the root is
+            // made, so neither the record nor the profile could say where
+            // the agent writes.
+            if let Some(elsewhere) = would_appear(&path, host).filter(|e| *e != at) {
+                diags.push(
+                    Diagnostic::error(
+                        "sealc::root::dangling-link",
+                        format!(
+                            "write root {} does not exist, and a symlink on the way leads to {}, which does not exist either",
+                            quote(&path),
+                            quote(&elsewhere)
+                        ),
+                    )
+                    .at(w.span.clone())
+                    .label("cannot be made where the links lead")
+                    .help("make the directory the link points at before compiling, or name the write root by the path it will have"),
+                );
+                continue;
+            }
             absent_writes.insert(path, at);
         }
     }
     // Denied and stat-only roots that do not exist yet, through a link:
     // where seatbelt will look for them once they appear.
+    // Re-allowed roots likewise, so the re-allow is where seatbelt looks.
     let mut absent_denied = BTreeMap::new();
+    let mut absent_allowed = BTreeMap::new();
     if !linux {
         let fs = &spec.filesystem;
-        for root in fs
+        for (root, denied) in fs
             .deny_read
             .iter()
             .chain(&codex_denied)
             .chain(&fs.metadata_only)
+            .map(|r| (r, true))
+            .chain(fs.allow_read.iter().map(|r| (r, false)))
         {
             let Some(path) = root_path(root, src, &vars) else {
                 continue;
@@ -347,8 +377,12 @@ pub fn gather_all(
             if realpaths.contains_key(&path) {
                 continue;
             }
-            if let Some(at) = would_be(&path, host).filter(|at| *at != normalize(&path)) {
-                absent_denied.insert(path, at);
+            if let Some(at) = would_appear(&path, host).filter(|at| *at != normalize(&path)) {
+                if denied {
+                    absent_denied.insert(path, at);
+                } else {
+                    absent_allowed.insert(path, at);
+                }
             }
         }
     }
@@ -362,6 +396,14 @@ pub fn gather_all(
         host,
         &mut diags,
     );
+    // A root whose realpath differs: is it a link, or below one?
+    let located_roots: BTreeMap<String, String> = realpaths
+        .iter()
+        .chain(&absent_denied)
+        .chain(&absent_allowed)
+        .filter(|(p, r)| p != r)
+        .filter_map(|(p, _)| Some((p.clone(), located(p, host)?)))
+        .collect();
     let identities = if linux {
         denied_in_write_roots(spec, src, &vars, &realpaths, host, &mut diags)
     } else {
@@ -446,6 +488,7 @@ pub fn gather_all(
     });
     (
         Facts {
+            absent_allowed,
             absent_denied,
             absent_writes,
             vars,
@@ -453,6 +496,7 @@ pub fn gather_all(
             kinds,
             identities,
             launcher,
+            located: located_roots,
             builders,
             env,
             platform,
@@ -467,6 +511,71 @@ pub fn gather_all(
 fn root_path(root: &Spanned<String>, src: &str, vars: &BTreeMap<String, String>) -> Option<String> {
     let path = interpolate(root, src, vars).ok()?;
     (path.starts_with('/') && !path.contains('\0')).then_some(path)
+}
+
+/// The longest path [`would_appear`] resolves: the kernel refuses longer
+/// ones (`ENAMETOOLONG`; `PATH_MAX` is 1,024 on macOS and 4,096 on Linux).
+const MAX_RESOLVED: usize = 4096;
+
+/// Where an absent path would be once it appears, as the kernel will
+/// resolve it then: every symlink on the way followed, a dangling one
+/// included (its target may appear too), and a final one; a component that
+/// does not exist, and all after it, taken as names. `None` when a file is
+/// on the way (nothing can appear below it), for a loop of links, and for a
+/// path too long to resolve.
+pub fn would_appear(path: &str, host: &dyn Host) -> Option<String> {
+    if path.len() > MAX_RESOLVED || !path.starts_with('/') {
+        return None;
+    }
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .rev()
+        .map(str::to_string)
+        .collect();
+    let mut cur = String::new();
+    let mut absent = false;
+    let mut hops = 0;
+    while let Some(c) = pending.pop() {
+        match c.as_str() {
+            "." => continue,
+            ".." => {
+                cur.truncate(cur.rfind('/').unwrap_or(0));
+                continue;
+            }
+            _ => {}
+        }
+        let before = cur.len();
+        cur.push('/');
+        cur.push_str(&c);
+        if absent {
+            continue;
+        }
+        match host.lstat(&cur) {
+            None => absent = true,
+            Some(Kind::Dir) => {}
+            Some(Kind::Symlink) => {
+                hops += 1;
+                if hops > 40 {
+                    return None;
+                }
+                let to = host.read_link(&cur)?;
+                cur.truncate(if to.starts_with('/') { 0 } else { before });
+                pending.extend(
+                    to.split('/')
+                        .filter(|c| !c.is_empty())
+                        .rev()
+                        .map(str::to_string),
+                );
+                if cur.len() + pending.iter().map(|c| c.len() + 1).sum::<usize>() > MAX_RESOLVED {
+                    return None;
+                }
+            }
+            Some(Kind::File | Kind::Other) if !pending.is_empty() => return None,
+            Some(_) => {}
+        }
+    }
+    Some(if cur.is_empty() { "/".to_string() } else { cur })
 }
 
 /// Where an absent path would be made: the realpath of its nearest

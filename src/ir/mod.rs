@@ -252,6 +252,8 @@ pub enum Verdict {
 pub enum Subject {
     Path(String),
     Remote(String),
+    /// A name in the operation's namespace (`crate::ops::NameKind`).
+    Name(String),
 }
 
 /// An `[[assert]]`, resolved.
@@ -281,6 +283,9 @@ pub struct Ir {
     /// The directories between each write root and the protected roots in
     /// it, sorted by path.
     pub pins: Vec<Pin>,
+    /// The entries of the sealed IPC table (`crate::ipc::SEALED`) the spec
+    /// re-allows (`ipc.allow`), by name.
+    pub ipc_allowed: BTreeSet<String>,
 }
 
 impl Ir {
@@ -457,6 +462,7 @@ impl Lower<'_> {
         self.codex_protected(spec, &mut roots, &codex);
         let pins = pins(&roots, self.platform(spec));
         let asserts = self.asserts(spec);
+        let ipc_allowed = self.ipc_allowed(spec);
         Ir {
             name: spec.name.value.clone(),
             description: spec.description.as_ref().map(|d| d.value.clone()),
@@ -470,7 +476,37 @@ impl Lower<'_> {
             codex,
             asserts,
             pins,
+            ipc_allowed,
         }
+    }
+
+    /// `ipc.allow`: each a name in the sealed table.
+    fn ipc_allowed(&mut self, spec: &Spec) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for entry in &spec.ipc.allow {
+            let Some(name) = self.subst(entry) else {
+                continue;
+            };
+            if crate::ipc::find(&name).is_none() {
+                let names = crate::ipc::SEALED.iter().map(|e| e.name());
+                let near = crate::diag::did_you_mean(&name, names);
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::ipc::unknown",
+                        format!("{} is not an entry of the sealed IPC table", quote(&name)),
+                    )
+                    .at(entry.span.clone())
+                    .label("not sealed, so there is nothing to re-allow")
+                    .help(match near {
+                        Some(m) => format!("did you mean `{m}`? docs/ipc.md lists the entries"),
+                        None => "docs/ipc.md lists the entries; a service not in it is left as the base leaves it".to_string(),
+                    }),
+                );
+                continue;
+            }
+            out.insert(name);
+        }
+        out
     }
 
     fn subst(&mut self, s: &Spanned<String>) -> Option<String> {
@@ -549,6 +585,7 @@ impl Lower<'_> {
                     RootKind::DenyRead | RootKind::MetadataOnly if real.is_none() => {
                         self.facts.absent_denied.get(&path)
                     }
+                    RootKind::AllowRead if real.is_none() => self.facts.absent_allowed.get(&path),
                     _ => None,
                 };
                 if let Some(real) = real.as_ref().or(place) {
@@ -2101,20 +2138,64 @@ impl Lower<'_> {
                 );
                 continue;
             }
-            let subjects: Vec<Subject> = match (a.paths.is_empty(), a.remote.is_empty()) {
-                (false, true) => a
+            // For one platform only: left out of the other's seal.
+            if let Some(p) = &a.platform {
+                match p.value.as_str() {
+                    "macos" | "linux" => {
+                        if p.value != self.platform(spec).as_str() {
+                            continue;
+                        }
+                    }
+                    other => {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "sealc::assert::shape",
+                                format!("assertion platform {} is not `macos` or `linux`", quote(other)),
+                            )
+                            .at(p.span.clone())
+                            .label("not a platform")
+                            .help("write `platform = \"macos\"` or `platform = \"linux\"`, or leave it out to prove it on both"),
+                        );
+                        continue;
+                    }
+                }
+            }
+            let named = crate::ops::NameKind::of(&op.value);
+            let subjects: Vec<Subject> = match (
+                a.paths.is_empty(),
+                a.remote.is_empty(),
+                a.names.is_empty(),
+            ) {
+                (false, true, true) => a
                     .paths
                     .iter()
                     .filter_map(|p| self.path(p, "`assert` path").map(Subject::Path))
                     .collect(),
-                (true, false) => a
+                (true, false, true) => a
                     .remote
                     .iter()
                     .filter_map(|r| self.subst(r).map(Subject::Remote))
                     .collect(),
+                (true, true, false) if named.is_some() => a
+                    .names
+                    .iter()
+                    .filter_map(|n| self.subst(n).map(Subject::Name))
+                    .collect(),
+                (true, true, false) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            "sealc::assert::shape",
+                            format!("{} is not applied to a name", quote(&op.value)),
+                        )
+                        .at(op.span.clone())
+                        .label("an operation on paths or endpoints")
+                        .help("`names` go with `mach-lookup`, `appleevent-send`, `iokit-open`, the `ipc-posix` and `sysctl` operations, `user-preference-read`/`-write` and `signal`; give `paths` or `remote` for this one"),
+                    );
+                    continue;
+                }
                 _ => {
                     self.diags.push(shape(
-                        "an `[[assert]]` names exactly one of `paths` and `remote`, not empty",
+                        "an `[[assert]]` names exactly one of `paths`, `remote` and `names`, not empty",
                     ));
                     continue;
                 }

@@ -45,7 +45,61 @@ pub enum Target {
         host: String,
         port: u16,
     },
+    /// A named service or object: a Mach service, an Apple Events
+    /// destination, an IOKit user client class, a POSIX IPC name, a sysctl,
+    /// a preference domain, or whom a signal is sent to.
+    Name {
+        kind: NameKind,
+        name: String,
+    },
 }
+
+pub use crate::ops::NameKind;
+
+/// The name filters: the SBPL name, its namespace, and how it matches.
+const NAME_FILTERS: &[(&str, NameKind, PathKind)] = &[
+    (
+        "appleevent-destination",
+        NameKind::AppleEvent,
+        PathKind::Literal,
+    ),
+    ("global-name", NameKind::MachGlobal, PathKind::Literal),
+    ("global-name-prefix", NameKind::MachGlobal, PathKind::Prefix),
+    (
+        "iokit-registry-entry-class",
+        NameKind::IokitClass,
+        PathKind::Literal,
+    ),
+    (
+        "iokit-user-client-class",
+        NameKind::IokitClass,
+        PathKind::Literal,
+    ),
+    ("ipc-posix-name", NameKind::IpcPosix, PathKind::Literal),
+    (
+        "ipc-posix-name-prefix",
+        NameKind::IpcPosix,
+        PathKind::Prefix,
+    ),
+    ("local-name", NameKind::MachLocal, PathKind::Literal),
+    ("local-name-prefix", NameKind::MachLocal, PathKind::Prefix),
+    (
+        "preference-domain",
+        NameKind::PreferenceDomain,
+        PathKind::Literal,
+    ),
+    ("sysctl-name", NameKind::Sysctl, PathKind::Literal),
+    ("sysctl-name-prefix", NameKind::Sysctl, PathKind::Prefix),
+];
+/// The regex forms of the name filters.
+const NAME_REGEX_FILTERS: &[(&str, NameKind)] = &[
+    ("global-name-regex", NameKind::MachGlobal),
+    ("iokit-user-client-class-regex", NameKind::IokitClass),
+    ("ipc-posix-name-regex", NameKind::IpcPosix),
+    ("local-name-regex", NameKind::MachLocal),
+    ("preference-domain-regex", NameKind::PreferenceDomain),
+    ("sysctl-name-regex", NameKind::Sysctl),
+];
 
 /// A rule, as a reviewer reads it: its line and its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +192,10 @@ enum PathKind {
 enum Filter {
     Path(PathKind, Vec<String>),
     Regex(Vec<Regex>),
+    /// A name filter: literal or prefix patterns in one namespace.
+    Name(NameKind, PathKind, Vec<String>),
+    /// A name filter's regex form.
+    NameRegex(NameKind, Vec<Regex>),
     Net {
         remote: bool,
         proto: String,
@@ -187,8 +245,32 @@ impl Filter {
                     Tri::No
                 }
             }
-            (Filter::Path(..) | Filter::Regex(_), Target::Remote { .. }) => Tri::No,
-            (Filter::Net { .. }, Target::Path(_)) => Tri::No,
+            (Filter::Path(..) | Filter::Regex(_), Target::Remote { .. } | Target::Name { .. }) => {
+                Tri::No
+            }
+            (Filter::Net { .. }, Target::Path(_) | Target::Name { .. }) => Tri::No,
+            (Filter::Name(..) | Filter::NameRegex(..), Target::Path(_) | Target::Remote { .. }) => {
+                Tri::No
+            }
+            (Filter::Name(kind, how, pats), Target::Name { kind: asked, name }) => {
+                let hit = kind == asked
+                    && pats.iter().any(|pat| match how {
+                        PathKind::Prefix => name.starts_with(pat.as_str()),
+                        _ => name == pat,
+                    });
+                if hit {
+                    Tri::Yes
+                } else {
+                    Tri::No
+                }
+            }
+            (Filter::NameRegex(kind, res), Target::Name { kind: asked, name }) => {
+                if kind == asked && res.iter().any(|r| r.is_match(name)) {
+                    Tri::Yes
+                } else {
+                    Tri::No
+                }
+            }
             (
                 Filter::Net {
                     remote,
@@ -519,6 +601,14 @@ fn decision(r: &Rule) -> Decision {
     }
 }
 
+/// Each pattern compiled, or the first that does not compile, as opaque.
+fn regexes(patterns: Vec<String>, line: usize) -> Result<Vec<Regex>, Value> {
+    patterns
+        .into_iter()
+        .map(|p| Regex::new(&p).map_err(|why| Value::Opaque(format!("regex {p:?}: {why}"), line)))
+        .collect()
+}
+
 /// Evaluate an expression to a value: strings, params, booleans, filters.
 fn eval(e: &Expr, env: &Env<'_>) -> Value {
     let opaque = || Value::Opaque(text_of(e), e.line);
@@ -563,21 +653,56 @@ fn eval(e: &Expr, env: &Env<'_>) -> Value {
                 "subpath" => path(PathKind::Subpath),
                 "prefix" | "path-prefix" => path(PathKind::Prefix),
                 "regex" | "path-regex" => match strings() {
-                    Ok(v) if !v.is_empty() => {
-                        let mut res = Vec::new();
-                        for p in v {
-                            match Regex::new(&p) {
-                                Ok(r) => res.push(r),
-                                Err(why) => {
-                                    return Value::Opaque(format!("regex {p:?}: {why}"), e.line)
-                                }
-                            }
-                        }
-                        Value::Filter(Filter::Regex(res))
-                    }
+                    Ok(v) if !v.is_empty() => match regexes(v, e.line) {
+                        Ok(res) => Value::Filter(Filter::Regex(res)),
+                        Err(o) => o,
+                    },
                     Ok(_) => opaque(),
                     Err(o) => o,
                 },
+                "target" => match args {
+                    [a] => match a.symbol() {
+                        Some(t @ ("self" | "same-sandbox" | "others")) => {
+                            // `same-sandbox` holds for the process itself.
+                            let mut v = vec![t.to_string()];
+                            if t == "same-sandbox" {
+                                v.push("self".to_string());
+                            }
+                            Value::Filter(Filter::Name(
+                                NameKind::SignalTarget,
+                                PathKind::Literal,
+                                v,
+                            ))
+                        }
+                        _ => opaque(),
+                    },
+                    _ => opaque(),
+                },
+                h if NAME_FILTERS.iter().any(|(n, _, _)| *n == h) => {
+                    let Some((_, kind, how)) = NAME_FILTERS.iter().find(|(n, _, _)| *n == h) else {
+                        return opaque();
+                    };
+                    match strings() {
+                        Ok(v) if !v.is_empty() => {
+                            Value::Filter(Filter::Name(*kind, how.clone(), v))
+                        }
+                        Ok(_) => opaque(),
+                        Err(o) => o,
+                    }
+                }
+                h if NAME_REGEX_FILTERS.iter().any(|(n, _)| *n == h) => {
+                    let Some((_, kind)) = NAME_REGEX_FILTERS.iter().find(|(n, _)| *n == h) else {
+                        return opaque();
+                    };
+                    match strings() {
+                        Ok(v) if !v.is_empty() => match regexes(v, e.line) {
+                            Ok(res) => Value::Filter(Filter::NameRegex(*kind, res)),
+                            Err(o) => o,
+                        },
+                        Ok(_) => opaque(),
+                        Err(o) => o,
+                    }
+                }
                 "require-any" | "require-all" => {
                     let mut fs = Vec::new();
                     for a in args {
@@ -655,7 +780,12 @@ mod tests {
             ["network-bind", "network-inbound", "network*", "default"]
         );
         assert_eq!(chain("file-link").unwrap(), ["file-link", "default"]);
-        assert!(chain("iokit-open").is_none());
+        assert_eq!(
+            chain("iokit-open").unwrap(),
+            ["iokit-open", "iokit*", "default"]
+        );
+        assert_eq!(chain("sysctl-write").unwrap(), ["sysctl*", "default"]);
+        assert!(chain("nvram-get").is_none());
     }
 
     #[test]
@@ -786,7 +916,7 @@ mod tests {
             assert_eq!(l, line, "{src}");
         }
         assert!(matches!(
-            model("(version 1)").query("iokit-open", &path("/x")),
+            model("(version 1)").query("nvram-get", &path("/x")),
             Verdict::Undetermined { .. }
         ));
     }

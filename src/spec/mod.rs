@@ -120,6 +120,9 @@ pub struct Spec {
     /// How the sandbox is started.
     #[serde(default)]
     pub exec: Exec,
+    /// The macOS IPC surface (docs/ipc.md): what a seatbelt profile seals beyond files and the network.
+    #[serde(default)]
+    pub ipc: Ipc,
     /// Limits of one run, enforced by `sealc exec`; each is optional.
     #[serde(default)]
     pub limits: Limits,
@@ -361,6 +364,16 @@ pub struct Exec {
     pub timeout: Option<Timeout>,
 }
 
+/// The macOS IPC surface a seal keeps closed (docs/ipc.md).
+#[derive(Clone, Debug, Default, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ipc {
+    /// Entries of the sealed table re-allowed for this seal, each by its name in docs/ipc.md: a Mach service (`com.apple.SecurityServer`, for a tool that needs the keychain), an operation (`appleevent-send`) or a program (`/usr/bin/security`). `sealc lint` says what each opens. macOS only.
+    #[serde(default)]
+    #[schemars(extend("examples" = [["com.apple.SecurityServer"]]))]
+    pub allow: Vec<Spanned<String>>,
+}
+
 /// Limits of one run (`sealc exec`). How each is enforced, and what a run
 /// that reaches it reports, is in docs/limits.md.
 #[derive(Clone, Debug, Default, JsonSchema)]
@@ -489,6 +502,13 @@ pub struct Assert {
     /// `host:port` endpoints the verdict holds for.
     #[serde(default)]
     pub remote: Vec<Spanned<String>>,
+    /// Names the verdict holds for, in the operation's namespace: Mach services for `mach-lookup` (`com.apple.pasteboard.1`), bundle identifiers for `appleevent-send`, IOKit classes for `iokit-open`, POSIX IPC names, sysctls, preference domains, or `self` / `others` for `signal`. macOS only: on Linux none of these exists, so a `deny` holds and an `allow` cannot.
+    #[serde(default)]
+    pub names: Vec<Spanned<String>>,
+    /// Prove it only on seals for this platform (`macos` or `linux`); without it, on both.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["macos", "linux"]))]
+    pub platform: Option<Spanned<String>>,
 }
 
 impl Filesystem {

@@ -381,6 +381,7 @@ impl Cx {
                 "network",
                 "env",
                 "exec",
+                "ipc",
                 "limits",
                 "codex",
                 "assert",
@@ -445,6 +446,7 @@ impl Cx {
             .unwrap_or_default();
         let env = t.get("env").map(|v| self.env(v)).unwrap_or_default();
         let exec = t.get("exec").map(|v| self.exec(v)).unwrap_or_default();
+        let ipc = t.get("ipc").map(|v| self.ipc(v)).unwrap_or_default();
         let limits = t.get("limits").map(|v| self.limits(v)).unwrap_or_default();
         let codex = t.get("codex").map(|v| self.codex(v)).unwrap_or_default();
         let asserts = t.get("assert").map(|v| self.asserts(v)).unwrap_or_default();
@@ -459,6 +461,7 @@ impl Cx {
             network,
             env,
             exec,
+            ipc,
             limits,
             codex,
             asserts,
@@ -643,6 +646,16 @@ impl Cx {
         }
     }
 
+    fn ipc(&mut self, v: &Val<'_>) -> crate::spec::Ipc {
+        let Some(t) = self.table("ipc", v) else {
+            return crate::spec::Ipc::default();
+        };
+        t.finish(self, &["allow"]);
+        crate::spec::Ipc {
+            allow: self.strings("ipc.allow", t.get("allow")),
+        }
+    }
+
     fn exec(&mut self, v: &Val<'_>) -> Exec {
         let Some(t) = self.table("exec", v) else {
             return Exec::default();
@@ -768,13 +781,18 @@ impl Cx {
             let Some(t) = self.table(&path, item) else {
                 continue;
             };
-            t.finish(self, &["allow", "deny", "paths", "remote"]);
+            t.finish(
+                self,
+                &["allow", "deny", "names", "paths", "platform", "remote"],
+            );
             out.push(Assert {
                 span: item.span(),
                 allow: self.opt_string(&t, "allow"),
                 deny: self.opt_string(&t, "deny"),
                 paths: self.strings(&format!("{path}.paths"), t.get("paths")),
                 remote: self.strings(&format!("{path}.remote"), t.get("remote")),
+                names: self.strings(&format!("{path}.names"), t.get("names")),
+                platform: self.opt_string(&t, "platform"),
             });
         }
         out

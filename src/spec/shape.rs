@@ -109,6 +109,10 @@ pub const SHAPES: &[(&str, &str)] = &[
     ("assert[].deny", "deny = \"file-read-data\""),
     ("assert[].paths", "paths = [\"${checkout}/x\"]"),
     ("assert[].remote", "remote = [\"api.openai.com:443\"]"),
+    ("assert[].names", "names = [\"com.apple.pasteboard.1\"]"),
+    ("assert[].platform", "platform = \"macos\""),
+    ("ipc", "ipc = { allow = [\"com.apple.SecurityServer\"] }"),
+    ("ipc.allow", "allow = [\"com.apple.SecurityServer\"]"),
 ];
 
 /// The example for the value at a dotted path as the reader names it

@@ -29,9 +29,33 @@ try "the clipboard is written" /bin/sh -c 'echo sealc | /usr/bin/pbcopy'
 try "a launchd job is submitted" /bin/launchctl submit -l sealc.escape -- /usr/bin/true
 try "the keychain is read" /usr/bin/security find-generic-password -s sealc-escape-probe
 try "another application's defaults are written" /usr/bin/defaults write com.example.sealc-escape k v
+# The keychain's service itself, not the `security` program: a lookup that
+# fails with errSecItemNotFound (-25300) when securityd answers, and with
+# another status when the seal refuses the service.
+if command -v python3 >/dev/null; then
+  probe='import ctypes, ctypes.util as u
+s = ctypes.cdll.LoadLibrary(u.find_library("Security"))
+cf = ctypes.cdll.LoadLibrary(u.find_library("CoreFoundation"))
+print(s.SecKeychainFindGenericPassword(None, 5, b"sealc", 0, None, None, None, None))'
+  if [ "$(sandbox-exec -f "$sb" python3 -c "$probe" 2>/dev/null)" = "-25300" ]; then
+    echo "ESCAPED  the keychain's service answers"; failed=1
+  else
+    echo "denied   the keychain's service"
+  fi
+fi
 launchctl remove sealc.escape >/dev/null 2>&1 || true
 defaults delete com.example.sealc-escape >/dev/null 2>&1 || true
 # The work still works: a program runs and prints under the same seal.
 if sandbox-exec -f "$sb" /bin/echo ok >/dev/null 2>&1; then echo "works    /bin/echo"; else echo "BROKEN   /bin/echo"; failed=1; fi
+# HTTPS still works under a seal with the network open, without the
+# keychain's service (certificate checks go through trustd).
+open_spec="$out/open.toml"
+printf 'version = 1\nname = "tls"\n[target]\nplatform = "macos"\n[network]\nmode = "open"\n' >"$open_spec"
+target/release/sealc compile "$open_spec" --out "$out/tls" --force -q || exit 2
+if sandbox-exec -f "$out/tls/seal.sb" /usr/bin/curl -sS -o /dev/null https://www.apple.com; then
+  echo "works    HTTPS without the keychain's service"
+else
+  echo "BROKEN   HTTPS without the keychain's service: TLS needs com.apple.SecurityServer here"; failed=1
+fi
 rm -rf "$out"
 exit $failed

@@ -82,18 +82,45 @@ pub const SEALED: &[Entry] = &[
         capability: ("submit launchd jobs", "not with `launchctl` (a layer, not a seal)"),
     },
     Entry {
+        sealed: Sealed::Service("com.apple.SecurityServer"),
+        opens: "read the user's keychains through securityd (`SecItemCopyMatching`, what `security` does), passwords and keys the file rules cannot see because the daemon reads them",
+        source: "Codex's seatbelt policy allows it only with the network (for TLS on older systems); certificate checks go through `com.apple.trustd.agent`, left open; a spec whose tool needs the keychain names it in `ipc.allow`. Only a Mac can confirm that HTTPS holds without it",
+        capability: ("read the keychain", "no"),
+    },
+    Entry {
         sealed: Sealed::Program("/usr/bin/security"),
         opens: "read passwords and keys from the user's keychains (`security find-generic-password -w`)",
-        source: "security(1); a layer, not a seal: see `com.apple.SecurityServer` below",
-        capability: ("read the keychain", "not with `security`; through Security.framework not sealed (TLS needs its service)"),
+        source: "security(1); a second layer: the keychain's service is denied above",
+        capability: ("read the keychain", "no"),
     },
+];
+
+/// The services the `deny-default` base allows by name (it allows no other
+/// Mach service), and why a command-line program needs each.
+pub const DENY_DEFAULT_SERVICES: &[(&str, &str)] = &[
+    (
+        "com.apple.logd",
+        "os_log: every program that logs through the unified log (most of Apple's frameworks) talks to it",
+    ),
+    (
+        "com.apple.system.notification_center",
+        "notify(3): libSystem posts and reads notifications at start (time zone, network changes)",
+    ),
+    (
+        "com.apple.system.opendirectoryd.libinfo",
+        "getpwuid(3) and friends: a user's name and home directory (what `id`, `git` and Python ask)",
+    ),
+    (
+        "com.apple.trustd.agent",
+        "certificate checks for TLS (Codex's and Claude Code's macOS policies allow it with the network)",
+    ),
 ];
 
 /// Left open under both bases, and why.
 pub const OPEN: &[(&str, &str)] = &[
     (
-        "com.apple.SecurityServer",
-        "TLS certificate checks go through it (Chromium's network policy and Codex's allow it with the network), and the agent's own HTTPS needs them; it also serves the user's keychains, so a program that calls Security.framework itself can read what the keychain lets it read without a prompt. Only a Mac can confirm which of the two a profile can keep apart",
+        "com.apple.trustd.agent",
+        "TLS certificate checks go through trustd (Claude Code's and Codex's macOS policies allow it with the network), and the agent's own HTTPS needs them; it holds no secrets of the user's",
     ),
     (
         "user-preference-read",
@@ -101,15 +128,42 @@ pub const OPEN: &[(&str, &str)] = &[
     ),
 ];
 
-/// What a macOS seal's IPC section means, in words, for `sealc show`:
-/// each capability of [`SEALED`] once, in the table's order, with the
-/// answer every seal gives.
-pub fn summary() -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&'static str, &'static str)> = Vec::new();
-    for e in SEALED {
-        if !out.iter().any(|(c, _)| *c == e.capability.0) {
-            out.push(e.capability);
+impl Entry {
+    /// The entry's name, as `ipc.allow` takes it: the service, the
+    /// operation or the program's path.
+    pub fn name(&self) -> &'static str {
+        match self.sealed {
+            Sealed::Service(n) | Sealed::Operation(n) | Sealed::Program(n) => n,
         }
+    }
+}
+
+/// The sealed entry of this name.
+pub fn find(name: &str) -> Option<&'static Entry> {
+    SEALED.iter().find(|e| e.name() == name)
+}
+
+/// What a macOS seal's IPC section means, in words, for `sealc show` and
+/// `sealc diff`: each capability of [`SEALED`] once, in the table's order,
+/// with the answer the seal gives: the table's, or `yes` naming the entries
+/// `allowed` (a spec's `ipc.allow`) re-allows.
+pub fn summary(allowed: &std::collections::BTreeSet<String>) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for e in SEALED {
+        if out.iter().any(|(c, _)| *c == e.capability.0) {
+            continue;
+        }
+        let opened: Vec<String> = SEALED
+            .iter()
+            .filter(|o| o.capability.0 == e.capability.0 && allowed.contains(o.name()))
+            .map(|o| format!("`{}`", o.name()))
+            .collect();
+        let has = if opened.is_empty() {
+            e.capability.1.to_string()
+        } else {
+            format!("yes, re-allowed by `ipc.allow`: {}", opened.join(", "))
+        };
+        out.push((e.capability.0, has));
     }
     out
 }
@@ -118,7 +172,7 @@ pub fn summary() -> Vec<(&'static str, &'static str)> {
 pub fn docs() -> String {
     let mut s = String::from(
         "# The macOS IPC surface\n\n\
-         <!-- generated from src/backend/ipc.rs; `SEALC_BLESS=1 cargo test --test ipc` rewrites it -->\n\n\
+         <!-- generated from src/ipc.rs; `SEALC_BLESS=1 cargo test --test ipc` rewrites it -->\n\n\
          A seatbelt profile seals files and the network; a process on macOS also reaches the\n\
          system through Mach services, by name, and several of them act for the caller\n\
          outside its sandbox. Every profile sealc compiles, under either base, ends with a\n\
@@ -129,17 +183,35 @@ pub fn docs() -> String {
          `tests/macos/` is meant to try each escape on a Mac. **It has not been run:** CI\n\
          here is Linux, where seatbelt cannot run, and the SBPL evaluator proves only what\n\
          the profile says, not what macOS does with it.\n\n\
+         A spec re-allows an entry by its name, for a tool that needs it:\n\n\
+         ```toml\n[ipc]\nallow = [\"com.apple.SecurityServer\"]\n```\n\n\
+         The profile then allows it by a rule whose comment names the entry; `sealc lint`\n\
+         warns with what it opens (`sealc::lint::ipc_allowed`), `sealc show` and `sealc diff`\n\
+         say it, and an `[[assert]]` that it is denied fails the compile. A name not in the\n\
+         table is refused (`sealc::ipc::unknown`). `sealc explain --op mach-lookup --name\n\
+         com.apple.pasteboard.1 seal.sb` answers for a service (and `appleevent-send`,\n\
+         `iokit-open`, the `ipc-posix`, `sysctl` and `user-preference` operations and\n\
+         `signal` for their names); every shipped spec asserts the escapes below denied.\n\n\
          ## Denied\n\n\
-         | rule | what it would open | source |\n| --- | --- | --- |\n",
+         | name (`ipc.allow`) | rule | what it would open | source |\n| --- | --- | --- | --- |\n",
     );
     for e in SEALED {
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} |",
+            "| `{}` | `{}` | {} | {} |",
+            e.name(),
             rule_text(e.sealed),
             e.opens,
             e.source
         );
+    }
+    s.push_str(
+        "\n## Allowed by the `deny-default` base\n\n\
+         It allows these services by name and no other (under `allow-default` every service\n\
+         not denied above is open, as the base says).\n\n| name | why |\n| --- | --- |\n",
+    );
+    for (name, why) in DENY_DEFAULT_SERVICES {
+        let _ = writeln!(s, "| `{name}` | {why} |");
     }
     s.push_str("\n## Left open\n\n| name | why |\n| --- | --- |\n");
     for (name, why) in OPEN {
