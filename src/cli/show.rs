@@ -259,7 +259,15 @@ fn to_text(l: &Loaded) -> String {
 
     if p.platform == "macos" {
         out.push_str("\nipc (docs/ipc.md):\n");
-        for (what, has) in &p.ipc {
+        // In the table's order (docs/ipc.md), then anything else the record's
+        // policy names.
+        let order: Vec<&str> = crate::ipc::summary(&Default::default())
+            .into_iter()
+            .map(|(what, _)| what)
+            .collect();
+        let mut lines: Vec<(&String, &String)> = p.ipc.iter().collect();
+        lines.sort_by_key(|(what, _)| order.iter().position(|o| o == what).unwrap_or(order.len()));
+        for (what, has) in lines {
             out.push_str(&format!("  can {what}: {has}\n"));
         }
     }
