@@ -537,3 +537,41 @@ write = ["/tmp/d/l/out"]
     );
     assert!(d.span.is_some());
 }
+
+/// A re-allowed root absent behind a link: once the link leads elsewhere,
+/// the re-allow is not where seatbelt looks, and a run refuses to start.
+#[test]
+fn a_reallowed_root_whose_link_moved_is_drift() {
+    let spec = r#"version = 1
+name = "reallowed"
+[target]
+platform = "macos"
+[filesystem]
+deny_read = ["/tmp/c"]
+allow_read = ["/tmp/c/link/pub"]
+"#;
+    let c = sealc::compile("s.toml", spec, &VarFlags::new(), &host()).unwrap();
+    assert_eq!(
+        c.facts
+            .absent_allowed
+            .get("/tmp/c/link/pub")
+            .map(String::as_str),
+        Some("/private/tmp/c/real/pub")
+    );
+    let moved = FakeHost::new()
+        .env("HOME", "/Users/agent")
+        .link("/tmp", "private/tmp")
+        .dir("/private/tmp/c/real")
+        .dir("/private/tmp/c/elsewhere")
+        .link("/private/tmp/c/link", "elsewhere");
+    let drift = sealc::drift::host_drift(&c.record, &moved);
+    assert!(
+        drift
+            .iter()
+            .any(|d| d.message.contains("the re-allowed root was absent")
+                && d.message.contains("/private/tmp/c/elsewhere/pub")),
+        "{:?}",
+        drift.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
+    assert!(sealc::drift::host_drift(&c.record, &host()).is_empty());
+}
