@@ -14,7 +14,10 @@
 //! regexes, imports) makes the answer **undetermined**, naming the construct
 //! and its line: never a guess.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
 
 use super::parse::{print_expr, Expr, Node, Profile};
 use super::regex::Regex;
@@ -340,9 +343,12 @@ impl Filter {
 #[derive(Clone, Debug)]
 struct Rule {
     action: Action,
-    ops: Vec<String>,
+    ops: Vec<Cow<'static, str>>,
     filter: Option<Filter>,
-    at: RuleRef,
+    /// Where the rule is in the profile's text: its text is printed only
+    /// for the answers that name it.
+    line: usize,
+    span: Range<usize>,
 }
 
 /// A profile, evaluated: its rules, and what could not be evaluated.
@@ -354,6 +360,8 @@ pub struct Model {
     blockers: Vec<(String, usize)>,
     /// `(version N)` seen.
     pub version: Option<i64>,
+    /// The profile's text, for the rules' text.
+    source: Arc<str>,
 }
 
 #[derive(Clone, Debug)]
@@ -383,7 +391,10 @@ fn text_of(e: &Expr) -> String {
 impl Model {
     /// Evaluate a parsed profile with `-D` parameters.
     pub fn new(profile: &Profile, params: &BTreeMap<String, String>) -> Model {
-        let mut m = Model::default();
+        let mut m = Model {
+            source: profile.source.clone(),
+            ..Model::default()
+        };
         let mut env = Env {
             params,
             defines: BTreeMap::new(),
@@ -410,7 +421,7 @@ impl Model {
             "define" | "define-once" => match items.get(1).map(|x| &x.node) {
                 Some(Node::Symbol(name)) => {
                     let v = items.get(2).map_or(Value::Bool(false), |x| eval(x, env));
-                    env.defines.insert(name.clone(), v);
+                    env.defines.insert(name.to_string(), v);
                 }
                 Some(Node::List { items: sig, .. }) => {
                     if let Some(name) = sig.first().and_then(Expr::symbol) {
@@ -471,7 +482,7 @@ impl Model {
         let mut filters = Vec::new();
         for arg in &items[1..] {
             match &arg.node {
-                Node::Symbol(s) => match env.defines.get(s) {
+                Node::Symbol(s) => match env.defines.get(s.as_ref()) {
                     Some(Value::Filter(f)) => filters.push(f.clone()),
                     Some(Value::Opaque(what, line)) => filters.push(Filter::Opaque {
                         what: what.clone(),
@@ -481,7 +492,10 @@ impl Model {
                         what: format!("`{s}` used as a filter"),
                         line: arg.line,
                     }),
-                    None => ops.push(canonical_op(s).to_string()),
+                    None => ops.push(match crate::ops::find(canonical_op(s)) {
+                        Some(o) => Cow::Borrowed(o.name),
+                        None => Cow::Owned(s.to_string()),
+                    }),
                 },
                 Node::List { items: inner, .. }
                     if inner.first().and_then(Expr::symbol) == Some("with") => {}
@@ -504,10 +518,8 @@ impl Model {
             action,
             ops,
             filter,
-            at: RuleRef {
-                line: e.line,
-                text: text_of(e),
-            },
+            line: e.line,
+            span: e.span.clone(),
         });
     }
 
@@ -553,16 +565,16 @@ impl Model {
                         fallback = fallback.or(Some(r));
                     }
                     Some(f) => match f.matches(t) {
-                        Ok(Tri::Yes) => return Ok(decision(r)),
+                        Ok(Tri::Yes) => return Ok(self.decision(r)),
                         Ok(Tri::No) => {}
                         Err((what, line)) => {
-                            return Err((what, if line == 0 { r.at.line } else { line }))
+                            return Err((what, if line == 0 { r.line } else { line }))
                         }
                     },
                 }
             }
             if let Some(r) = fallback {
-                return Ok(decision(r));
+                return Ok(self.decision(r));
             }
         }
         Ok(Decision {
@@ -573,16 +585,16 @@ impl Model {
 
     fn source_order(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
         for r in self.rules.iter().rev() {
-            if !r.ops.iter().any(|o| chain.contains(&o.as_str())) {
+            if !r.ops.iter().any(|o| chain.contains(&o.as_ref())) {
                 continue;
             }
             match &r.filter {
-                None => return Ok(decision(r)),
+                None => return Ok(self.decision(r)),
                 Some(f) => match f.matches(t) {
-                    Ok(Tri::Yes) => return Ok(decision(r)),
+                    Ok(Tri::Yes) => return Ok(self.decision(r)),
                     Ok(Tri::No) => {}
                     Err((what, line)) => {
-                        return Err((what, if line == 0 { r.at.line } else { line }))
+                        return Err((what, if line == 0 { r.line } else { line }))
                     }
                 },
             }
@@ -594,10 +606,25 @@ impl Model {
     }
 }
 
-fn decision(r: &Rule) -> Decision {
-    Decision {
-        action: r.action,
-        rule: Some(r.at.clone()),
+impl Model {
+    fn decision(&self, r: &Rule) -> Decision {
+        Decision {
+            action: r.action,
+            rule: Some(RuleRef {
+                line: r.line,
+                text: self.text_at(r.span.clone()),
+            }),
+        }
+    }
+
+    /// The rule at `span`, printed as [`text_of`] prints it: read again from
+    /// the profile's text (it parsed once, so it parses again).
+    fn text_at(&self, span: Range<usize>) -> String {
+        let raw = self.source.get(span).unwrap_or_default();
+        match crate::sbpl::parse::parse(raw) {
+            Ok(p) if p.forms.len() == 1 => text_of(&p.forms[0]),
+            _ => raw.chars().take(120).collect(),
+        }
     }
 }
 
@@ -613,11 +640,11 @@ fn regexes(patterns: Vec<String>, line: usize) -> Result<Vec<Regex>, Value> {
 fn eval(e: &Expr, env: &Env<'_>) -> Value {
     let opaque = || Value::Opaque(text_of(e), e.line);
     match &e.node {
-        Node::Str { value, .. } => Value::Str(value.clone()),
+        Node::Str { .. } => Value::Str(e.string().unwrap_or_default().to_string()),
         Node::RawStr(s) => Value::Str(s.clone()),
         Node::Bool(b) => Value::Bool(*b),
         Node::Int { raw, .. } => Value::Str(raw.clone()),
-        Node::Symbol(s) => env.defines.get(s).cloned().unwrap_or_else(opaque),
+        Node::Symbol(s) => env.defines.get(s.as_ref()).cloned().unwrap_or_else(opaque),
         Node::List { items, tail: None } => {
             let Some(head) = items.first().and_then(Expr::symbol) else {
                 return opaque();

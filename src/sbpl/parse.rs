@@ -6,7 +6,9 @@
 //! forms (comments, blank lines) is kept too, so sealc's own profiles round
 //! trip byte for byte.
 
+use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// How a quoted form was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,11 +37,13 @@ pub enum Node {
         items: Vec<Expr>,
         tail: Option<Box<Expr>>,
     },
-    Symbol(String),
-    /// A `"..."` string: the raw text between the quotes, and its value.
+    /// A symbol as written; the common ones are shared, not allocated.
+    Symbol(Cow<'static, str>),
+    /// A `"..."` string: the raw text between the quotes, and its value
+    /// where an escape makes it differ (`None`: the value is `raw`).
     Str {
         raw: String,
-        value: String,
+        value: Option<String>,
     },
     /// A `#"..."` string: no escapes.
     RawStr(String),
@@ -80,7 +84,10 @@ impl Expr {
     /// The value of a string of either kind.
     pub fn string(&self) -> Option<&str> {
         match &self.node {
-            Node::Str { value, .. } => Some(value),
+            Node::Str {
+                value: Some(value), ..
+            } => Some(value),
+            Node::Str { raw, value: None } => Some(raw),
             Node::RawStr(s) => Some(s),
             _ => None,
         }
@@ -93,7 +100,80 @@ pub struct Profile {
     pub forms: Vec<Expr>,
     /// `trivia[i]` is the text before `forms[i]`; the last entry follows the last form.
     pub trivia: Vec<String>,
+    /// The text read: each form's `span` indexes it.
+    pub source: Arc<str>,
 }
+
+impl Node {
+    /// A `"..."` string node from the raw text between its quotes.
+    pub fn string(raw: &str) -> Node {
+        Node::Str {
+            raw: raw.to_string(),
+            value: raw.contains('\\').then(|| unescape(raw)),
+        }
+    }
+
+    /// A symbol node: the words SBPL profiles use most are shared.
+    pub fn symbol(word: &str) -> Node {
+        Node::Symbol(match COMMON_SYMBOLS.binary_search(&word) {
+            Ok(i) => Cow::Borrowed(COMMON_SYMBOLS[i]),
+            Err(_) => Cow::Owned(word.to_string()),
+        })
+    }
+}
+
+/// Sorted: heads, operations and filters that every profile repeats.
+const COMMON_SYMBOLS: &[&str] = &[
+    "allow",
+    "debug",
+    "default",
+    "define",
+    "deny",
+    "file-clone",
+    "file-ioctl",
+    "file-link",
+    "file-map-executable",
+    "file-read*",
+    "file-read-data",
+    "file-read-metadata",
+    "file-write*",
+    "file-write-create",
+    "file-write-data",
+    "file-write-unlink",
+    "global-name",
+    "if",
+    "import",
+    "iokit-open",
+    "ipc-posix*",
+    "ipc-posix-shm*",
+    "literal",
+    "local",
+    "mach*",
+    "mach-lookup",
+    "network*",
+    "network-bind",
+    "network-inbound",
+    "network-outbound",
+    "param",
+    "path",
+    "prefix",
+    "process*",
+    "process-exec",
+    "process-fork",
+    "regex",
+    "remote",
+    "require-all",
+    "require-any",
+    "require-not",
+    "signal",
+    "string-append",
+    "subpath",
+    "sysctl-read",
+    "tcp",
+    "unix-socket",
+    "user-preference-read",
+    "version",
+];
 
 /// A syntax error, with its 1-based position.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +220,11 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         at = f.span.end;
     }
     trivia.push(src[at..].to_string());
-    Ok(Profile { forms, trivia })
+    Ok(Profile {
+        forms,
+        trivia,
+        source: Arc::from(src),
+    })
 }
 
 /// The deepest nesting read (lists and quotes): deeper input is refused
@@ -338,10 +422,7 @@ impl Reader<'_> {
                 b'"' => {
                     let raw = &self.src[start..i];
                     self.advance_to(i + 1);
-                    return Ok(Node::Str {
-                        raw: raw.to_string(),
-                        value: unescape(raw),
-                    });
+                    return Ok(Node::string(raw));
                 }
                 b'\\' => i += 1 + self.src[i + 1..].chars().next().map_or(0, char::len_utf8),
                 _ => i += 1,
@@ -430,7 +511,7 @@ impl Reader<'_> {
             return Err(self.error("a dot outside a list, or with no datum before it"));
         }
         self.at = word_end;
-        Ok(Node::Symbol(word.to_string()))
+        Ok(Node::symbol(word))
     }
 }
 
@@ -500,7 +581,8 @@ pub fn print_expr(e: &Expr, out: &mut String) {
             }
             out.push(')');
         }
-        Node::Symbol(s) | Node::Char(s) => out.push_str(s),
+        Node::Symbol(s) => out.push_str(s),
+        Node::Char(s) => out.push_str(s),
         Node::Str { raw, .. } => {
             out.push('"');
             out.push_str(raw);
@@ -548,6 +630,13 @@ mod tests {
     }
 
     #[test]
+    fn common_symbols_are_sorted() {
+        assert!(COMMON_SYMBOLS.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(Node::symbol("subpath"), Node::Symbol(Cow::Borrowed(_))));
+        assert_eq!(Node::symbol("x-y"), Node::Symbol(Cow::Owned("x-y".into())));
+    }
+
+    #[test]
     fn atoms() {
         assert_eq!(
             one("#x2a"),
@@ -590,8 +679,8 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (raw.as_str(), value.as_str()),
-            (r"^com\.apple\.", "^com.apple.")
+            (raw.as_str(), value.as_deref()),
+            (r"^com\.apple\.", Some("^com.apple."))
         );
     }
 

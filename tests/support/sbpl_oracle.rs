@@ -63,7 +63,11 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         at = f.span.end;
     }
     trivia.push(src[at..].to_string());
-    Ok(Profile { forms, trivia })
+    Ok(Profile {
+        forms,
+        trivia,
+        source: src.into(),
+    })
 }
 
 fn is_comment(r: Rule) -> bool {
@@ -127,7 +131,7 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
                 .next()
                 .map(|i| i.as_str().to_string())
                 .unwrap_or_default();
-            let value = unescape(&raw);
+            let value = raw.contains('\\').then(|| unescape(&raw));
             Node::Str { raw, value }
         }
         Rule::raw_string => Node::RawStr(
@@ -150,7 +154,7 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
             Node::Int { raw, value }
         }
         Rule::char_lit => Node::Char(p.as_str().to_string()),
-        Rule::symbol => Node::Symbol(p.as_str().to_string()),
+        Rule::symbol => Node::Symbol(p.as_str().to_string().into()),
         r => return Err(err(format!("unexpected {r:?}"))),
     };
     Ok(Expr { node, span, line })
