@@ -30,7 +30,7 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
     let judge: Box<Judge> = match ir.platform {
         spec::Platform::Macos => {
-            let text = String::from_utf8_lossy(bytes).into_owned();
+            let text = String::from_utf8_lossy(bytes);
             let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
             let model = sbpl::eval::Model::new(&parsed, &Default::default());
             Box::new(move |a, t| judge_sbpl(&model, a, t))
