@@ -593,9 +593,7 @@ impl Model {
                 Some(f) => match f.matches(t) {
                     Ok(Tri::Yes) => return Ok(self.decision(r)),
                     Ok(Tri::No) => {}
-                    Err((what, line)) => {
-                        return Err((what, if line == 0 { r.line } else { line }))
-                    }
+                    Err((what, line)) => return Err((what, if line == 0 { r.line } else { line })),
                 },
             }
         }

@@ -634,7 +634,10 @@ mod tests {
 
     #[test]
     fn common_symbols_are_shared() {
-        assert!(matches!(Node::symbol("subpath"), Node::Symbol(Cow::Borrowed(_))));
+        assert!(matches!(
+            Node::symbol("subpath"),
+            Node::Symbol(Cow::Borrowed(_))
+        ));
         assert_eq!(Node::symbol("x-y"), Node::Symbol(Cow::Owned("x-y".into())));
     }
 
