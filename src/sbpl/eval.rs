@@ -827,6 +827,30 @@ mod tests {
         assert_eq!(act(&m, "file-read-data", "/d/4x"), Some(Action::Deny));
     }
 
+    /// The deciding rule's text is printed only when an answer names it: it
+    /// must still be the rule's canonical print, for a rule written over
+    /// lines with a comment inside, nested in a conditional, and cut at 120.
+    #[test]
+    fn the_deciding_rule_is_named_as_printed() {
+        let long = format!("/{}", "d".repeat(200));
+        let src = format!(
+            "(version 1)(allow default)\n(if #t\n  (deny file-read*\n    ; why\n    (subpath  \"/a\")))\n(deny file-write* (subpath \"{long}\"))"
+        );
+        let m = model(&src);
+        let named = |op: &str, p: &str| match m.query(op, &path(p)) {
+            Verdict::Decided(Decision { rule: Some(r), .. }) => (r.line, r.text),
+            v => panic!("{v:?}"),
+        };
+        assert_eq!(
+            named("file-read-data", "/a/x"),
+            (3, "(deny file-read* (subpath \"/a\"))".to_string())
+        );
+        let (line, text) = named("file-write-data", &format!("{long}/f"));
+        assert_eq!(line, 6);
+        assert_eq!(text.chars().count(), 120);
+        assert!(text.starts_with("(deny file-write* (subpath \"/ddd") && text.ends_with("..."));
+    }
+
     #[test]
     fn last_filtered_match_wins() {
         let m = model("(version 1)(allow default)(allow file-read* (subpath \"/a\"))(deny file-read* (subpath \"/a/b\"))");
