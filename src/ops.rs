@@ -226,6 +226,10 @@ pub enum NameKind {
     PreferenceDomain,
     /// `target`: `self`, `same-sandbox` or `others`.
     SignalTarget,
+    /// `xpc-service-name` (an XPC service in the program's own domain, as
+    /// Codex's policy denies with `(xpc-service-name-prefix "")`): its own
+    /// namespace, so such a rule never matches a global or local name.
+    XpcService,
 }
 
 impl NameKind {
@@ -267,6 +271,7 @@ impl NameKind {
             NameKind::Sysctl => "sysctl",
             NameKind::PreferenceDomain => "preference domain",
             NameKind::SignalTarget => "signal target",
+            NameKind::XpcService => "XPC service",
         }
     }
 }

@@ -93,6 +93,12 @@ const NAME_FILTERS: &[(&str, NameKind, PathKind)] = &[
     ),
     ("sysctl-name", NameKind::Sysctl, PathKind::Literal),
     ("sysctl-name-prefix", NameKind::Sysctl, PathKind::Prefix),
+    ("xpc-service-name", NameKind::XpcService, PathKind::Literal),
+    (
+        "xpc-service-name-prefix",
+        NameKind::XpcService,
+        PathKind::Prefix,
+    ),
 ];
 /// The regex forms of the name filters.
 const NAME_REGEX_FILTERS: &[(&str, NameKind)] = &[
@@ -102,6 +108,7 @@ const NAME_REGEX_FILTERS: &[(&str, NameKind)] = &[
     ("local-name-regex", NameKind::MachLocal),
     ("preference-domain-regex", NameKind::PreferenceDomain),
     ("sysctl-name-regex", NameKind::Sysctl),
+    ("xpc-service-name-regex", NameKind::XpcService),
 ];
 
 /// A rule, as a reviewer reads it: its line and its text.
@@ -362,6 +369,10 @@ pub struct Model {
     pub version: Option<i64>,
     /// The profile's text, for the rules' text.
     source: Arc<str>,
+    /// Families (`x*`) the rules name that the operation table does not
+    /// know, each with the line of its first rule: an answer for an
+    /// operation such a family may hold is undetermined.
+    unknown_families: Vec<(String, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -401,6 +412,16 @@ impl Model {
         };
         for f in &profile.forms {
             m.top(f, &mut env);
+        }
+        for r in &m.rules {
+            for o in &r.ops {
+                if o.ends_with('*')
+                    && crate::ops::find(o).is_none()
+                    && !m.unknown_families.iter().any(|(u, _)| u == o.as_ref())
+                {
+                    m.unknown_families.push((o.to_string(), r.line));
+                }
+            }
         }
         m
     }
@@ -537,6 +558,20 @@ impl Model {
                 line: 0,
             };
         };
+        // A rule on a family the table does not know (`ipc-posix-shm-read*`
+        // is a later macOS's) may cover the operation asked: say so, rather
+        // than answer as if the rule were not there.
+        for (family, line) in &self.unknown_families {
+            let stem = family.trim_end_matches('*');
+            if chain.iter().any(|c| c.starts_with(stem)) {
+                return Verdict::Undetermined {
+                    construct: format!(
+                        "`{family}` is not in the operation table (macOS 10.15's), and may hold `{op}`"
+                    ),
+                    line: *line,
+                };
+            }
+        }
         let a = match self.filtered_first(&chain, target) {
             Ok(d) => d,
             Err((construct, line)) => return Verdict::Undetermined { construct, line },
@@ -674,8 +709,29 @@ fn eval(e: &Expr, env: &Env<'_>) -> Value {
                     Ok(v) => Value::Str(v.concat()),
                     Err(o) => o,
                 },
+                // A sandbox extension is a token a process is handed at run
+                // time (an app's open panel, `sandbox_extension_issue_*`);
+                // `sandbox-exec` hands none, and sealc issues none, so a
+                // process under a seal holds none and such a filter matches
+                // nothing (`docs/ipc.md` says so).
+                "extension" => Value::Filter(Filter::Any(Vec::new())),
                 "literal" | "path" | "path-literal" => path(PathKind::Literal),
                 "subpath" => path(PathKind::Subpath),
+                // The path and each of its ancestors, by literal path.
+                "path-ancestors" => match strings() {
+                    Ok(v) if !v.is_empty() => {
+                        let mut lits = Vec::new();
+                        for p in &v {
+                            if !p.starts_with('/') {
+                                return opaque();
+                            }
+                            lits.extend(crate::paths::ancestors_or_self(p).map(str::to_string));
+                        }
+                        Value::Filter(Filter::Path(PathKind::Literal, lits))
+                    }
+                    Ok(_) => opaque(),
+                    Err(o) => o,
+                },
                 "prefix" | "path-prefix" => path(PathKind::Prefix),
                 "regex" | "path-regex" => match strings() {
                     Ok(v) if !v.is_empty() => match regexes(v, e.line) {
