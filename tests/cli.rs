@@ -239,11 +239,24 @@ fn help_and_version_exit_0() {
 fn explain_reads_a_linux_seal_back() {
     let seal = root().join("tests/golden-linux/probe-rep/seal.bwrap.json");
     let seal = seal.to_str().unwrap();
+    // Every answer on a path ends with what it assumes of links no record
+    // names; the answers below are compared without that line, which is
+    // checked here once.
     let run = |args: &[&str]| {
-        Sealc::new()
+        let mut out = Sealc::new()
             .args(["explain", seal])
             .args(args.iter().copied())
-            .run()
+            .run();
+        if args.iter().any(|a| a.starts_with('/')) && !args.contains(&"--remote") {
+            let at = out.stdout.find("  assumes: no link on the way to `");
+            assert!(at.is_some(), "{}", out.stdout);
+            let at = at.unwrap_or(0);
+            let end = out.stdout[at..]
+                .find('\n')
+                .map_or(out.stdout.len(), |e| at + e + 1);
+            out.stdout.replace_range(at..end, "");
+        }
+        out
     };
     let out = run(&[
         "--op",

@@ -141,6 +141,7 @@ fn json(out: &Out) -> serde_json::Value {
 const KEYS: &[&str] = &[
     "also",
     "answer",
+    "assumes",
     "checked",
     "decided_by",
     "detail",
@@ -171,7 +172,7 @@ fn a_refusal_in_a_bwrap_seal_names_the_spec_entry() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
-        "deny\n  decided by `--tmpfs /Users/agent`\n  spec entry: filesystem.deny_read \"${home}\"\n"
+        format!("deny\n  decided by `--tmpfs /Users/agent`\n  spec entry: filesystem.deny_read \"${{home}}\"\n  assumes: no link on the way to `{skill}` but those named here (a record names the links on the way to its roots); through another, made after compiling or on no root's way, the kernel goes where it leads and the seal decides there: ask about that path\n")
     );
     let v = json(&explain(&[
         &bwrap,
@@ -210,7 +211,7 @@ fn a_refusal_in_a_bwrap_seal_names_the_spec_entry() {
     ]);
     assert!(
         out.stdout
-            .ends_with("\n  spec entry: filesystem.write \"${run}/ws\"\n"),
+            .contains("\n  spec entry: filesystem.write \"${run}/ws\"\n  assumes: "),
         "{}",
         out.stdout
     );
@@ -250,9 +251,12 @@ fn a_refusal_in_a_bwrap_seal_names_the_spec_entry() {
     );
     // What every seal has: no entry, the plan's reason instead.
     let out = explain(&[&bwrap, "--op", "file-read-data", "/proc/kcore"]);
-    assert_eq!(
-        out.stdout,
-        "deny\n  decided by `--ro-bind-try /dev/null /proc/kcore`\n  no spec entry (every seal has it): host-global /proc entry, masked (as container runtimes do)\n"
+    assert!(
+        out.stdout.starts_with(
+            "deny\n  decided by `--ro-bind-try /dev/null /proc/kcore`\n  no spec entry (every seal has it): host-global /proc entry, masked (as container runtimes do)\n  assumes: "
+        ),
+        "{}",
+        out.stdout
     );
 }
 

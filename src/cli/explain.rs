@@ -166,6 +166,8 @@ struct Checked {
     asked: String,
     path: String,
     notes: Vec<String>,
+    /// What the answer takes for granted about links it cannot see.
+    assumes: Option<String>,
     /// The asked path's last component, when a known link makes where the
     /// operation lands depend on whether it follows that name.
     end: Option<End>,
@@ -214,6 +216,9 @@ impl Checked {
         }
         for n in &self.notes {
             text.push_str(&format!("  note: {n}\n"));
+        }
+        if let Some(a) = &self.assumes {
+            text.push_str(&format!("  assumes: {a}\n"));
         }
     }
 }
@@ -268,6 +273,9 @@ struct Said {
     also: Vec<By>,
     /// `allow`, `deny`, `ambiguous` or `undetermined`.
     answer: &'static str,
+    /// For a path: what the answer takes for granted about links no record
+    /// names.
+    assumes: Option<String>,
     /// The path as the kernel reaches it, when not the one asked.
     checked: Option<String>,
     decided_by: Option<By>,
@@ -304,6 +312,7 @@ impl Said {
         Said {
             also: Vec::new(),
             answer: "undetermined",
+            assumes: path.as_ref().and(checked.assumes.clone()),
             checked: (path.is_some() && checked.path != checked.asked)
                 .then(|| checked.path.clone()),
             decided_by: None,
@@ -511,6 +520,11 @@ fn explain(
         });
         match resolved {
             Ok(((path, end), new)) => {
+                // What no record can settle: a link it does not name.
+                checked.assumes = Some(format!(
+                    "no link on the way to {} but those named here (a record names the links on the way to its roots); through another, made after compiling or on no root's way, the kernel goes where it leads and the seal decides there: ask about that path",
+                    quote(&path)
+                ));
                 checked.asked = p.clone();
                 checked.path = path;
                 checked.end = end;
