@@ -18,6 +18,7 @@
 
 pub mod absent;
 pub mod backend;
+pub mod canonical;
 pub mod cli;
 pub mod describe;
 pub mod diag;
@@ -28,9 +29,12 @@ pub mod facts;
 pub mod hostfs;
 pub mod ipc;
 pub mod ir;
+pub mod known;
 pub mod lint;
 pub mod mounts;
+pub mod netpolicy;
 pub mod ops;
+pub mod paths;
 pub mod platform;
 pub mod prove;
 pub mod proxy;

@@ -16,8 +16,7 @@ use crate::facts::{FakeHost, VarFlags};
 use crate::ir::{Ir, PathSet, RootKind};
 use crate::spec::{references, Base, Spanned, Spec};
 
-/// The committed spec schema, the one editors use.
-pub const SPEC_SCHEMA: &str = include_str!("../schemas/seal-spec.schema.json");
+pub use crate::spec::SPEC_SCHEMA;
 
 /// Lint spec text. Every finding, sorted by position.
 pub fn lint(src: &str) -> Diagnostics {
@@ -275,12 +274,12 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     }
     // Allowed ranges that reach this machine's own services.
     for r in &spec.network.allow_ranges {
-        let Ok(c) = crate::proxy::policy::Cidr::parse(&r.value) else {
+        let Ok(c) = crate::netpolicy::Cidr::parse(&r.value) else {
             continue;
         };
         let loopback = [
-            crate::proxy::policy::Cidr::parse("127.0.0.0/8"),
-            crate::proxy::policy::Cidr::parse("::1/128"),
+            crate::netpolicy::Cidr::parse("127.0.0.0/8"),
+            crate::netpolicy::Cidr::parse("::1/128"),
         ];
         if loopback
             .iter()

@@ -103,6 +103,9 @@ fn the_pure_stages_read_nothing_from_the_host() {
             "src/describe.rs",
             "src/ops.rs",
             "src/exec/terminal.rs",
+            "src/paths.rs",
+            "src/known.rs",
+            "src/canonical.rs",
         ]
         .iter()
         .any(|m| p.starts_with(m))
@@ -124,5 +127,125 @@ fn the_pure_stages_read_nothing_from_the_host() {
         bad.is_empty(),
         "IO, a clock or an unordered map in a pure stage:\n{}",
         bad.join("\n")
+    );
+}
+
+/// The module a source file is (`src/ir/mod.rs` is `ir`, `src/facts/host.rs`
+/// is `facts::host`).
+fn module_of(path: &str) -> String {
+    let m = path
+        .trim_start_matches("src/")
+        .trim_end_matches(".rs")
+        .trim_end_matches("/mod");
+    m.replace('/', "::")
+}
+
+/// Every module a file names (`crate::a::b::c` is `a::b` when that is a
+/// file, else `a`; `super::x` is the sibling `x`), self excluded.
+fn imports(module: &str, text: &str, files: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        for (prefix, base) in [("crate::", String::new()), ("super::", parent.to_string())] {
+            let mut rest = code;
+            while let Some(i) = rest.find(prefix) {
+                rest = &rest[i + prefix.len()..];
+                let path: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || *c == ':')
+                    .collect();
+                let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+                if !base.is_empty() {
+                    parts.insert(0, &base);
+                }
+                while !parts.is_empty() {
+                    let cand = parts.join("::");
+                    if files.contains(&cand) {
+                        if cand != module {
+                            out.push(cand);
+                        }
+                        break;
+                    }
+                    parts.pop();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// ARCHITECTURE.md: arrows point downstream only, and no two modules import
+/// each other, directly or round a longer circle. A circle is reported with
+/// the files on it.
+#[test]
+fn no_module_imports_another_that_imports_it() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let files = all();
+    let names: BTreeSet<String> = files.iter().map(|(p, _)| module_of(p)).collect();
+    // Both levels: the top-level modules (`ir`, `backend`, ...) and each file.
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut file: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in &files {
+        let m = module_of(path);
+        let head = m.split("::").next().unwrap_or("").to_string();
+        for to in imports(&m, text, &names) {
+            let to_head = to.split("::").next().unwrap_or("").to_string();
+            if to_head != head {
+                top.entry(head.clone()).or_default().insert(to_head);
+            }
+            file.entry(m.clone()).or_default().insert(to);
+        }
+    }
+    for (level, graph) in [("module", &top), ("file", &file)] {
+        // Depth-first search for a back edge, keeping the path walked.
+        fn visit(
+            at: &str,
+            graph: &BTreeMap<String, BTreeSet<String>>,
+            state: &mut BTreeMap<String, u8>,
+            path: &mut Vec<String>,
+        ) -> Option<Vec<String>> {
+            state.insert(at.to_string(), 1);
+            path.push(at.to_string());
+            for to in graph.get(at).into_iter().flatten() {
+                match state.get(to.as_str()).copied().unwrap_or(0) {
+                    0 => {
+                        if let Some(c) = visit(to, graph, state, path) {
+                            return Some(c);
+                        }
+                    }
+                    1 => {
+                        let from = path.iter().position(|p| p == to).unwrap_or(0);
+                        let mut circle = path[from..].to_vec();
+                        circle.push(to.clone());
+                        return Some(circle);
+                    }
+                    _ => {}
+                }
+            }
+            path.pop();
+            state.insert(at.to_string(), 2);
+            None
+        }
+        let mut state = BTreeMap::new();
+        for start in graph.keys() {
+            if state.get(start.as_str()).copied().unwrap_or(0) == 0 {
+                let circle = visit(start, graph, &mut state, &mut Vec::new());
+                assert!(
+                    circle.is_none(),
+                    "a circle of {level}s: {}",
+                    circle.unwrap_or_default().join(" -> ")
+                );
+            }
+        }
+    }
+    // Not vacuous: the pipeline's arrows are seen.
+    assert!(
+        top.get("ir").is_some_and(|t| t.contains("facts")),
+        "{top:?}"
+    );
+    assert!(
+        top.get("backend").is_some_and(|t| t.contains("ir")),
+        "{top:?}"
     );
 }

@@ -46,15 +46,7 @@ pub const SYSTEM_ROOTS: &[&str] = &[
     "/bin", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr",
 ];
 
-/// The devices `--dev /dev` provides (bubblewrap's minimal set).
-pub const DEV_SET: &[&str] = &[
-    "/dev/full",
-    "/dev/null",
-    "/dev/random",
-    "/dev/tty",
-    "/dev/urandom",
-    "/dev/zero",
-];
+pub use crate::known::DEV_SET;
 
 /// Where `sealc exec` binds its own binary inside every Linux sandbox: in the
 /// sandbox's fresh `/dev`, so the agent's user need not reach sealc's host path.
@@ -847,7 +839,7 @@ mod tests {
             serde_json::json!(["filesystem.deny_read /gone"])
         );
         assert_eq!(
-            crate::record::canonical_json(&v).as_bytes(),
+            crate::canonical::canonical_json(&v).as_bytes(),
             bytes.as_slice()
         );
     }

@@ -27,17 +27,13 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
-use crate::backend::bwrap::DEV_SET;
-use crate::facts::PathKind;
 use crate::ir::{Ir, Root, RootKind};
 use crate::spec::{Base, NetMode};
 
 /// The name of the permission profile sealc writes.
 pub const PROFILE_ID: &str = "sealc";
 
-/// The first release whose sandbox starts when the profile's env policy
-/// sets `PATH` (older ones start their helper by that PATH and fail).
-pub const PATH_SINCE: &str = "0.169.0";
+pub use crate::known::PATH_SINCE;
 
 /// The special paths of a profile's `filesystem` table, each with the first
 /// tested release that reads it (`None`: all of them).
@@ -65,21 +61,7 @@ const NETWORK_BOOLS: &[&str] = &[
 /// String keys of a profile's `network` table.
 const NETWORK_STRINGS: &[&str] = &["proxy_url", "socks_url"];
 
-/// Why a root has no profile spelling, if it has none.
-pub fn inexpressible(r: &Root) -> Option<&'static str> {
-    match r.kind {
-        RootKind::MetadataOnly => Some(
-            "a profile entry is `read`, `write` or `deny`: there is no \"metadata but not data\"",
-        ),
-        RootKind::WriteDevice if !DEV_SET.contains(&r.path.as_str()) => Some(
-            "Codex's sandbox shows only its minimal /dev (null, zero, full, random, urandom, tty), and a writable file entry makes it fail to start",
-        ),
-        RootKind::Write if r.host_kind == Some(PathKind::File) => Some(
-            "a writable file entry makes Codex's sandbox fail to start (it mounts stand-ins for `.git`, `.codex` and the like below every write root)",
-        ),
-        _ => None,
-    }
-}
+pub use crate::ir::codex_inexpressible as inexpressible;
 
 fn s(v: &str) -> Value {
     Value::String(v.to_string())

@@ -10,8 +10,7 @@ use crate::ir::Ir;
 
 /// The schema name of `env.json`.
 pub const SCHEMA: &str = "sealc.env/v1";
-/// The program that clears the environment.
-pub const ENV_BIN: &str = "/usr/bin/env";
+pub use crate::known::ENV_BIN;
 
 /// `env.json`. Fields are declared in sorted order, so the serialized struct
 /// is already in the canonical form (`record::canonical_json`; a test checks).
@@ -74,7 +73,7 @@ mod tests {
         let bytes = &c.files["env.json"];
         let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
         assert_eq!(
-            crate::record::canonical_json(&v).as_bytes(),
+            crate::canonical::canonical_json(&v).as_bytes(),
             bytes.as_slice()
         );
     }

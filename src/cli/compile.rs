@@ -142,7 +142,10 @@ fn compile(
     };
     // A seal inside its own write root: the agent could rewrite it, and
     // `sealc exec` refuses to run it without `--expect`.
-    if let Some(w) = super::exec::write_root_holding(&compiled.ir, &resolved(dir)) {
+    if let Some(w) = compiled
+        .ir
+        .write_root_holding(&resolved(dir).to_string_lossy())
+    {
         let d = Diagnostic::warning(
             "sealc::out::in-write-root",
             format!(
@@ -514,22 +517,9 @@ fn select(p: crate::spec::Platform) -> crate::platform::Select {
 fn lint_command(spec: &str, target: crate::spec::Platform) -> String {
     format!(
         "sealc lint {} --platform {}",
-        shell_word(spec),
+        crate::diag::shell_word(spec),
         target.as_str()
     )
-}
-
-/// One shell word for `s`: as it is when it needs no quoting, otherwise in
-/// single quotes (a `'` inside written `'\''`).
-pub(super) fn shell_word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Write every file to a temp file beside its target, then rename each into

@@ -475,7 +475,7 @@ fn exec_run(
         .and_then(|_| std::fs::canonicalize(record).ok());
     match placed {
         Some(real) => {
-            if let Some(w) = write_root_holding(&compiled.ir, &real) {
+            if let Some(w) = compiled.ir.write_root_holding(&real.to_string_lossy()) {
                 let _ = writeln!(
                     err,
                     "error: the record {} is inside the write root {} of its own seal, where the agent could rewrite it for any later run, so nothing was started",
@@ -1167,7 +1167,7 @@ fn drift_help(
         .unwrap_or(Path::new("."));
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let new_dir = PathBuf::from(format!("{}.new", dir.display()));
-    let word = |p: &Path| super::compile::shell_word(&p.display().to_string());
+    let word = |p: &Path| crate::diag::shell_word(&p.display().to_string());
     let record_name = crate::record::FILE;
     vec![
         format!(
@@ -1189,7 +1189,7 @@ fn drift_help(
 /// values it recorded (those this host would not give by itself), into
 /// `dir`.
 fn recompile_command(rec: &crate::record::Record, dir: &Path) -> String {
-    use super::compile::shell_word;
+    use crate::diag::shell_word;
     let mut words = vec![
         "sealc".to_string(),
         "compile".into(),
@@ -1235,18 +1235,4 @@ fn wrong_platform(target: crate::spec::Platform) -> Option<String> {
             host.display_name()
         )
     })
-}
-
-/// The write root (as written in the spec) that holds `path`, if any.
-pub(super) fn write_root_holding(ir: &crate::ir::Ir, path: &Path) -> Option<String> {
-    let path = path.to_string_lossy();
-    ir.roots
-        .iter()
-        .filter(|r| r.kind == crate::ir::RootKind::Write)
-        .find(|r| {
-            r.real
-                .as_deref()
-                .is_some_and(|real| crate::ir::is_within(&path, real))
-        })
-        .map(|r| r.origin.clone())
 }

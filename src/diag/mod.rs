@@ -334,6 +334,19 @@ pub fn render_in(diags: &Diagnostics, file: &str, src: &str, color: bool) -> Str
     .render(diags)
 }
 
+/// One shell word for `s`: as it is when it needs no quoting, otherwise in
+/// single quotes (a `'` inside written `'\''`).
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

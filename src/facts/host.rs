@@ -5,34 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Identity, NodeKind};
 
-/// A non-directory object a [`Host::walk`] met: its path (lossy UTF-8 for
-/// display), identity and link count (`st_nlink`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Met<'a> {
-    pub path: std::borrow::Cow<'a, str>,
-    pub dev: u64,
-    pub ino: u64,
-    pub nlink: u64,
-}
-
-/// How far one [`Host::walk`] may go: the entries it may look at (the root
-/// included) and how many directories deep below the root it may enter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    pub entries: u64,
-    pub depth: usize,
-}
-
-/// Why a [`Host::walk`] stopped before the end of its tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unwalked {
-    /// More entries than [`Bounds::entries`].
-    Entries(u64),
-    /// A directory deeper than [`Bounds::depth`] (its path).
-    Depth(usize, String),
-    /// An object that could not be opened, listed or looked at.
-    Read { path: String, error: String },
-}
+pub use super::walk::{Bounds, Met, Unwalked};
 
 /// What a path is, without following a final symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,7 +257,7 @@ impl FakeHost {
         self.mounts
             .iter()
             .enumerate()
-            .filter(|(_, m)| crate::ir::is_within(p, m))
+            .filter(|(_, m)| crate::paths::is_within(p, m))
             .max_by_key(|(_, m)| m.len())
             .map_or(1, |(i, _)| 2 + i as u64)
     }
@@ -298,14 +271,14 @@ impl FakeHost {
             .iter()
             .chain(self.files.keys())
             .chain(self.links.keys());
-        for k in keys.filter(|k| crate::ir::is_within(k, root)) {
+        for k in keys.filter(|k| crate::paths::is_within(k, root)) {
             let mut cur = k.as_str();
             while out.insert(cur.to_string()) && cur != root {
                 cur = match cur.rfind('/') {
                     Some(0) | None => "/",
                     Some(i) => &cur[..i],
                 };
-                if !crate::ir::is_within(cur, root) {
+                if !crate::paths::is_within(cur, root) {
                     break;
                 }
             }
@@ -461,7 +434,10 @@ impl Host for FakeHost {
         // follows it, until the next path outside it.
         let mut cut: Option<String> = None;
         for p in self.tree(root) {
-            if cut.as_deref().is_some_and(|c| crate::ir::is_within(&p, c)) {
+            if cut
+                .as_deref()
+                .is_some_and(|c| crate::paths::is_within(&p, c))
+            {
                 continue;
             }
             cut = None;

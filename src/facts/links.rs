@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::host::{Bounds, Host, Unwalked};
-use crate::ir::is_within;
+use crate::paths::is_within;
 
 /// The most entries one walk looks at (the root included): 1,000,000. A
 /// walk costs about 2.9 µs of CPU per entry (a debug build on a shared

@@ -119,7 +119,7 @@ pub fn protected_paths<'a>(
             }
             continue;
         }
-        if value.starts_with('/') || crate::ir::check_path(&format!("/{value}")).is_err() {
+        if value.starts_with('/') || crate::paths::check_path(&format!("/{value}")).is_err() {
             continue;
         }
         for w in writes.iter().filter(|w| dir(w)) {
@@ -639,7 +639,7 @@ fn protected(
     host: &dyn Host,
     diags: &mut Diagnostics,
 ) -> BTreeMap<String, StandIn> {
-    use crate::ir::is_within;
+    use crate::paths::is_within;
     let mut stand_ins = BTreeMap::new();
     // Each write root as written, and where it is (or is made).
     let writes: Vec<(String, String)> = spec
@@ -864,7 +864,7 @@ fn config_path(value: &str, base: &str) -> Option<String> {
 /// path itself a symlink): the agent could point it elsewhere, and the
 /// operator's tools, which use the path, would follow.
 fn protect_link(path: &str, writes: &[(String, String)], host: &dyn Host) -> Option<Diagnostic> {
-    use crate::ir::is_within;
+    use crate::paths::is_within;
     let inside = |p: &str, w: &str| p != w && is_within(p, w);
     let mut q = String::new();
     for c in path.split('/').filter(|c| !c.is_empty()) {
@@ -919,7 +919,7 @@ fn stand_in(
     absent_writes: &BTreeMap<String, String>,
     host: &dyn Host,
 ) -> Option<StandIn> {
-    use crate::ir::is_within;
+    use crate::paths::is_within;
     let path = normalize(path);
     // The nearest existing ancestor, by realpath, and the rest below it.
     let mut cut = path.len();
@@ -1006,7 +1006,7 @@ fn denied_in_write_roots(
     host: &dyn Host,
     diags: &mut Diagnostics,
 ) -> BTreeMap<String, Identity> {
-    use crate::ir::is_within;
+    use crate::paths::is_within;
     let writes: Vec<(String, Option<&String>)> = spec
         .filesystem
         .write
@@ -1123,7 +1123,7 @@ fn linked_roots(
     bounds: Bounds,
     diags: &mut Diagnostics,
 ) {
-    use crate::ir::is_within;
+    use crate::paths::is_within;
     let fs = &spec.filesystem;
     let real_of = |e: &Spanned<String>| {
         let p = root_path(e, src, vars)?;
@@ -1279,11 +1279,11 @@ fn builders(
     host: &dyn Host,
 ) -> BTreeMap<String, Vec<ChainLink>> {
     let (given, default) = if linux {
-        (&spec.exec.bwrap, crate::ir::BWRAP)
+        (&spec.exec.bwrap, crate::known::BWRAP)
     } else {
-        (&spec.exec.sandbox_exec, crate::ir::SANDBOX_EXEC)
+        (&spec.exec.sandbox_exec, crate::known::SANDBOX_EXEC)
     };
-    let mut programs = vec![crate::backend::env::ENV_BIN.to_string()];
+    let mut programs = vec![crate::known::ENV_BIN.to_string()];
     match given {
         Some(p) => programs.extend(root_path(p, src, vars)),
         None => programs.push(default.to_string()),
@@ -1304,7 +1304,7 @@ fn no_bwrap(spec: &Spec, builders: &BTreeMap<String, Vec<ChainLink>>, diags: &mu
     let given = spec.exec.bwrap.as_ref();
     let Some((path, chain)) = builders
         .iter()
-        .find(|(p, _)| p.as_str() != crate::backend::env::ENV_BIN)
+        .find(|(p, _)| p.as_str() != crate::known::ENV_BIN)
     else {
         return;
     };
@@ -1431,8 +1431,8 @@ fn flag_path(name: &str, value: &str, host: &dyn Host) -> Result<String, Diagnos
         };
         normalize(&format!("{cwd}/{value}"))
     };
-    if let Err(problem) = crate::ir::check_path(&path) {
-        use crate::ir::PathProblem;
+    if let Err(problem) = crate::paths::check_path(&path) {
+        use crate::paths::PathProblem;
         let help = match &problem {
             PathProblem::DoubleSlash | PathProblem::DotSegment(_) => {
                 format!("write `{}`", flag(&normalize(&path)))
@@ -1735,28 +1735,7 @@ fn parent(p: &str) -> &str {
     }
 }
 
-/// Lexical normalization: collapse `//`, `.` and `..`.
-pub fn normalize(p: &str) -> String {
-    // Already normal (absolute, no empty, `.` or `..` component): as it is.
-    if p == "/"
-        || (p.len() > 1
-            && p.starts_with('/')
-            && p[1..].split('/').all(|c| !matches!(c, "" | "." | "..")))
-    {
-        return p.to_string();
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    format!("/{}", parts.join("/"))
-}
+pub use crate::paths::normalize;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,34 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::host::{Bounds, Met, Unwalked};
+/// A non-directory object a [`Host::walk`](super::Host::walk) met: its path (lossy UTF-8 for
+/// display), identity and link count (`st_nlink`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Met<'a> {
+    pub path: std::borrow::Cow<'a, str>,
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+}
+
+/// How far one [`Host::walk`](super::Host::walk) may go: the entries it may look at (the root
+/// included) and how many directories deep below the root it may enter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub entries: u64,
+    pub depth: usize,
+}
+
+/// Why a [`Host::walk`](super::Host::walk) stopped before the end of its tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unwalked {
+    /// More entries than [`Bounds::entries`].
+    Entries(u64),
+    /// A directory deeper than [`Bounds::depth`] (its path).
+    Depth(usize, String),
+    /// An object that could not be opened, listed or looked at.
+    Read { path: String, error: String },
+}
 
 /// A directory opened only to walk on from it (`O_PATH` where there is one).
 #[cfg(target_os = "linux")]

@@ -5,11 +5,11 @@
 //! (with the span of the offending spec value), not just the first. No IO, no
 //! clock, no env: the same spec and facts always give the same IR.
 
-mod path;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use path::{check_path, macos_aliases, PathProblem, MAX_LITERAL};
+pub use crate::paths::{
+    ancestors_or_self, check_path, is_within, macos_aliases, PathProblem, PathSet, MAX_LITERAL,
+};
 
 use crate::diag::{quote, visible, Diagnostic, Diagnostics, Span};
 use crate::facts::{normalize, Facts, LinkKind, PathKind};
@@ -155,11 +155,11 @@ pub struct Proxy {
 pub struct NetIr {
     pub mode: NetMode,
     pub proxy: Option<Proxy>,
-    /// Canonical entries (see [`crate::proxy::policy::canonical_entry`]).
+    /// Canonical entries (see [`crate::netpolicy::canonical_entry`]).
     pub hosts: BTreeSet<String>,
     pub ports: BTreeSet<u16>,
     /// Special ranges a resolved name may lie in (`allowlist` mode).
-    pub allow_ranges: BTreeSet<crate::proxy::policy::Cidr>,
+    pub allow_ranges: BTreeSet<crate::netpolicy::Cidr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -289,6 +289,16 @@ pub struct Ir {
 }
 
 impl Ir {
+    /// The write root (as written in the spec) whose realpath holds `path`,
+    /// if any.
+    pub fn write_root_holding(&self, path: &str) -> Option<String> {
+        self.roots
+            .iter()
+            .filter(|r| r.kind == RootKind::Write)
+            .find(|r| r.real.as_deref().is_some_and(|real| is_within(path, real)))
+            .map(|r| r.origin.clone())
+    }
+
     pub fn roots_of(&self, kind: RootKind) -> impl Iterator<Item = &Root> {
         self.roots.iter().filter(move |r| r.kind == kind)
     }
@@ -338,10 +348,7 @@ fn protected_of(roots: &[Root]) -> Vec<&Root> {
     }
 }
 
-/// The default `sandbox-exec`.
-pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
-/// The default `bwrap`.
-pub const BWRAP: &str = "/usr/bin/bwrap";
+pub use crate::known::{BWRAP, SANDBOX_EXEC};
 /// The address of sealc's own proxy in `allowlist` mode, unless `network.proxy` says.
 pub const DEFAULT_PROXY_HOST: &str = "127.0.0.1";
 /// See [`DEFAULT_PROXY_HOST`].
@@ -988,7 +995,7 @@ impl Lower<'_> {
         for r in roots.iter().filter(|r| r.kind != RootKind::Protect) {
             let provided = r.kind == RootKind::WriteDevice
                 && platform == Platform::Linux
-                && crate::backend::bwrap::DEV_SET.contains(&r.path.as_str());
+                && crate::known::DEV_SET.contains(&r.path.as_str());
             let in_write = (r.kind.is_denied() && r.real.is_none())
                 .then(|| write_holding(&r.path))
                 .flatten();
@@ -1285,11 +1292,7 @@ impl Lower<'_> {
                 given.as_ref().map(|g| g.span.clone()),
             ));
         }
-        programs.push((
-            "`env`".to_string(),
-            crate::backend::env::ENV_BIN.to_string(),
-            None,
-        ));
+        programs.push(("`env`".to_string(), crate::known::ENV_BIN.to_string(), None));
         let launcher_span = spec.launcher.as_ref().map(|l| l.path.span.clone());
         if let (Some(l), Some(span)) = (&spec.launcher, &launcher_span) {
             if self.symbolic {
@@ -1403,7 +1406,7 @@ impl Lower<'_> {
         };
         let mut hosts = BTreeSet::new();
         for h in &n.hosts {
-            match crate::proxy::policy::canonical_entry(&h.value) {
+            match crate::netpolicy::canonical_entry(&h.value) {
                 Ok(c) => {
                     hosts.insert(c);
                 }
@@ -1431,7 +1434,7 @@ impl Lower<'_> {
         }
         let mut allow_ranges = BTreeSet::new();
         for r in &n.allow_ranges {
-            match crate::proxy::policy::Cidr::parse(&r.value) {
+            match crate::netpolicy::Cidr::parse(&r.value) {
                 Ok(c) => {
                     allow_ranges.insert(c);
                 }
@@ -1863,7 +1866,7 @@ impl Lower<'_> {
             return false;
         }
         for r in roots {
-            if let Some(why) = crate::backend::codex_profile::inexpressible(r) {
+            if let Some(why) = codex_inexpressible(r) {
                 self.diags.push(
                     Diagnostic::error(
                         "sealc::codex::profile",
@@ -1904,8 +1907,7 @@ impl Lower<'_> {
             .iter()
             .filter(|v| {
                 semver::Version::parse(v).is_ok_and(|v| {
-                    semver::Version::parse(crate::backend::codex_profile::PATH_SINCE)
-                        .is_ok_and(|s| v < s)
+                    semver::Version::parse(crate::known::PATH_SINCE).is_ok_and(|s| v < s)
                 })
             })
             .map(String::as_str)
@@ -1921,8 +1923,8 @@ impl Lower<'_> {
             .label("it starts its helper (`codex-linux-sandbox`) by the PATH of `shell_environment_policy`, which lacks Codex's helper directory")
             .help(format!(
                 "target Codex {} or newer (`version = \">={}\"`), or leave PATH out of the allowlist",
-                crate::backend::codex_profile::PATH_SINCE,
-                crate::backend::codex_profile::PATH_SINCE
+                crate::known::PATH_SINCE,
+                crate::known::PATH_SINCE
             ));
             if let Some(sp) = spec.codex.version.as_ref().map(|v| v.span.clone()) {
                 d = d.at(sp);
@@ -1934,7 +1936,7 @@ impl Lower<'_> {
 
     /// `[codex] version`: the tested releases it selects (default the newest).
     fn codex_versions(&mut self, spec: &Spec) -> Vec<String> {
-        use crate::backend::codex::{select_versions, DEFAULT_VERSION, TESTED};
+        use crate::known::{select_versions, DEFAULT_VERSION, TESTED};
         let Some(v) = &spec.codex.version else {
             return vec![DEFAULT_VERSION.to_string()];
         };
@@ -1947,7 +1949,7 @@ impl Lower<'_> {
         match select_versions(&want) {
             Ok(vs) => {
                 let vs: Vec<String> = vs.into_iter().map(str::to_string).collect();
-                let old = crate::backend::codex::tools_refused_on_linux(&vs);
+                let old = crate::known::tools_refused_on_linux(&vs);
                 if self.platform(spec) == Platform::Linux
                     && spec.net_mode() != NetMode::Open
                     && !old.is_empty()
@@ -1964,8 +1966,8 @@ impl Lower<'_> {
                         .label("it makes a SOCK_SEQPACKET unix socket pair for every tool process, which the seal refuses")
                         .help(format!(
                             "target Codex {} or newer (`version = \">={}\"`)",
-                            crate::backend::codex::LINUX_TOOLS_SINCE,
-                            crate::backend::codex::LINUX_TOOLS_SINCE
+                            crate::known::LINUX_TOOLS_SINCE,
+                            crate::known::LINUX_TOOLS_SINCE
                         )),
                     );
                 }
@@ -2263,6 +2265,22 @@ pub const LOADER_VARS: [&str; 7] = [
 ];
 
 /// `LD_*`, `DYLD_*` or one of [`LOADER_VARS`].
+/// Why a root has no spelling in a Codex permission profile, if it has none.
+pub fn codex_inexpressible(r: &Root) -> Option<&'static str> {
+    match r.kind {
+        RootKind::MetadataOnly => Some(
+            "a profile entry is `read`, `write` or `deny`: there is no \"metadata but not data\"",
+        ),
+        RootKind::WriteDevice if !crate::known::DEV_SET.contains(&r.path.as_str()) => Some(
+            "Codex's sandbox shows only its minimal /dev (null, zero, full, random, urandom, tty), and a writable file entry makes it fail to start",
+        ),
+        RootKind::Write if r.host_kind == Some(PathKind::File) => Some(
+            "a writable file entry makes Codex's sandbox fail to start (it mounts stand-ins for `.git`, `.codex` and the like below every write root)",
+        ),
+        _ => None,
+    }
+}
+
 pub fn is_loader_var(name: &str) -> bool {
     name.starts_with("LD_") || name.starts_with("DYLD_") || LOADER_VARS.contains(&name)
 }
@@ -2350,82 +2368,6 @@ fn adjacent(path: &str, target: &str, next: &str) -> bool {
     };
     let lexical = normalize(&format!("{dir}/{target}"));
     lexical == next || lexical.rsplit('/').next() == next.rsplit('/').next()
-}
-
-/// `p` is `root` or lies inside it.
-pub fn is_within(p: &str, root: &str) -> bool {
-    root == "/" || p == root || (p.starts_with(root) && p.as_bytes().get(root.len()) == Some(&b'/'))
-}
-
-/// An absolute path and each of its ancestors, deepest first, `/` last.
-pub fn ancestors_or_self(p: &str) -> impl Iterator<Item = &str> {
-    let mut next = Some(p);
-    std::iter::from_fn(move || {
-        let here = next?;
-        next = match here.rfind('/') {
-            _ if here == "/" => None,
-            Some(0) => Some("/"),
-            Some(i) => Some(&here[..i]),
-            None => None,
-        };
-        Some(here)
-    })
-}
-
-/// A set of absolute paths that answers "is this path inside one of them" in
-/// O(depth · log n), by looking up the path and each of its ancestors: a
-/// sorted list searched by halves (one sort to build, where a tree is
-/// 20,000 inserts for a big spec's spellings).
-#[derive(Clone, Debug, Default)]
-pub struct PathSet<'a> {
-    sorted: Vec<&'a str>,
-    /// `/` is one of the paths: it holds every path.
-    all: bool,
-}
-
-impl<'a> PathSet<'a> {
-    pub fn new(paths: impl IntoIterator<Item = &'a String>) -> Self {
-        let mut sorted: Vec<&str> = paths.into_iter().map(String::as_str).collect();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let all = sorted.binary_search(&"/").is_ok();
-        PathSet { sorted, all }
-    }
-
-    fn contains(&self, p: &str) -> bool {
-        self.sorted.binary_search(&p).is_ok()
-    }
-
-    /// `p` is one of the paths or lies inside one.
-    pub fn covers(&self, p: &str) -> bool {
-        if self.all || self.contains(p) {
-            return true;
-        }
-        let mut end = p.len();
-        while let Some(i) = p[..end].rfind('/') {
-            if i == 0 {
-                break;
-            }
-            if self.contains(&p[..i]) {
-                return true;
-            }
-            end = i;
-        }
-        false
-    }
-
-    /// `p` lies strictly inside one of the paths.
-    pub fn covers_strictly(&self, p: &str) -> bool {
-        match p.rfind('/') {
-            Some(0) => p != "/" && self.all,
-            Some(i) => self.covers(&p[..i]),
-            None => false,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sorted.is_empty()
-    }
 }
 
 #[cfg(test)]

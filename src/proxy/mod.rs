@@ -29,7 +29,9 @@
 //! answered `503` at once.
 
 pub mod http;
-pub mod policy;
+/// The decisions themselves live below the IR and the proxy both
+/// ([`crate::netpolicy`]); here they keep their old name.
+pub use crate::netpolicy as policy;
 pub mod socks;
 
 use std::collections::BTreeMap;

@@ -586,6 +586,9 @@ pub fn json_schema() -> serde_json::Value {
 
 /// The spec schema's `$id`: a name, not an address (nothing is fetched from
 /// it). Editors are pointed at the file: `sealc schema spec` prints it.
+/// The committed spec schema, the one editors use.
+pub const SPEC_SCHEMA: &str = include_str!("../../schemas/seal-spec.schema.json");
+
 pub const SPEC_SCHEMA_ID: &str = "urn:sealc:schema:seal-spec:v1";
 
 /// `schema` with `$id` first among its keys' meaning (JSON key order is the

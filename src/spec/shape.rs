@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn every_key_of_the_schema_has_one_example() {
-        let schema: serde_json::Value = serde_json::from_str(crate::lint::SPEC_SCHEMA).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(crate::spec::SPEC_SCHEMA).unwrap();
         let mut paths = Vec::new();
         schema_paths(&schema, &schema["definitions"], "", &mut paths);
         paths.sort();
