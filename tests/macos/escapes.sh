@@ -57,5 +57,25 @@ if sandbox-exec -f "$out/tls/seal.sb" /usr/bin/curl -sS -o /dev/null https://www
 else
   echo "BROKEN   HTTPS without the keychain's service: TLS needs com.apple.SecurityServer here"; failed=1
 fi
+# A sealed `codex exec` turn still works (one model call with your own
+# Codex login, so only when asked: CODEX_TURN=1, with `codex` on PATH): the
+# seal of a spec with a workspace, the Codex home sealc makes for the run,
+# the network open and the Codex config sealc generates, run by `sealc exec`
+# under `sandbox-exec`.
+if [ "${CODEX_TURN:-}" = 1 ] && command -v codex >/dev/null; then
+  ws="$out/turn-ws"; mkdir -p "$ws"
+  printf 'version = 1\nname = "turn"\n[target]\nplatform = "macos"\n[filesystem]\nwrite = ["%s"]\n[network]\nmode = "open"\n[codex]\nworkspace = "%s"\n' \
+    "$ws" "$ws" >"$out/turn.toml"
+  target/release/sealc compile "$out/turn.toml" --out "$out/turn" --force -q || exit 2
+  sealc="$PWD/target/release/sealc"
+  if (cd "$ws" && "$sealc" exec "$out/turn/seal.json" -- \
+      "$(command -v codex)" exec --skip-git-repo-check "Reply with the single word ok." </dev/null | grep -qi ok); then
+    echo "works    a sealed codex exec turn"
+  else
+    echo "BROKEN   a sealed codex exec turn"; failed=1
+  fi
+else
+  echo "skipped  a sealed codex exec turn (CODEX_TURN=1 and codex on PATH to run it)"
+fi
 rm -rf "$out"
 exit $failed
