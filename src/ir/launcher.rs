@@ -1,0 +1,205 @@
+//! Lowering the launcher chain (the program the seal starts, through its
+//! links) and keeping the programs that build the sandbox out of the
+//! agent's reach.
+
+use super::*;
+
+impl Lower<'_> {
+    pub(super) fn launcher(
+        &mut self,
+        spec: &Spec,
+        base: Base,
+        roots: &[Root],
+    ) -> Vec<LauncherEntry> {
+        let chain = &self.facts.launcher;
+        let Some(l) = &spec.launcher else {
+            if !chain.is_empty() {
+                self.diags.push(Diagnostic::error(
+                    "sealc::launcher::chain",
+                    "the facts hold a launcher chain but the spec has no `[launcher]`",
+                ));
+            }
+            return Vec::new();
+        };
+        if self.symbolic {
+            self.path(&l.path, "`launcher.path`");
+            return Vec::new();
+        }
+        let span = l.path.span.clone();
+        let bad = |msg: String| {
+            Diagnostic::error("sealc::launcher::chain", msg)
+                .at(span.clone())
+                .label("the recorded launcher chain")
+                .help("recompile on a host where the launcher exists")
+        };
+        let Some(head) = self.subst(&l.path) else {
+            return Vec::new();
+        };
+        if chain.is_empty() {
+            self.diags.push(bad(format!(
+                "no launcher chain is recorded for {}",
+                quote(&head)
+            )));
+            return Vec::new();
+        }
+        if chain[0].path != normalize(&head) {
+            self.diags.push(bad(format!(
+                "the launcher chain starts at {}, not at the launcher {}",
+                quote(&chain[0].path),
+                quote(&head)
+            )));
+        }
+        let denied = PathSet::new(
+            roots
+                .iter()
+                .filter(|r| r.kind.is_denied())
+                .flat_map(|r| r.spellings.iter()),
+        );
+        let mut out = Vec::new();
+        for (i, link) in chain.iter().enumerate() {
+            let last = i + 1 == chain.len();
+            let shape_ok = match link.kind {
+                LinkKind::Symlink => !last && link.target.is_some() && link.digest.is_none(),
+                LinkKind::File => {
+                    last && link.target.is_none() && link.digest.as_deref().is_some_and(is_digest)
+                }
+            };
+            if !shape_ok {
+                self.diags.push(bad(format!(
+                    "launcher chain entry {} is not adjacent: each entry but the last is a symlink, the last a regular file with a digest",
+                    quote(&link.path)
+                )));
+                continue;
+            }
+            if let (Some(target), Some(next)) = (&link.target, chain.get(i + 1)) {
+                if !adjacent(&link.path, target, &next.path) {
+                    self.diags.push(bad(format!(
+                        "launcher chain entry {} links to {}, not to the next entry {}",
+                        quote(&link.path),
+                        quote(target),
+                        quote(&next.path)
+                    )));
+                }
+            }
+            if let Err(problem) = check_path(&link.path) {
+                self.diags.push(
+                    path_error("launcher chain entry", &link.path, &link.path, &problem)
+                        .at(span.clone()),
+                );
+                continue;
+            }
+            let mut spellings = BTreeSet::from([link.path.clone()]);
+            if self.platform(spec) == Platform::Macos {
+                spellings.extend(macos_aliases(&link.path));
+            }
+            let under_denied = spellings.iter().any(|s| denied.covers(s));
+            out.push(LauncherEntry {
+                path: link.path.clone(),
+                spellings,
+                kind: link.kind,
+                target: link.target.clone(),
+                reallow: under_denied || base == Base::DenyDefault,
+            });
+        }
+        out
+    }
+
+    /// The programs that start the sandbox (`exec.bwrap` or
+    /// `exec.sandbox_exec`, and `env`) and every entry of the launcher chain
+    /// must lie outside every write root, by the path as written and by
+    /// every place their symlink chains pass through: a run could replace
+    /// them, and the next run would start what it wrote, `bwrap` as the
+    /// caller and before any sandbox.
+    pub(super) fn builders_out_of_reach(&mut self, spec: &Spec, roots: &[Root], exec: &ExecIr) {
+        let writes: Vec<&Root> = roots.iter().filter(|r| r.kind == RootKind::Write).collect();
+        if writes.is_empty() {
+            return;
+        }
+        let inside = |p: &str| -> Option<(&Root, &String)> {
+            writes.iter().find_map(|r| {
+                r.spellings
+                    .iter()
+                    .find(|s| is_within(p, s))
+                    .map(|s| (*r, s))
+            })
+        };
+        // (what, the path as written, the span to point at, if the spec names it)
+        let (key, program, given) = match self.platform(spec) {
+            Platform::Linux => ("`exec.bwrap`", &exec.bwrap, &spec.exec.bwrap),
+            Platform::Macos => (
+                "`exec.sandbox_exec`",
+                &exec.sandbox_exec,
+                &spec.exec.sandbox_exec,
+            ),
+        };
+        let mut programs: Vec<(String, String, Option<Span>)> = Vec::new();
+        if !program.is_empty() {
+            programs.push((
+                key.to_string(),
+                program.clone(),
+                given.as_ref().map(|g| g.span.clone()),
+            ));
+        }
+        programs.push(("`env`".to_string(), crate::known::ENV_BIN.to_string(), None));
+        let launcher_span = spec.launcher.as_ref().map(|l| l.path.span.clone());
+        if let (Some(l), Some(span)) = (&spec.launcher, &launcher_span) {
+            if self.symbolic {
+                if let Ok(p) = interpolate(&l.path, self.src, &self.facts.vars) {
+                    programs.push(("the launcher".into(), p, Some(span.clone())));
+                }
+            }
+        }
+        let mut found: Vec<(String, String, Option<Span>, &Root, String)> = Vec::new();
+        for (what, path, span) in programs {
+            let chain = self.facts.builders.get(&path);
+            let places = std::iter::once(path.clone()).chain(
+                chain
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|l| std::iter::once(l.path.clone()).chain(l.real.clone())),
+            );
+            for place in places {
+                if let Some((root, spelling)) = inside(&place) {
+                    let shown = if place == path {
+                        quote(&path)
+                    } else {
+                        format!("{} (through {})", quote(&path), quote(&place))
+                    };
+                    found.push((what, shown, span, root, spelling.clone()));
+                    break;
+                }
+            }
+        }
+        for link in &self.facts.launcher {
+            let places = std::iter::once(&link.path).chain(link.real.as_ref());
+            for place in places {
+                if let Some((root, spelling)) = inside(place) {
+                    found.push((
+                        "the launcher chain entry".into(),
+                        quote(place),
+                        launcher_span.clone(),
+                        root,
+                        spelling.clone(),
+                    ));
+                    break;
+                }
+            }
+        }
+        for (what, shown, span, root, spelling) in found {
+            let root_shown = if spelling == root.path {
+                quote(&root.path)
+            } else {
+                format!("{} (as {})", quote(&root.path), quote(&spelling))
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::exec::in-write-root",
+                    format!("{what} {shown} lies inside the write root {root_shown}"),
+                )
+                .at(span.unwrap_or_else(|| root.span.clone()))
+                .label("a run could replace it, and the next run would start what it wrote, outside the sandbox")
+                .help("install it outside every write root (such as under `/usr/bin`), or narrow `filesystem.write`"),
+            );
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Lowering what a run is given: the program, the limits.
+
+use super::*;
+
+impl Lower<'_> {
+    pub(super) fn exec(&mut self, spec: &Spec) -> ExecIr {
+        let x = &spec.exec;
+        let sandbox_exec = match &x.sandbox_exec {
+            Some(s) => self.path(s, "`exec.sandbox_exec`").unwrap_or_default(),
+            None => SANDBOX_EXEC.to_string(),
+        };
+        let bwrap = match &x.bwrap {
+            Some(s) => self.path(s, "`exec.bwrap`").unwrap_or_default(),
+            None => BWRAP.to_string(),
+        };
+        let timeout = x.timeout.as_ref().and_then(|t| {
+            let bin = self.path(&t.bin, "`exec.timeout.bin`");
+            let secs = t.seconds.value;
+            if !(1..=MAX_TIMEOUT_SECS).contains(&secs) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("timeout of `{secs}` seconds is out of range"),
+                    )
+                    .at(t.seconds.span.clone())
+                    .label(format!("1 to {MAX_TIMEOUT_SECS}"))
+                    .help("give a positive number of seconds, at most one week"),
+                );
+                return None;
+            }
+            Some((bin?, secs as u64))
+        });
+        let limits = self.limits(spec, timeout.as_ref().map(|(_, s)| *s));
+        ExecIr {
+            sandbox_exec,
+            bwrap,
+            timeout,
+            limits,
+        }
+    }
+
+    pub(super) fn limits(&mut self, spec: &Spec, timeout: Option<u64>) -> LimitsIr {
+        let l = &spec.limits;
+        let mut check = |key: &str, v: &Option<crate::spec::Spanned<i64>>, min: i64, max: i64| {
+            let v = v.as_ref()?;
+            if !(min..=max).contains(&v.value) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "sealc::spec::value",
+                        format!("`limits.{key}` of `{}` is out of range", v.value),
+                    )
+                    .at(v.span.clone())
+                    .label(format!("{min} to {max}"))
+                    .help(format!("write `{key} = {min}` or more, at most {max}")),
+                );
+                return None;
+            }
+            Some(v.value as u64)
+        };
+        let wall = check("wall_seconds", &l.wall_seconds, 1, MAX_TIMEOUT_SECS);
+        let out = LimitsIr {
+            wall_seconds: wall,
+            cpu_seconds: check("cpu_seconds", &l.cpu_seconds, 1, MAX_TIMEOUT_SECS),
+            memory_mib: check("memory_mib", &l.memory_mib, 1, 1 << 20),
+            processes: check("processes", &l.processes, 1, 65536),
+            open_files: check("open_files", &l.open_files, 16, 1 << 20),
+            file_size_mib: check("file_size_mib", &l.file_size_mib, 1, 1 << 20),
+            output_bytes: check("output_bytes", &l.output_bytes, 1, 1 << 40),
+        };
+        if let (Some(w), Some(_)) = (&l.wall_seconds, timeout) {
+            self.diags.push(
+                Diagnostic::error(
+                    "sealc::limits::wall-twice",
+                    "the wall-clock limit is given twice, as `limits.wall_seconds` and `exec.timeout`",
+                )
+                .at(w.span.clone())
+                .label("one wall-clock limit")
+                .help("keep `limits.wall_seconds` and remove `exec.timeout` (its older spelling)"),
+            );
+        }
+        out
+    }
+}

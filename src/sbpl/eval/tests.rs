@@ -1,0 +1,196 @@
+use super::*;
+
+fn model(src: &str) -> Model {
+    Model::new(&super::super::parse::parse(src).unwrap(), &BTreeMap::new())
+}
+
+fn path(p: &str) -> Target {
+    Target::Path(p.into())
+}
+
+fn act(m: &Model, op: &str, p: &str) -> Option<Action> {
+    m.query(op, &path(p)).action()
+}
+
+#[test]
+fn fallback_chain() {
+    assert_eq!(
+        chain("file-read-data").unwrap(),
+        ["file-read-data", "file-read*", "file*", "default"]
+    );
+    assert_eq!(
+        chain("network-bind").unwrap(),
+        ["network-bind", "network-inbound", "network*", "default"]
+    );
+    assert_eq!(chain("file-link").unwrap(), ["file-link", "default"]);
+    assert_eq!(
+        chain("iokit-open").unwrap(),
+        ["iokit-open", "iokit*", "default"]
+    );
+    assert_eq!(chain("sysctl-write").unwrap(), ["sysctl*", "default"]);
+    assert!(chain("nvram-get").is_none());
+}
+
+#[test]
+fn filters() {
+    let m = model(
+        "(version 1)(deny default)\n(allow file-read* (literal \"/a\") (subpath \"/b\") (prefix \"/c\") (regex #\"^/d/[0-9]+$\"))",
+    );
+    assert_eq!(act(&m, "file-read-data", "/a"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-data", "/a/x"), Some(Action::Deny));
+    assert_eq!(act(&m, "file-read-data", "/b/x/y"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-data", "/bb"), Some(Action::Deny));
+    assert_eq!(act(&m, "file-read-data", "/cat"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-data", "/d/42"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-data", "/d/4x"), Some(Action::Deny));
+}
+
+/// The deciding rule's text is printed only when an answer names it: it
+/// must still be the rule's canonical print, for a rule written over
+/// lines with a comment inside, nested in a conditional, and cut at 120.
+#[test]
+fn the_deciding_rule_is_named_as_printed() {
+    let long = format!("/{}", "d".repeat(200));
+    let src = format!(
+        "(version 1)(allow default)\n(if #t\n  (deny file-read*\n    ; why\n    (subpath  \"/a\")))\n(deny file-write* (subpath \"{long}\"))"
+    );
+    let m = model(&src);
+    let named = |op: &str, p: &str| match m.query(op, &path(p)) {
+        Verdict::Decided(Decision { rule: Some(r), .. }) => (r.line, r.text),
+        v => panic!("{v:?}"),
+    };
+    assert_eq!(
+        named("file-read-data", "/a/x"),
+        (3, "(deny file-read* (subpath \"/a\"))".to_string())
+    );
+    let (line, text) = named("file-write-data", &format!("{long}/f"));
+    assert_eq!(line, 6);
+    assert_eq!(text.chars().count(), 120);
+    assert!(text.starts_with("(deny file-write* (subpath \"/ddd") && text.ends_with("..."));
+}
+
+#[test]
+fn last_filtered_match_wins() {
+    let m = model("(version 1)(allow default)(allow file-read* (subpath \"/a\"))(deny file-read* (subpath \"/a/b\"))");
+    assert_eq!(act(&m, "file-read-data", "/a/b/c"), Some(Action::Deny));
+    let m = model("(version 1)(allow default)(deny file-read* (subpath \"/a/b\"))(allow file-read* (subpath \"/a\"))");
+    assert_eq!(act(&m, "file-read-data", "/a/b/c"), Some(Action::Allow));
+}
+
+#[test]
+fn an_unfiltered_rule_after_filtered_ones_is_ambiguous() {
+    let m =
+        model("(version 1)(allow default)(allow file-write* (subpath \"/x\"))(deny file-write*)");
+    let v = m.query("file-write-data", &path("/x/f"));
+    let Verdict::Ambiguous {
+        filtered_first,
+        source_order,
+    } = v
+    else {
+        panic!("{v:?}")
+    };
+    assert_eq!(filtered_first.action, Action::Allow);
+    assert_eq!(source_order.action, Action::Deny);
+    // Outside /x both readings deny.
+    assert_eq!(act(&m, "file-write-data", "/y"), Some(Action::Deny));
+}
+
+#[test]
+fn child_rule_against_a_later_parent_rule_is_ambiguous() {
+    let m = model("(version 1)(allow default)(allow file-read-data (subpath \"/a\"))(deny file-read* (subpath \"/a\"))");
+    assert!(matches!(
+        m.query("file-read-data", &path("/a/x")),
+        Verdict::Ambiguous { .. }
+    ));
+    // The other order agrees under both readings.
+    let m = model("(version 1)(allow default)(deny file-read* (subpath \"/a\"))(allow file-read-data (subpath \"/a\"))");
+    assert_eq!(act(&m, "file-read-data", "/a/x"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-metadata", "/a/x"), Some(Action::Deny));
+}
+
+#[test]
+fn terminal_operations_fall_to_the_default() {
+    let m = model("(version 1)(allow default)(deny file-write* (subpath \"/\"))");
+    assert_eq!(act(&m, "file-link", "/a"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-write-setugid", "/a"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-write-unlink", "/a"), Some(Action::Deny));
+}
+
+#[test]
+fn network_filters() {
+    let m = model(
+        "(version 1)(allow default)(deny network* (remote ip \"*:*\") (local ip \"*:*\"))(allow network-outbound (remote tcp \"localhost:8080\"))",
+    );
+    let q = |h: &str, p| {
+        m.query(
+            "network-outbound",
+            &Target::Remote {
+                host: h.into(),
+                port: p,
+            },
+        )
+        .action()
+    };
+    assert_eq!(q("127.0.0.1", 8080), Some(Action::Allow));
+    assert_eq!(q("::1", 8080), Some(Action::Allow));
+    assert_eq!(q("127.0.0.1", 8081), Some(Action::Deny));
+    assert_eq!(q("10.0.0.1", 8080), Some(Action::Deny));
+    assert_eq!(q("127.0.0.2", 8080), Some(Action::Deny));
+}
+
+#[test]
+fn params_defines_and_conditionals() {
+    let src = "(version 1)(deny default)\n(define home (param \"HOME\"))\n(define tree (subpath (string-append home \"/src\")))\n(when (param \"OPEN\") (allow file-read* tree))\n(if (param \"NOPE\") (allow file-read* (subpath \"/\")) (allow file-read-metadata (literal \"/\")))";
+    let profile = super::super::parse::parse(src).unwrap();
+    let params = BTreeMap::from([
+        ("HOME".to_string(), "/u".to_string()),
+        ("OPEN".to_string(), "1".to_string()),
+    ]);
+    let m = Model::new(&profile, &params);
+    assert_eq!(act(&m, "file-read-data", "/u/src/x"), Some(Action::Allow));
+    assert_eq!(act(&m, "file-read-data", "/u/other"), Some(Action::Deny));
+    assert_eq!(act(&m, "file-read-metadata", "/"), Some(Action::Allow));
+    // Without OPEN the `when` adds nothing.
+    let m = Model::new(
+        &profile,
+        &BTreeMap::from([("HOME".to_string(), "/u".to_string())]),
+    );
+    assert_eq!(act(&m, "file-read-data", "/u/src/x"), Some(Action::Deny));
+}
+
+#[test]
+fn what_is_not_modelled_is_undetermined() {
+    for (src, line) in [
+        ("(version 1)(allow default)\n(import \"system.sb\")", 2),
+        (
+            "(version 1)(deny default)\n(allow file-read* (vnode-type DIRECTORY))",
+            2,
+        ),
+        (
+            "(version 1)(deny default)\n(allow file-read* (regex #\"^/a{2}$\"))",
+            2,
+        ),
+        (
+            "(version 1)(deny default)\n(define (f x) x)\n(allow file-read* f)",
+            2,
+        ),
+    ] {
+        let v = model(src).query("file-read-data", &path("/aa"));
+        let Verdict::Undetermined { line: l, .. } = v else {
+            panic!("{src}: {v:?}")
+        };
+        assert_eq!(l, line, "{src}");
+    }
+    assert!(matches!(
+        model("(version 1)").query("nvram-get", &path("/x")),
+        Verdict::Undetermined { .. }
+    ));
+}
+
+#[test]
+fn modifiers_are_ignored() {
+    let m = model(
+        "(version 1)(deny default)(allow (with report) file-read* (literal \"/a\") (with no-log))",
+    );
+    assert_eq!(act(&m, "file-read-data", "/a"), Some(Action::Allow));
+}
