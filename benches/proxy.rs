@@ -41,7 +41,7 @@
 //! it), which drifting load moves less. Even so, on two CPUs a run lands in
 //! one of two modes, by where the scheduler puts the proxy's thread: with
 //! the servers (the tunnel above direct) or with the client (about 60%);
-//! see the README's benchmark paragraph.
+//! see docs/performance.md.
 //!
 //! `proxy=N` pins the proxy's thread to CPU N as well, to show each mode on
 //! demand: `proxy=0` (with the client) and `proxy=1` (with the servers).

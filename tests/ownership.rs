@@ -458,7 +458,7 @@ fn nobody_reaches(pid: u32) -> bool {
 /// of the run's own (from sealc's range, one per run at a time), seen
 /// inside as `nobody`: a host process running as `nobody` cannot reach
 /// the sandbox through `/proc`. Named with `--user nobody`, it can (the
-/// README's warning about a shared user).
+/// warning about a shared user in docs/guarantees.md).
 #[test]
 fn the_agent_runs_as_a_uid_no_host_process_shares() {
     if !root_with_bwrap() {
