@@ -9,8 +9,8 @@
 //! servers with the test-only `--resolve NAME=ADDR`, and the name that
 //! resolves to a private address is refused before anything connects.
 //!
-//! Without bubblewrap, curl or `/usr/bin/python3` these tests say so and
-//! pass, unless `SEALC_REQUIRE_BWRAP=1`, under which they fail.
+//! Without bubblewrap, curl or `/usr/bin/python3` these tests are ignored,
+//! unless `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
 
@@ -32,7 +32,7 @@ const CREDENTIAL: &str = "HEADER-SECRET-5f1e";
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Are bubblewrap (able to make namespaces), curl and Python here? Fails
-/// instead of skipping under `SEALC_REQUIRE_BWRAP=1`.
+/// when not (`common::not_run`; under `SEALC_REQUIRE_BWRAP=1`, saying so).
 fn prerequisites() -> bool {
     let bwrap = common::bwrap_sandboxes();
     let curl = Path::new("/usr/bin/curl").exists();
@@ -43,7 +43,7 @@ fn prerequisites() -> bool {
             std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
             "SEALC_REQUIRE_BWRAP=1 but bubblewrap ({bwrap}), /usr/bin/curl ({curl}) or /usr/bin/python3 ({python}) is missing"
         );
-        eprintln!("skipped: bubblewrap, curl or python3 is missing here");
+        common::not_run("bubblewrap, /usr/bin/curl or /usr/bin/python3 is missing here");
     }
     ok
 }
@@ -280,6 +280,10 @@ except OSError as e:
 "#;
 
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_no_tool = "curl", sealc_no_tool = "python3"),
+    ignore = "needs bubblewrap, /usr/bin/curl and /usr/bin/python3"
+)]
 fn clients_inside_reach_only_the_allowlist_and_the_report_says_so() {
     if !prerequisites() {
         return;
@@ -597,6 +601,10 @@ os._exit(0)
 "#;
 
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_no_tool = "curl", sealc_no_tool = "python3"),
+    ignore = "needs bubblewrap, /usr/bin/curl and /usr/bin/python3"
+)]
 fn hostile_slow_and_many_clients_neither_crash_the_proxy_nor_outlive_the_command() {
     if !prerequisites() {
         return;
@@ -732,6 +740,10 @@ fn a_record_that_does_not_verify_gets_a_report_without_a_binding() {
 }
 
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_no_tool = "curl", sealc_no_tool = "python3"),
+    ignore = "needs bubblewrap, /usr/bin/curl and /usr/bin/python3"
+)]
 fn dry_run_shows_the_allowlist_the_proxy_will_enforce() {
     if !prerequisites() {
         return;

@@ -16,7 +16,7 @@
 //! write roots (owned by `sealc-test` for its runs), a loopback proxy.
 //!
 //! Without bubblewrap, gcc, setpriv, the `sealc-test` user or root, these
-//! tests say why and pass, unless `SEALC_REQUIRE_BWRAP=1` (set by
+//! tests are ignored, unless `SEALC_REQUIRE_BWRAP=1` (set by
 //! `.ci/run`), under which they fail.
 
 mod common;
@@ -58,8 +58,8 @@ struct Env {
 
 static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
 
-/// The environment, or `None` (after saying why) when a prerequisite is
-/// missing. Under `SEALC_REQUIRE_BWRAP=1` a missing prerequisite fails.
+/// The environment; a missing prerequisite fails the test, saying why
+/// (`common::not_run`; under `SEALC_REQUIRE_BWRAP=1`, saying so).
 fn env() -> Option<&'static Env> {
     match ENV.get_or_init(prepare) {
         Ok(e) => Some(e),
@@ -68,8 +68,7 @@ fn env() -> Option<&'static Env> {
                 !required(),
                 "SEALC_REQUIRE_BWRAP=1, but the attack battery cannot run: {why}"
             );
-            eprintln!("skipped: {why}");
-            None
+            common::not_run(why)
         }
     }
 }
@@ -593,6 +592,14 @@ impl Lab {
 /// host. Every sysctl is written with the value it already has, so a write
 /// that gets through changes nothing.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_01_no_uid_0_and_no_host_global_proc_state() {
     let mut v = Verdict::default();
     let script = r#"echo SANDBOX-UP
@@ -702,6 +709,14 @@ true
 /// `chmod 4755`, `2755`, `u+s,g+s`, `fchmod`, `open(O_CREAT, 06755)`,
 /// `mknod`.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_02_no_setuid_root_file_or_device_in_a_write_root() {
     let mut v = Verdict::default();
     let script = r#"echo SANDBOX-UP
@@ -775,6 +790,14 @@ true
 /// `PTRACE_ATTACH`, `process_vm_readv`/`writev` and `pidfd_getfd` fail on
 /// each, and pid 1 is not bubblewrap.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_03_no_visible_process_can_be_traced_or_read() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -808,6 +831,14 @@ fn escape_03_no_visible_process_can_be_traced_or_read() {
 /// not through a datagram or seqpacket socket pair (`sendto`, or `connect`
 /// then `send`), not through a new datagram socket.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_04_no_unix_datagram_reaches_a_host_socket() {
     let mut v = Verdict::default();
     let marker = "DGRAM-MARKER-e21b";
@@ -860,6 +891,14 @@ fn escape_04_no_unix_datagram_reaches_a_host_socket() {
 /// through `/proc/self/fd/N/` it would read the denied directory, and
 /// through `/proc/self/fd/N/..` write anywhere the caller may.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_05_a_directory_on_stdio_is_refused() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1059,6 +1098,14 @@ fn drain(f: &File, make_raw: bool) -> String {
 /// the next host reader), nor change its settings (`stty -echo`,
 /// `tcsetattr`) or its window size (`stty cols 7`, TIOCSWINSZ).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_06_the_callers_terminal_is_out_of_reach() {
     let mut v = Verdict::default();
     let inject = "TIOCSTI-INJECTED-9a7c";
@@ -1132,6 +1179,14 @@ fn exchange(a: &Path, b: &Path) -> bool {
 /// swapping thread never yields: the faster it flips, the more often a
 /// swap falls between the two lookups of one `mount` call.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_07_swapping_a_write_root_during_start_up_redirects_nothing() {
     const RUNS: usize = 100;
     let mut v = Verdict::default();
@@ -1219,6 +1274,14 @@ fn escape_07_swapping_a_write_root_during_start_up_redirects_nothing() {
 /// compile again (which would expose it). A denied root that is a symlink
 /// inside a write root is refused when compiling.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_08_a_denied_root_moved_between_runs_is_refused() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1317,6 +1380,14 @@ fn escape_08_a_denied_root_moved_between_runs_is_refused() {
 /// constructor leaves a mark in `outside/`, which only a process outside the
 /// sandbox can write).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_09_loader_variables_never_reach_the_builder() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1401,6 +1472,14 @@ fn fake_bwrap(lab: &Lab) -> String {
 /// whose content changed since compiling is drift (exit 1, nothing starts,
 /// the replacement never runs).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_10_a_replaced_builder_never_runs() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1490,6 +1569,14 @@ fn escape_10_a_replaced_builder_never_runs() {
 /// refused (exit 1, nothing starts), the reviewed one runs. `sealc verify
 /// --expect` passes or refuses the same records.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_11_expect_pins_the_reviewed_seal() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1627,6 +1714,14 @@ fn no_recompile(err: &str) -> bool {
 /// has a second link in a write root is refused at compile, and one linked
 /// by a host process after compiling is refused at exec.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn escape_12_denied_data_is_not_read_through_a_hard_link() {
     let mut v = Verdict::default();
     let shape = Shape {
@@ -1821,6 +1916,14 @@ fn escape_12_denied_data_is_not_read_through_a_hard_link() {
 /// `unshare -U`), and no new mount API, in the sandbox or in any namespace
 /// it could make.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn partial_no_new_namespaces_or_mount_api() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1846,6 +1949,14 @@ fn partial_no_new_namespaces_or_mount_api() {
 /// Netlink is refused but for `NETLINK_ROUTE` (which the command may need):
 /// no kernel uevents, audit, socket diagnostics, netfilter, ...
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn partial_netlink_is_route_only() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -1875,6 +1986,14 @@ fn partial_netlink_is_route_only() {
 /// read-only binds never covered; only a second layer, such as Landlock,
 /// does).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn partial_writes_outside_the_write_roots_fail() {
     let mut v = Verdict::default();
     let script = r#"echo SANDBOX-UP
@@ -2042,6 +2161,14 @@ fn host_mount_during_the_run(lab: &Lab, v: &mut Verdict) {
 /// root caller's agent ignored it): with a limit of 64 processes, the agent
 /// cannot fork 200.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn partial_the_callers_process_limit_holds() {
     const LIMIT: usize = 64;
     let mut v = Verdict::default();
@@ -2174,6 +2301,14 @@ fn start_stubborn(lab: &Lab, marker: &str, trap: &str) -> Result<Child, String> 
 /// `SIGTERM` to `sealc exec` ends everything inside, even a stopped process,
 /// a traced one, and a stopped pid 1.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn termination_sigterm_ends_everything_inside() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2209,6 +2344,14 @@ fn termination_sigterm_ends_everything_inside() {
 /// The recorded timeout ends everything inside, even when the command
 /// ignores `SIGTERM` and pid 1 is stopped.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn termination_the_timeout_ends_everything_inside() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2246,6 +2389,14 @@ fn termination_the_timeout_ends_everything_inside() {
 
 /// `sealc exec` killed by `SIGKILL` takes everything inside with it.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn termination_a_killed_sealc_leaves_nothing_inside() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2332,6 +2483,14 @@ impl HostStream {
 /// confines anything: its constructor makes a unix socket (refused to the
 /// command in modes `none` and `proxy`) and connects to a host service.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_loader_variables_never_reach_sealcs_own_helpers() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2387,6 +2546,14 @@ fn review_loader_variables_never_reach_sealcs_own_helpers() {
 /// hands over) lets the command send to any address from the host's
 /// namespace, past the proxy-only network.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_a_socket_on_stdin_reaches_no_host_network() {
     let mut v = Verdict::default();
     let marker = "UDP-STDIN-MARKER-7a90";
@@ -2424,6 +2591,14 @@ fn review_a_socket_on_stdin_reaches_no_host_network() {
 /// leaves 1100 sibling directories in a write root makes every later run
 /// under the common `ulimit -n 1024` fail (`Too many open files`, exit 127).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_a_wide_tree_left_in_a_write_root_stops_no_later_run() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2459,6 +2634,14 @@ fn review_a_wide_tree_left_in_a_write_root_stops_no_later_run() {
 /// agent decides what races, so a lossy relay would let it overwrite its own
 /// transcript.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_stdout_and_stderr_into_one_file_keep_every_line() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2493,6 +2676,14 @@ fn review_stdout_and_stderr_into_one_file_keep_every_line() {
 /// the agent owns: `open(O_CREAT, 04755)`, `mknod(S_IFREG|06755)`, `creat`,
 /// and `openat2` (whose mode no filter can read).
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_no_setuid_or_setgid_bit_by_any_call() {
     let mut v = Verdict::default();
     for who in CALLERS {
@@ -2532,6 +2723,14 @@ PY",
 /// it inside a write root (which the agent could replace for the next run)
 /// is refused, and nothing starts.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc and the user sealc-test"
+)]
 fn review_sealc_inside_a_write_root_never_runs() {
     let mut v = Verdict::default();
     for who in CALLERS {

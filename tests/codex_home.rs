@@ -17,7 +17,7 @@
 //!   (without the credentials), then removed; a home a killed run left is
 //!   refused (exit 1), or discarded with `--force`.
 //!
-//! Without bubblewrap, root or setpriv these tests say why and pass, unless
+//! Without bubblewrap, root or setpriv these tests are ignored, unless
 //! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
 
 mod common;
@@ -118,6 +118,10 @@ fn names(dir: &Path) -> Vec<String> {
 /// of the config fails inside, so it is the verified one after the run and
 /// the exit is the command's (0); the next run starts with none of it.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn nothing_one_run_leaves_in_the_codex_home_reaches_the_next() {
     if !common::ready_as_root_with(&[USER]) {
         return;
@@ -209,6 +213,10 @@ fn nothing_one_run_leaves_in_the_codex_home_reaches_the_next() {
 /// drift to read. (How much sealc would read of one is bounded:
 /// `hostfs::read_bounded`, `MAX_CONFIG`.)
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn a_config_cannot_be_made_sparse_from_inside() {
     if !common::ready_as_root_with(&[USER]) {
         return;
@@ -234,6 +242,10 @@ fn a_config_cannot_be_made_sparse_from_inside() {
 /// A home a killed run left (here: made by hand, with instructions in it)
 /// is refused before anything starts; `--force` discards it.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
     if !common::ready_as_root_with(&[USER]) {
         return;
@@ -283,6 +295,14 @@ fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
 /// shared (the second run refuses while the first lasts); an earlier copy
 /// of another user's is left alone.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_cannot_become = "sealc-rival"
+    ),
+    ignore = "needs root, bubblewrap, setpriv and the users sealc-test and sealc-rival"
+)]
 fn the_after_run_steps_hold_against_what_the_agent_leaves() {
     if !common::ready_as_root_with(&[USER, common::RIVAL]) {
         return;

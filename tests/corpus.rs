@@ -5,9 +5,9 @@
 //!
 //! The text is not committed: `.ci/install-codex-macos-policy` takes it from
 //! the npm package `@openai/codex@<version>-darwin-arm64` when the tests are
-//! set up, and writes its provenance beside it. Under CI or
-//! `SEALC_REQUIRE_CODEX=1` a missing corpus fails; elsewhere the test says
-//! it did not run, and passes nothing.
+//! set up, and writes its provenance beside it. Where it is missing the
+//! tests are ignored (build.rs), except under CI or `SEALC_REQUIRE_CODEX=1`,
+//! where they fail.
 
 #[path = "codex_support/mod.rs"]
 mod codex_support;
@@ -34,9 +34,7 @@ fn codex_policy() -> Option<String> {
                 "Codex {VERSION}'s seatbelt policy is not at {} ({e}; run `bash .ci/install-codex-macos-policy`)",
                 dir.display()
             );
-            assert!(!codex_support::required(), "{how}; CI needs it");
-            eprintln!("not run: {how}");
-            None
+            codex_support::not_installed(&how)
         }
     }
 }
@@ -53,6 +51,10 @@ fn path(p: &str) -> Target {
 }
 
 #[test]
+#[cfg_attr(
+    sealc_no_codex_policy = "0.171.0",
+    ignore = "needs Codex 0.171.0's macOS policy (bash .ci/install-codex-macos-policy)"
+)]
 fn codex_seatbelt_policy_reads_and_answers() {
     let Some(text) = codex_policy() else { return };
     let profile = sealc::sbpl::parse::parse(&text)
@@ -217,6 +219,10 @@ fn codex_seatbelt_policy_reads_and_answers() {
 /// names: exactly the operations and filters listed here, which sealc's
 /// table (macOS 10.15's) and evaluator do not model.
 #[test]
+#[cfg_attr(
+    sealc_no_codex_policy = "0.171.0",
+    ignore = "needs Codex 0.171.0's macOS policy (bash .ci/install-codex-macos-policy)"
+)]
 fn every_operation_codex_names_is_answered_or_said_undetermined() {
     let Some(text) = codex_policy() else { return };
     let profile = sealc::sbpl::parse::parse(&text).unwrap();

@@ -6,7 +6,7 @@
 //! denied, another run's temp directory, a metadata-only dispatch directory,
 //! a host proxy and a second loopback service that is not the proxy.
 //!
-//! Without bubblewrap these tests say so and pass, unless
+//! Without bubblewrap these tests are ignored, unless
 //! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
 
 mod common;
@@ -248,6 +248,7 @@ const ATTACKS: &[Attack] = &[
 ];
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn the_attack_battery_is_blocked_and_the_work_still_works() {
     if !bwrap_works() {
         return;
@@ -340,6 +341,7 @@ fn the_attack_battery_is_blocked_and_the_work_still_works() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn the_child_gets_exactly_the_env_allowlist() {
     if !bwrap_works() {
         return;
@@ -368,6 +370,7 @@ fn the_child_gets_exactly_the_env_allowlist() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_missing_secret_refuses_to_start_naming_it() {
     if !bwrap_works() {
         return;
@@ -385,6 +388,7 @@ fn a_missing_secret_refuses_to_start_naming_it() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_tampered_seal_does_not_start() {
     if !bwrap_works() {
         return;
@@ -423,6 +427,7 @@ fn a_tampered_seal_does_not_start() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_host_that_drifted_since_compiling_does_not_start() {
     if !bwrap_works() {
         return;
@@ -452,6 +457,7 @@ fn a_host_that_drifted_since_compiling_does_not_start() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn descriptors_the_caller_left_open_do_not_cross() {
     if !bwrap_works() {
         return;
@@ -483,6 +489,7 @@ fn descriptors_the_caller_left_open_do_not_cross() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn bridge_directories_are_cleaned_up_even_after_a_killed_run() {
     if !bwrap_works() {
         return;
@@ -531,6 +538,7 @@ fn bridge_directories_are_cleaned_up_even_after_a_killed_run() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn the_exit_status_passes_through() {
     if !bwrap_works() {
         return;
@@ -576,6 +584,7 @@ fn wait_gone(marker: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
     if !bwrap_works() {
         return;
@@ -612,6 +621,7 @@ fn a_signal_to_sealc_reaches_the_sandbox_and_nothing_survives() {
 /// A command that ignores the signal is killed after the grace period, with
 /// everything it started, also when another signal arrives in the grace period.
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
     if !bwrap_works() {
         return;
@@ -641,6 +651,7 @@ fn a_command_that_ignores_sigterm_still_dies_at_the_timeout() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn the_recorded_timeout_stops_the_sandbox() {
     if !bwrap_works() {
         return;
@@ -658,6 +669,7 @@ fn the_recorded_timeout_stops_the_sandbox() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn dry_run_shows_the_plan_without_secret_values() {
     if !bwrap_works() {
         return;
@@ -722,6 +734,7 @@ pass = ["PATH"]
 "#;
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
     if !bwrap_works() {
         return;
@@ -779,6 +792,7 @@ fn deny_default_shows_only_the_system_base_and_the_allowed_roots() {
 /// hidden directory) is made when the seal starts: the command writes in
 /// it, the host keeps what it wrote, and the next run starts as well.
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn an_absent_write_root_is_made_when_the_seal_starts() {
     if !bwrap_works() {
         return;
@@ -1198,6 +1212,7 @@ for i, (op, a, b) in enumerate(probes):
         #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, .. ProptestConfig::default() })]
 
         #[test]
+        #[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
         fn for_random_specs(
             roles in prop::collection::vec(0u8..5, ROLED.len()),
             tree in prop::sample::select(vec![0u8, 0, 0, 4, 4, 1, 2, 3]),
@@ -1502,6 +1517,7 @@ sys("unshare", 272, 0x10000000)
 /// pinned or not, so the agent never gets to write it. A record whose place
 /// cannot be told (a pipe) runs only pinned.
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_seal_inside_its_own_write_root_never_runs() {
     if !bwrap_works() {
         return;

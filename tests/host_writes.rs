@@ -13,7 +13,7 @@
 //!
 //! Run for real under bubblewrap, as root and as the unprivileged caller
 //! `sealc-test`. Without bubblewrap, root, setpriv or the users these tests
-//! say why and pass, unless `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under
+//! are ignored, unless `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under
 //! which they fail.
 
 mod common;
@@ -133,6 +133,10 @@ impl Lab {
 /// (`.run.json.sealc-tmp-PID`, the PID read from `/proc/self/mountinfo`)
 /// and sealc wrote through them after the run.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn a_report_in_the_agents_reach_is_refused_before_anything_runs() {
     if !common::ready_as_root_with(&[USER]) {
         return;
@@ -255,6 +259,10 @@ while time.time() < end:
 /// through none of the links it plants: the victim is unchanged, the report
 /// is a regular file of root's, and the folder open to all is warned of.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-rival"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-rival"
+)]
 fn a_local_user_racing_roots_run_redirects_no_write() {
     if !common::ready_as_root_with(&[RIVAL]) {
         return;
@@ -334,6 +342,10 @@ fn a_local_user_racing_roots_run_redirects_no_write() {
 /// root's compile wrote the record into the victim. Now every temp name is
 /// random and made with `O_EXCL|O_NOFOLLOW`.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-rival"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-rival"
+)]
 fn compile_writes_through_no_planted_link() {
     if !common::ready_as_root_with(&[RIVAL]) {
         return;
@@ -407,6 +419,14 @@ fn compile_writes_through_no_planted_link() {
 /// `proxy.sock` went. Root's bridges now live in `/run/sealc/bridge`, and an
 /// unprivileged caller's sweep takes only its own.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_cannot_become = "sealc-rival"
+    ),
+    ignore = "needs root, bubblewrap, setpriv and the users sealc-test and sealc-rival"
+)]
 fn the_bridge_sweep_leaves_other_users_directories_alone() {
     if !common::ready_as_root_with(&[USER, RIVAL]) {
         return;
@@ -456,6 +476,14 @@ fn the_bridge_sweep_leaves_other_users_directories_alone() {
 /// sticky folder is told before the run; a fifo or a link where an artifact
 /// goes neither hangs `verify` nor shows what it leads to.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_cannot_become = "sealc-rival"
+    ),
+    ignore = "needs root, bubblewrap, setpriv and the users sealc-test and sealc-rival"
+)]
 fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted() {
     if !common::ready_as_root_with(&[USER, RIVAL]) {
         return;
@@ -586,6 +614,10 @@ fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted()
 /// starts; a Codex home in a write root of another owner never gets root's
 /// credentials.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-rival"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-rival"
+)]
 fn a_write_root_another_user_made_first_is_refused() {
     if !common::ready_as_root_with(&[RIVAL]) {
         return;

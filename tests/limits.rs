@@ -1,7 +1,7 @@
 //! `[limits]` and the run report, for real under the Linux seal: each limit
 //! fires on a command that reaches it, the report names the outcome and the
 //! limit, nothing survives the run, and the command's argv arrives byte for
-//! byte. Without bubblewrap these tests say so and pass, unless
+//! byte. Without bubblewrap these tests are ignored, unless
 //! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
 
 mod common;
@@ -109,6 +109,7 @@ fn check(out: &Output, r: &serde_json::Value, kind: &str, limit: &str, code: i32
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn each_limit_fires_and_the_report_names_it() {
     if !bwrap_works() {
         return;
@@ -162,6 +163,7 @@ fn each_limit_fires_and_the_report_names_it() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn the_wall_limit_ends_a_command_that_ignores_sigterm() {
     if !bwrap_works() {
         return;
@@ -179,6 +181,7 @@ fn the_wall_limit_ends_a_command_that_ignores_sigterm() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn outcomes_are_told_apart() {
     if !bwrap_works() {
         return;
@@ -253,6 +256,7 @@ fn a_layer_that_cannot_be_applied_is_not_a_command_not_found() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn literal_argv_reaches_the_command_and_the_report_byte_for_byte() {
     if !bwrap_works() {
         return;
@@ -285,6 +289,7 @@ fn literal_argv_reaches_the_command_and_the_report_byte_for_byte() {
 }
 
 #[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 fn a_report_that_cannot_be_written_is_an_error_and_nothing_is_left() {
     if !bwrap_works() {
         return;

@@ -14,7 +14,7 @@
 //!   still works; fanotify is refused.
 //!
 //! Without bubblewrap, gcc, setpriv, the `sealc-test` user or root, these
-//! tests say why and pass, unless `SEALC_REQUIRE_BWRAP=1` (set by
+//! tests are ignored, unless `SEALC_REQUIRE_BWRAP=1` (set by
 //! `.ci/run`), under which they fail.
 
 mod common;
@@ -46,8 +46,8 @@ struct Env {
 
 static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
 
-/// The environment, or `None` (after saying why) when a prerequisite is
-/// missing. Under `SEALC_REQUIRE_BWRAP=1` a missing prerequisite fails.
+/// The environment; a missing prerequisite fails the test, saying why
+/// (`common::not_run`; under `SEALC_REQUIRE_BWRAP=1`, saying so).
 fn env() -> Option<&'static Env> {
     match ENV.get_or_init(prepare) {
         Ok(e) => Some(e),
@@ -56,8 +56,7 @@ fn env() -> Option<&'static Env> {
                 !required(),
                 "SEALC_REQUIRE_BWRAP=1, but the outcome tests cannot run: {why}"
             );
-            eprintln!("skipped: {why}");
-            None
+            common::not_run(why)
         }
     }
 }
@@ -347,6 +346,15 @@ fn not_blamed(v: &mut Verdict, lab: &Lab, what: &str, r: &Run) {
 /// nor lower the file size limit; the command lives on, and its run is
 /// never reported as a limit's.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc",
+        sealc_no_tool = "python3"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc, python3 and the user sealc-test"
+)]
 fn a_limit_signal_sent_from_inside_is_refused_and_never_blamed_on_a_limit() {
     let Some(env) = env() else { return };
     let mut v = Verdict::default();
@@ -446,6 +454,15 @@ fn a_limit_signal_sent_from_inside_is_refused_and_never_blamed_on_a_limit() {
 /// itself, or a `SIGKILL` it sent itself after the seal's `SIGXCPU`, is the
 /// signal it got.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc",
+        sealc_no_tool = "python3"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc, python3 and the user sealc-test"
+)]
 fn a_limit_reached_is_told_and_one_the_command_set_itself_is_not_the_seals() {
     let Some(env) = env() else { return };
     let mut v = Verdict::default();
@@ -545,6 +562,15 @@ python3 -c 'import os; print("py", os.cpu_count())'
 /// CPU count is the host's. A spec root under `/sys` still means what it
 /// says. fanotify is refused.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "gcc",
+        sealc_no_tool = "python3"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, gcc, python3 and the user sealc-test"
+)]
 fn sys_shows_only_what_programs_need_and_fanotify_is_refused() {
     let Some(env) = env() else { return };
     let mut v = Verdict::default();

@@ -6,7 +6,7 @@
 //! user for the run and back after it. A `PATH` entry that user cannot
 //! search is said before the run and makes a bare name not found (127),
 //! not "permission denied" (126). Without bubblewrap (or not run by
-//! root, when nothing is handed over) these tests say so and pass, unless
+//! root, when nothing is handed over) these tests are ignored, unless
 //! `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`), under which they fail.
 
 mod common;
@@ -29,12 +29,11 @@ struct Lab {
 
 fn root_with_bwrap() -> bool {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("not run: only a root caller hands the write roots over");
         assert!(
             std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
             "SEALC_REQUIRE_BWRAP=1 but the tests do not run as root"
         );
-        return false;
+        common::not_run("only a root caller hands the write roots over");
     }
     bwrap_works()
 }
@@ -135,6 +134,7 @@ impl Lab {
 /// only the owner's uid to it); after the run the home is gone (kept for
 /// review beside the report), the directory above it stays the owner's.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn what_sealc_makes_in_a_write_root_is_its_owners() {
     if !root_with_bwrap() {
         return;
@@ -169,6 +169,7 @@ fn what_sealc_makes_in_a_write_root_is_its_owners() {
 const OTHER: (u32, u32) = (1234, 1234);
 
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn what_the_agent_makes_is_the_owners_and_nothing_changes_hands() {
     if !root_with_bwrap() {
         return;
@@ -232,6 +233,7 @@ fn what_the_agent_makes_is_the_owners_and_nothing_changes_hands() {
 }
 
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn ownership_comes_back_when_the_command_fails_or_is_stopped() {
     if !root_with_bwrap() {
         return;
@@ -278,6 +280,7 @@ fn has_caps(p: &Path) -> bool {
 /// changed loses them after it: here a racing host process sets them on the
 /// agent's files during the run.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn no_set_id_bit_or_file_capability_outlives_a_run() {
     if !root_with_bwrap() {
         return;
@@ -356,6 +359,7 @@ fn no_set_id_bit_or_file_capability_outlives_a_run() {
 /// idmapped mount: the roots are chowned instead, with a warning, and the
 /// linked file (the owner's, several links) stays out of the agent's reach.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_link_out_or_a_mount_inside_makes_the_roots_chowned() {
     if !root_with_bwrap() {
         return;
@@ -460,6 +464,7 @@ fn nobody_reaches(pid: u32) -> bool {
 /// the sandbox through `/proc`. Named with `--user nobody`, it can (the
 /// warning about a shared user in docs/guarantees.md).
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn the_agent_runs_as_a_uid_no_host_process_shares() {
     if !root_with_bwrap() {
         return;
@@ -533,6 +538,7 @@ fn the_agent_runs_as_a_uid_no_host_process_shares() {
 /// for the next run: a tree deeper than the walks go stops the next run
 /// before anything starts (exit 122), and nothing changes hands.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_tree_too_deep_to_walk_stops_the_next_run_and_chooses_nothing() {
     if !root_with_bwrap() {
         return;
@@ -559,6 +565,7 @@ fn a_tree_too_deep_to_walk_stops_the_next_run_and_chooses_nothing() {
 /// lets `nobody`'s group through, not others), idmapped roots are never
 /// paired with the shared `nobody`: they are chowned, with a warning.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn without_a_uid_of_its_own_the_roots_are_chowned_not_idmapped_for_nobody() {
     if !root_with_bwrap() {
         return;
@@ -602,6 +609,7 @@ fn without_a_uid_of_its_own_the_roots_are_chowned_not_idmapped_for_nobody() {
 /// `/etc/passwd` nor `/etc/group` names, and held: while it is, the next
 /// allocation gets another.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_run_uid_is_never_one_a_user_or_group_names_and_never_shared() {
     if !root_with_bwrap() {
         return;
@@ -643,6 +651,7 @@ fn host_mounts(p: &Path) -> bool {
 /// to the agent's user; the idmapped mount was never in the host's mount
 /// table. The next run starts clean.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn sealc_killed_mid_run_leaves_every_owner_as_it_was() {
     if !root_with_bwrap() {
         return;
@@ -667,6 +676,7 @@ fn sealc_killed_mid_run_leaves_every_owner_as_it_was() {
 /// Two runs over one write root at once: each writes, neither changes who
 /// owns anything under the other.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn two_runs_over_one_root_at_once_leave_it_the_owners() {
     if !root_with_bwrap() {
         return;
@@ -699,6 +709,7 @@ fn two_runs_over_one_root_at_once_leave_it_the_owners() {
 /// it: the agent's objects go to the owner, a setuid or setgid bit cleared
 /// first; links and files with another hard link stay the agent's.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_root_that_cannot_be_idmapped_is_handed_over_and_back() {
     if !root_with_bwrap() {
         return;
@@ -750,6 +761,7 @@ fn a_root_that_cannot_be_idmapped_is_handed_over_and_back() {
 }
 
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_path_entry_the_agent_cannot_search_is_said_and_its_commands_are_not_found() {
     if !root_with_bwrap() {
         return;
@@ -799,6 +811,7 @@ fn a_path_entry_the_agent_cannot_search_is_said_and_its_commands_are_not_found()
 /// chowned it, killed between hand-over and hand-back, left it so) is said:
 /// this run cannot know its owner, and it stays the agent's.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn a_root_left_with_the_agent_by_an_earlier_run_is_said() {
     if !root_with_bwrap() {
         return;
@@ -830,6 +843,7 @@ fn a_root_left_with_the_agent_by_an_earlier_run_is_said() {
 /// start) stops the run before anything starts (exit 122), naming the
 /// bound, and nothing changes hands.
 #[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
 fn the_walks_of_a_write_root_are_bounded() {
     if !root_with_bwrap() {
         return;

@@ -10,7 +10,7 @@
 //! facts and the validation; then the attacks, tried for real under
 //! bubblewrap in a git checkout the test makes, by a root caller and by the
 //! unprivileged `sealc-test` (through `setpriv`). Without bubblewrap, root,
-//! setpriv, git or that user, the real runs say why and pass, unless
+//! setpriv, git or that user, the real runs are ignored, unless
 //! `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
@@ -549,9 +549,8 @@ fn a_stand_in_made_since_is_used_and_anything_else_is_drift() {
 // ---------------------------------------------------------------------------
 // For real, under bubblewrap.
 
-/// Everything the real runs need, or why not (then they pass, but under
-/// `SEALC_REQUIRE_BWRAP=1` they fail): git, and what every root battery
-/// needs.
+/// Everything the real runs need (git, and what every root battery needs),
+/// or the test fails saying why (`common::not_run`).
 fn ready() -> bool {
     let git = Command::new("git")
         .arg("--version")
@@ -563,8 +562,7 @@ fn ready() -> bool {
             std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
             "SEALC_REQUIRE_BWRAP=1, but: git is missing"
         );
-        eprintln!("not run: git is missing");
-        return false;
+        common::not_run("git is missing");
     }
     common::ready_as_root_with(&[USER])
 }
@@ -715,6 +713,14 @@ exit 0
 "#;
 
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "git"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, git and the user sealc-test"
+)]
 fn an_agent_cannot_plant_what_the_operator_runs_later() {
     if !ready() {
         return;
@@ -806,6 +812,14 @@ fn an_agent_cannot_plant_what_the_operator_runs_later() {
 /// The same hooks, without `protect`: the attack works, so the test above
 /// fails for the right reason on a seal without it.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "git"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, git and the user sealc-test"
+)]
 fn without_protect_the_planted_hook_runs_at_the_operators_commit() {
     if !ready() {
         return;
@@ -895,6 +909,14 @@ fn explain_and_dry_run_name_what_protects() {
 /// A second name of a protected file, made in the write root by a run
 /// before it was protected, would let the agent write it: nothing starts.
 #[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_tool = "git"
+    ),
+    ignore = "needs root, bubblewrap, setpriv, git and the user sealc-test"
+)]
 fn a_protected_file_with_a_second_name_in_a_write_root_is_refused_at_exec() {
     if !ready() {
         return;

@@ -9,7 +9,7 @@
 //! dropped. With `--raw-terminal` and to a pipe every byte passes.
 //!
 //! Without bubblewrap, setpriv, the `sealc-test` user or root, these tests
-//! say why and pass, unless `SEALC_REQUIRE_BWRAP=1`, under which they fail.
+//! are ignored, unless `SEALC_REQUIRE_BWRAP=1`, under which they fail.
 
 mod common;
 use common::{text, Caller, Verdict, CALLERS};
@@ -92,14 +92,14 @@ fn missing() -> Option<String> {
     None
 }
 
-/// Can the tests run? Says why not; fails instead under `SEALC_REQUIRE_BWRAP=1`.
+/// Can the tests run? Fails, saying why, when not (`common::not_run`; under
+/// `SEALC_REQUIRE_BWRAP=1`, saying so).
 fn ready() -> bool {
     match missing() {
         None => true,
         Some(why) => {
             assert!(!required(), "SEALC_REQUIRE_BWRAP=1, but {why}");
-            eprintln!("skipped: {why}");
-            false
+            common::not_run(&why)
         }
     }
 }
@@ -309,6 +309,10 @@ fn on_terminals(mut cmd: Command) -> (ExitStatus, bool, Vec<u8>, Vec<u8>) {
 /// move, erase, query or C1 control, also when one is split over two reads;
 /// a colour left set is reset; the report counts what was dropped.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn the_callers_terminal_gets_text_and_colours_only() {
     if !ready() {
         return;
@@ -362,6 +366,10 @@ fn the_callers_terminal_gets_text_and_colours_only() {
 
 /// `--raw-terminal`: the terminal gets every byte, escapes included.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn raw_terminal_passes_every_byte() {
     if !ready() {
         return;
@@ -394,6 +402,10 @@ fn raw_terminal_passes_every_byte() {
 /// A pipe gets the command's bytes exactly as it wrote them, escape bytes
 /// included, and the report names no terminal.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn a_pipe_gets_every_byte() {
     if !ready() {
         return;
@@ -442,6 +454,10 @@ fn a_pipe_gets_every_byte() {
 /// before an idmapped run started by root and says so, and a command that
 /// is not in the sandbox, whose lookup failure comes from inside.
 #[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-test"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-test"
+)]
 fn sealcs_own_lines_show_names_escaped() {
     if !ready() {
         return;

@@ -3,9 +3,9 @@
 //!
 //! The releases are installed from npm by `.ci/install-codex` into a
 //! directory of this checkout (`.codex-cli/<version>/`), or wherever
-//! `SEALC_CODEX_DIR` says. Under CI (`CI` set) or `SEALC_REQUIRE_CODEX=1`, a
-//! release that is not there fails the test; elsewhere the test says so and
-//! does nothing.
+//! `SEALC_CODEX_DIR` says. A test whose release is not there is ignored
+//! (build.rs finds it missing when the tests are built), except under CI
+//! (`CI` set) or `SEALC_REQUIRE_CODEX=1`; one that runs without it fails.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -50,8 +50,8 @@ pub fn find(version: &str) -> Option<PathBuf> {
     None
 }
 
-/// The binary of each release, or `None` (after failing, when required)
-/// when one is missing.
+/// The binary of each release; fails when one is missing (see
+/// [`not_installed`]), so never `None`.
 pub fn releases(versions: &[&str]) -> Option<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for v in versions {
@@ -62,13 +62,21 @@ pub fn releases(versions: &[&str]) -> Option<Vec<(String, PathBuf)>> {
                     "Codex {v} is not installed under {} (run `bash .ci/install-codex`, or set SEALC_CODEX_DIR)",
                     codex_dir().display()
                 );
-                assert!(!required(), "{how}; CI needs it");
-                eprintln!("not run: {how}");
-                return None;
+                not_installed(&how);
             }
         }
     }
     Some(out)
+}
+
+/// A test that needs what is not installed fails: under CI or
+/// `SEALC_REQUIRE_CODEX=1` saying so, elsewhere saying why it ran at all
+/// (build.rs marks it ignored when it finds the release missing).
+pub fn not_installed(how: &str) -> ! {
+    assert!(!required(), "{how}; CI needs it");
+    panic!(
+        "not run: {how}\n(the test was run with --ignored or --include-ignored, or this was there when build.rs probed at build time: `touch build.rs` to probe again)"
+    )
 }
 
 /// The releases the sealed runs use: the oldest tested one whose tools start

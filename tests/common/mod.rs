@@ -279,8 +279,8 @@ pub fn bwrap_sandboxes() -> bool {
     false
 }
 
-/// Is bubblewrap here and able to make namespaces? Fails instead of skipping
-/// under `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`).
+/// Is bubblewrap here and able to make namespaces? Fails when not (saying
+/// so under `SEALC_REQUIRE_BWRAP=1`, set by `.ci/run`): see [`not_run`].
 #[allow(dead_code)]
 pub fn bwrap_works() -> bool {
     let ok = bwrap_sandboxes();
@@ -289,9 +289,20 @@ pub fn bwrap_works() -> bool {
             std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
             "SEALC_REQUIRE_BWRAP=1 but bubblewrap is missing or cannot make namespaces"
         );
-        eprintln!("not run: bubblewrap is missing or cannot make namespaces here");
+        not_run("bubblewrap is missing or cannot make namespaces here");
     }
     ok
+}
+
+/// A test whose prerequisite is missing as it runs fails: a test that did
+/// not run never passes. build.rs probes the prerequisites when the tests
+/// are built and marks a test that lacks one `ignored`, with the reason; one
+/// that still gets here was asked for (`--ignored`), is required by a
+/// `SEALC_REQUIRE_*` variable, or lost its prerequisite since the build.
+pub fn not_run(why: &str) -> ! {
+    panic!(
+        "not run: {why}\n(the test was run with --ignored or --include-ignored, or this was there when build.rs probed at build time: `touch build.rs` to probe again)"
+    )
 }
 
 /// Failures collected over every case of a test, reported at once (so one
@@ -372,8 +383,8 @@ pub fn ids(user: &str) -> (u32, u32) {
 }
 
 /// Can the tests that run sealc for real as root and as `users` run here
-/// (root, bubblewrap, setpriv, the users)? Says why not, and under
-/// `SEALC_REQUIRE_BWRAP=1` (set by `.ci/run`) fails instead.
+/// (root, bubblewrap, setpriv, the users)? Fails, saying why, when not (see
+/// [`not_run`]; under `SEALC_REQUIRE_BWRAP=1`, set by `.ci/run`, saying so).
 pub fn ready_as_root_with(users: &[&str]) -> bool {
     let ok = |program: &str, arg: &str| {
         std::process::Command::new(program)
@@ -402,8 +413,7 @@ pub fn ready_as_root_with(users: &[&str]) -> bool {
                 std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
                 "SEALC_REQUIRE_BWRAP=1, but: {why}"
             );
-            eprintln!("not run: {why}");
-            false
+            not_run(&why)
         }
     }
 }
