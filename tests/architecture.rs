@@ -141,34 +141,55 @@ fn module_of(path: &str) -> String {
 }
 
 /// Every module a file names (`crate::a::b::c` is `a::b` when that is a
-/// file, else `a`; `super::x` is the sibling `x`), self excluded.
+/// file, else `a`; `super::x` is the sibling `x`, `super::super::x` the
+/// parent's sibling), self excluded.
 fn imports(module: &str, text: &str, files: &std::collections::BTreeSet<String>) -> Vec<String> {
-    let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
     let mut out = Vec::new();
     for line in text.lines() {
         let code = line.split("//").next().unwrap_or("");
-        for (prefix, base) in [("crate::", String::new()), ("super::", parent.to_string())] {
-            let mut rest = code;
-            while let Some(i) = rest.find(prefix) {
-                rest = &rest[i + prefix.len()..];
-                let path: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || *c == ':')
-                    .collect();
-                let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
-                if !base.is_empty() {
-                    parts.insert(0, &base);
+        let mut at = 0;
+        while at < code.len() {
+            let rest = &code[at..];
+            let (skip, base) = if rest.starts_with("crate::") {
+                ("crate::".len(), Some(String::new()))
+            } else if rest.starts_with("super::")
+                && !code[..at].ends_with("super::")
+                && !code[..at].ends_with("self::")
+            {
+                // `super::` once or more: each goes one module up.
+                let mut ups = 0;
+                let mut r = rest;
+                while let Some(after) = r.strip_prefix("super::") {
+                    ups += 1;
+                    r = after;
                 }
-                while !parts.is_empty() {
-                    let cand = parts.join("::");
-                    if files.contains(&cand) {
-                        if cand != module {
-                            out.push(cand);
-                        }
-                        break;
-                    }
+                let mut parts: Vec<&str> = module.split("::").collect();
+                for _ in 0..ups {
                     parts.pop();
                 }
+                (rest.len() - r.len(), Some(parts.join("::")))
+            } else {
+                (rest.chars().next().map_or(1, char::len_utf8), None)
+            };
+            at += skip;
+            let Some(base) = base else { continue };
+            let path: String = code[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_' || *c == ':')
+                .collect();
+            let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+            if !base.is_empty() {
+                parts.insert(0, &base);
+            }
+            while !parts.is_empty() {
+                let cand = parts.join("::");
+                if files.contains(&cand) {
+                    if cand != module {
+                        out.push(cand);
+                    }
+                    break;
+                }
+                parts.pop();
             }
         }
     }
@@ -248,4 +269,15 @@ fn no_module_imports_another_that_imports_it() {
         top.get("backend").is_some_and(|t| t.contains("ir")),
         "{top:?}"
     );
+}
+
+/// No source file is over 800 lines: each is one part a reader can hold.
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let long: Vec<String> = all()
+        .into_iter()
+        .filter(|(_, text)| text.lines().count() > 800)
+        .map(|(path, text)| format!("{path}: {} lines", text.lines().count()))
+        .collect();
+    assert!(long.is_empty(), "over 800 lines:\n{}", long.join("\n"));
 }

@@ -426,37 +426,7 @@ struct Lower<'a> {
     symbolic: bool,
 }
 
-/// Check an env var name: a portable shell name (`[A-Za-z_][A-Za-z0-9_]*`), so
-/// it is never empty, holds no `=` or NUL, and cannot be read as an option of
-/// `env`.
-pub(crate) fn check_env_name(name: &str, span: &Span, diags: &mut Diagnostics) -> bool {
-    let problem = if name.is_empty() {
-        Some("is empty")
-    } else if name.contains('=') {
-        Some("holds `=`")
-    } else if name.contains('\0') {
-        Some("holds a NUL byte")
-    } else if !crate::spec::is_var_name(name) {
-        Some("is not a portable name")
-    } else {
-        None
-    };
-    if let Some(p) = problem {
-        diags.push(
-            Diagnostic::error(
-                "sealc::env::name",
-                format!("env var name {} {p}", quote(name)),
-            )
-            .at(span.clone())
-            .label("not a usable env var name")
-            .help(
-                "env var names are letters, digits and `_`, not starting with a digit, e.g. `PATH`",
-            ),
-        );
-        return false;
-    }
-    true
-}
+pub(crate) use crate::spec::check_env_name;
 
 impl Lower<'_> {
     /// The target: `--platform` (recorded in the facts) over `target.platform`.
