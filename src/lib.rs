@@ -11,9 +11,13 @@
 //! rendered seal back and proves the spec's assertions on it, [`record`]
 //! binds it all.
 //! [`cli`] is the only module that prints.
-// One platform call needs `unsafe`: marking the descriptors a caller left
-// open close-on-exec before `sealc exec` starts the sandbox (`exec.rs`,
-// `cloexec_inherited`). Everything else is safe code.
+// `unsafe` is denied everywhere but where a platform call needs it, in the
+// runtime only (`exec/bridge.rs`, `exec/wait.rs`, `exec/outcome.rs`,
+// `exec/idmap.rs`, `exec/inside.rs`, `exec/inside/landlock.rs`: descriptors
+// taken over from their raw numbers, `pre_exec` hooks, and libc calls rustix
+// does not wrap, such as `syscall`, `unshare`, `waitid`, `getrusage` and
+// `kill`), each allowed at its use and commented there. The compiler's
+// stages are safe code.
 #![deny(unsafe_code)]
 
 pub mod absent;
