@@ -237,6 +237,12 @@ fn a_refusal_in_a_bwrap_seal_names_the_spec_entry() {
         "filesystem.deny_read \"${home}\""
     );
     assert!(v["detail"].as_str().unwrap().ends_with("(EXDEV)"), "{v}");
+    // What it assumes of links no record names covers both names.
+    let assumes = v["assumes"].as_str().unwrap_or_default();
+    assert!(
+        assumes.contains("`/Users/agent/runs/r1/ws/a` or to `/Users/agent/runs/r1/a`"),
+        "{v}"
+    );
     // The network: the mode is the entry.
     let out = explain(&[
         &bwrap,

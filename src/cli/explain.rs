@@ -524,9 +524,13 @@ fn explain(
         match resolved {
             Ok(((path, end), new)) => {
                 // What no record can settle: a link it does not name.
+                // With `--to`, the new name's way too.
+                let ways = match &new {
+                    Some(n) => format!("{} or to {}", quote(&path), quote(n)),
+                    None => quote(&path),
+                };
                 checked.assumes = Some(format!(
-                    "no link on the way to {} but those named here (a record names the links on the way to its roots); through another, made after compiling or on no root's way, the kernel goes where it leads and the seal decides there: ask about that path",
-                    quote(&path)
+                    "no link on the way to {ways} but those named here (a record names the links on the way to its roots); through another, made after compiling or on no root's way, the kernel goes where it leads and the seal decides there: ask about that path"
                 ));
                 checked.asked = p.clone();
                 checked.path = path;
