@@ -194,3 +194,70 @@ fn modifiers_are_ignored() {
     );
     assert_eq!(act(&m, "file-read-data", "/a"), Some(Action::Allow));
 }
+
+/// The constructs Codex's policy uses that the table or the filters once
+/// missed, each on a profile of its own (tests/corpus.rs asks the real one).
+#[test]
+fn later_families_extensions_ancestors_and_xpc_names() {
+    let m = model(
+        r#"(version 1)
+(deny default)
+(allow ipc-posix-shm-read* (ipc-posix-name-prefix "apple.cfprefs."))
+(allow file-read* (extension "com.apple.app-sandbox.read"))
+(allow file-read-metadata (path-ancestors "/System/Volumes/Data/private"))
+(allow mach-lookup (global-name "com.a"))
+(deny mach-lookup (xpc-service-name-prefix ""))
+"#,
+    );
+    // A family the macOS 10.15 table does not know may hold the operation
+    // asked: undetermined, naming it, never answered past it.
+    match m.query(
+        "ipc-posix-shm-read-data",
+        &Target::Name {
+            kind: NameKind::IpcPosix,
+            name: "apple.cfprefs.501".into(),
+        },
+    ) {
+        Verdict::Undetermined { construct, line } => {
+            assert!(construct.contains("`ipc-posix-shm-read*`"), "{construct}");
+            assert_eq!(line, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    // An operation outside that family is still answered.
+    assert_eq!(
+        m.query(
+            "ipc-posix-sem",
+            &Target::Name {
+                kind: NameKind::IpcPosix,
+                name: "/x".into()
+            }
+        )
+        .action(),
+        Some(Action::Deny)
+    );
+    // No sealed process holds an extension.
+    assert_eq!(act(&m, "file-read-data", "/Users/a/x"), Some(Action::Deny));
+    // The path and each ancestor, by literal; not what lies below.
+    for p in ["/System/Volumes/Data/private", "/System/Volumes", "/"] {
+        assert_eq!(act(&m, "file-read-metadata", p), Some(Action::Allow), "{p}");
+    }
+    assert_eq!(
+        act(&m, "file-read-metadata", "/System/Volumes/Data/private/x"),
+        Some(Action::Deny)
+    );
+    // An XPC service's name is its own namespace: the closing deny holds it,
+    // not the global name allowed above.
+    let mach = |kind, n: &str| {
+        m.query(
+            "mach-lookup",
+            &Target::Name {
+                kind,
+                name: n.into(),
+            },
+        )
+        .action()
+    };
+    assert_eq!(mach(NameKind::MachGlobal, "com.a"), Some(Action::Allow));
+    assert_eq!(mach(NameKind::XpcService, "com.a"), Some(Action::Deny));
+}
