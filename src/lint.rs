@@ -14,6 +14,7 @@ use toml::de::{DeTable, DeValue};
 use crate::diag::{quote, Diagnostic, Diagnostics, Span};
 use crate::facts::{FakeHost, VarFlags};
 use crate::ir::{Ir, PathSet, RootKind};
+use crate::paths::path_hash;
 use crate::spec::{references, Base, Spanned, Spec};
 
 pub use crate::spec::SPEC_SCHEMA;
@@ -171,9 +172,13 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
                 .help("keep it only if a tool of the run needs it; an `[[assert]]` that it is denied fails the compile while it is here"),
         );
     }
-    let mut by_path: BTreeMap<&str, &crate::ir::Root> = BTreeMap::new();
+    // Keyed by the path's hash first, so that 10,000 roots that share a
+    // long prefix are not compared byte by byte.
+    let mut by_path: BTreeMap<(u64, &str), &crate::ir::Root> = BTreeMap::new();
     for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
-        by_path.entry(r.path.as_str()).or_insert(r);
+        by_path
+            .entry((path_hash(&r.path), r.path.as_str()))
+            .or_insert(r);
     }
     for root in &ir.roots {
         if root.kind == RootKind::AllowRead
@@ -402,14 +407,14 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
 /// ancestors among the roots (by path, the first root of a path kept):
 /// O(depth · log n), where comparing with every root was O(n) a root.
 fn nearest_enclosing<'a>(
-    by_path: &BTreeMap<&str, &'a crate::ir::Root>,
+    by_path: &BTreeMap<(u64, &str), &'a crate::ir::Root>,
     path: &str,
 ) -> Option<&'a crate::ir::Root> {
     let mut end = path.len();
     while let Some(i) = path[..end].rfind('/') {
         let parent = if i == 0 { "/" } else { &path[..i] };
         if parent != path {
-            if let Some(r) = by_path.get(parent) {
+            if let Some(r) = by_path.get(&(path_hash(parent), parent)) {
                 return Some(r);
             }
         }

@@ -118,45 +118,55 @@ pub const DENY_DEFAULT_METADATA: &[&str] =
 
 /// Render the profile.
 pub fn render(ir: &Ir) -> Vec<u8> {
-    // About what a root's rules and comments take, so that a big profile
-    // is not copied each time it outgrows its buffer.
-    let mut out = String::with_capacity(8192 + ir.roots.len() * 320);
+    // About what a spelling's rules and comments take (a denied root's read
+    // and link rules with their comments are about 300 bytes), so that a big
+    // profile is not copied when it outgrows its buffer: pages reserved and
+    // not written cost nothing.
+    let spellings: usize = ir.roots.iter().map(|r| r.spellings.len()).sum();
+    let mut out = String::with_capacity(8192 + spellings * 320);
     header(ir, &mut out);
-    let mut sections: Vec<(&str, Vec<Rule>)> = Vec::new();
+    // Each section is rendered as soon as its rules are made, and its rules
+    // dropped before the next is made: a big spec's rules are never all
+    // held at once.
+    type Section = fn(&Ir) -> Vec<Rule<'_>>;
+    let mut sections: Vec<(&str, Section)> = Vec::new();
     if ir.base == Base::DenyDefault {
         sections.push((
             "deny-default system base: process and service basics",
-            base_rules(ir),
+            base_rules,
         ));
     }
-    sections.push((
-        "reads: denied roots, then re-allowed roots; the deepest root decides",
-        read_rules(ir),
-    ));
-    sections.push((
-        "metadata: stat-only roots, and ancestors of re-allowed roots",
-        metadata_rules(ir),
-    ));
-    sections.push((
-        "writes: an allow-list of write roots and devices",
-        write_rules(ir),
-    ));
-    sections.push((
-        "links and clones: never of denied or stat-only files, always within write roots",
-        launder_rules(ir),
-    ));
-    sections.push(("network", network_rules(ir)));
-    sections.push((
-        "ipc: services and programs that act outside the seal (docs/ipc.md)",
-        ipc_rules(ir),
-    ));
-    for (title, rules) in sections {
+    sections.extend([
+        (
+            "reads: denied roots, then re-allowed roots; the deepest root decides",
+            read_rules as Section,
+        ),
+        (
+            "metadata: stat-only roots, and ancestors of re-allowed roots",
+            metadata_rules,
+        ),
+        (
+            "writes: an allow-list of write roots and devices",
+            write_rules,
+        ),
+        (
+            "links and clones: never of denied or stat-only files, always within write roots",
+            launder_rules,
+        ),
+        ("network", network_rules),
+        (
+            "ipc: services and programs that act outside the seal (docs/ipc.md)",
+            ipc_rules,
+        ),
+    ]);
+    for (title, make) in sections {
+        let rules = make(ir);
         let _ = writeln!(out, "\n;; ---- {title} ----");
         if rules.is_empty() {
             out.push_str(";; (no rules)\n");
         }
-        for r in rules {
-            emit(&r, &mut out);
+        for r in &rules {
+            emit(r, &mut out);
         }
     }
     out.into_bytes()
@@ -320,26 +330,18 @@ impl<'a> Sorted<'a> {
     fn new() -> Self {
         Sorted(Vec::new())
     }
+    fn with_capacity(n: usize) -> Self {
+        Sorted(Vec::with_capacity(n))
+    }
     fn push(&mut self, path: &'a str, rank: u8, rule: Rule<'a>) {
         let d = u32::try_from(depth(path)).unwrap_or(u32::MAX);
         self.0.push((d, rank, rule));
     }
-    fn finish(self) -> Vec<Rule<'a>> {
-        // Sort small keys (with the position, so the order is total and an
-        // unstable sort keeps pushes of one key in order), then move each
-        // rule once.
-        let mut keys: Vec<(u32, u8, usize)> = self
-            .0
-            .iter()
-            .enumerate()
-            .map(|(i, (d, r, _))| (*d, *r, i))
-            .collect();
-        keys.sort_unstable();
-        let mut rules: Vec<Option<Rule<'a>>> =
-            self.0.into_iter().map(|(_, _, r)| Some(r)).collect();
-        keys.into_iter()
-            .filter_map(|(_, _, i)| rules[i].take())
-            .collect()
+    fn finish(mut self) -> Vec<Rule<'a>> {
+        // A stable sort by the small key keeps pushes of one key in order;
+        // the rules are moved in place, not copied into a second list.
+        self.0.sort_by_key(|(d, r, _)| (*d, *r));
+        self.0.into_iter().map(|(_, _, r)| r).collect()
     }
 }
 

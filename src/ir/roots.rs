@@ -560,18 +560,25 @@ impl Lower<'_> {
         // Roots that share a spelling, found through an index rather than by
         // comparing every pair.
         // One sorted list of (spelling, root), not a list a spelling.
-        let mut pairs: Vec<(&str, usize)> = roots
+        // Sorted by the spelling's hash first, so that grouping compares
+        // integers; the few shared spellings are then put in their order.
+        let mut pairs: Vec<(u64, &str, usize)> = roots
             .iter()
             .enumerate()
-            .flat_map(|(i, r)| r.spellings.iter().map(move |sp| (sp.as_str(), i)))
+            .flat_map(|(i, r)| {
+                r.spellings
+                    .iter()
+                    .map(move |sp| (crate::paths::path_hash(sp), sp.as_str(), i))
+            })
             .collect();
         pairs.sort_unstable();
         let mut by_spelling: Vec<(&str, Vec<usize>)> = Vec::new();
-        for group in pairs.chunk_by(|a, b| a.0 == b.0) {
+        for group in pairs.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
             if group.len() > 1 {
-                by_spelling.push((group[0].0, group.iter().map(|(_, i)| *i).collect()));
+                by_spelling.push((group[0].1, group.iter().map(|(_, _, i)| *i).collect()));
             }
         }
+        by_spelling.sort_unstable();
         let mut seen: BTreeSet<(usize, usize)> = BTreeSet::new();
         for (shared, ids) in &by_spelling {
             for (x, &i) in ids.iter().enumerate() {

@@ -5,7 +5,7 @@
 use super::*;
 
 pub(super) fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
-    let mut s = Sorted::new();
+    let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
     if ir.base == Base::DenyDefault {
         for p in DENY_DEFAULT_READ_ROOTS {
             s.push(
@@ -397,6 +397,11 @@ pub(super) fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
 /// workspace), even when the write root lies in a denied root or the base is
 /// deny-default. Per spelling, deepest last, so the deepest root decides; a
 /// write root itself is never linked (on Linux it is a mount point).
+/// How many spellings the roots have: about how many rules a section has.
+fn spelling_count(ir: &Ir) -> usize {
+    ir.roots.iter().map(|r| r.spellings.len()).sum()
+}
+
 pub(super) fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
     let denied = PathSet::new(
         ir.roots
@@ -404,7 +409,7 @@ pub(super) fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
             .filter(|r| r.kind.is_denied())
             .flat_map(|r| r.spellings.iter()),
     );
-    let mut s = Sorted::new();
+    let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
     for root in ir.roots_of(RootKind::Write) {
         for sp in &root.spellings {
             if ir.base == Base::DenyDefault || denied.covers(sp) {
