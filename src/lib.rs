@@ -45,6 +45,7 @@ pub mod proxy;
 pub mod query;
 pub mod record;
 pub mod report;
+pub mod run;
 pub mod sbpl;
 pub mod spec;
 pub mod verify;

@@ -3,23 +3,24 @@
 
 use super::*;
 
+use crate::facts::RealHost;
+
 /// Once nothing of the sandbox is left: what the run left in its Codex
 /// home is listed, kept for review beside the report (`FILE.codex-home`)
 /// or discarded, and the home removed, so no run starts with another's.
 pub(super) fn finish_codex_home(
-    ctx: &mut ExecCtx,
+    ctx: &mut Ctx,
     report: Option<&crate::hostfs::Target>,
-    err: &mut dyn Write,
+    notes: &mut dyn Notes,
 ) {
     let Some(home) = ctx.codex_home.take() else {
         return;
     };
     if ctx.result.as_ref().is_some_and(|r| r.survivors) {
-        let _ = writeln!(
-            err,
-            "sealc: warning: a process of the sandbox was still there after the run, so the Codex home {} was left as it is (the next run refuses it until it is reviewed and removed)",
+        notes.note(Note::Warning(format!(
+            "a process of the sandbox was still there after the run, so the Codex home {} was left as it is (the next run refuses it until it is reviewed and removed)",
             quote(&home.path)
-        );
+        )));
         return;
     }
     let name = report.map(|t| {
@@ -37,34 +38,30 @@ pub(super) fn finish_codex_home(
     match &left.kept {
         _ if !news => {}
         Some(at) => {
-            let _ = writeln!(
-                err,
-                "sealc: the Codex home held {} entries after the run: kept for review in {}, and removed",
+            notes.note(Note::Said(format!(
+                "the Codex home held {} entries after the run: kept for review in {}, and removed",
                 left.entries.len() + left.entries_omitted,
                 quote(at)
-            );
+            )));
         }
         None if asked => {
-            let _ = writeln!(
-                err,
-                "sealc: the Codex home held {} entries after the run: they could not be kept beside the report (below), and were removed",
+            notes.note(Note::Said(format!(
+                "the Codex home held {} entries after the run: they could not be kept beside the report (below), and were removed",
                 left.entries.len() + left.entries_omitted
-            );
+            )));
         }
         None => {
-            let _ = writeln!(
-                err,
-                "sealc: the Codex home held {} entries after the run: discarded (`--report FILE` keeps them beside the report)",
+            notes.note(Note::Said(format!(
+                "the Codex home held {} entries after the run: discarded (`--report FILE` keeps them beside the report)",
                 left.entries.len() + left.entries_omitted
-            );
+            )));
         }
     }
     for p in left.problems.iter().take(20) {
-        let _ = writeln!(
-            err,
-            "sealc: warning: the Codex home: {}",
+        notes.note(Note::Warning(format!(
+            "the Codex home: {}",
             crate::diag::visible(p)
-        );
+        )));
     }
     ctx.codex_left = Some(left);
 }
@@ -84,7 +81,7 @@ pub(super) fn codex_after(
     home: &crate::exec::codex_home::Home,
     generated: &[u8],
     code: i32,
-    err: &mut dyn Write,
+    notes: &mut dyn Notes,
 ) -> i32 {
     use crate::facts::Host as _;
     let mut report = crate::verify::Report::default();
@@ -107,14 +104,53 @@ pub(super) fn codex_after(
     if report.verdict() == crate::verify::Verdict::Verified {
         return code;
     }
-    let _ = write!(err, "{}", report.to_text());
-    let _ = writeln!(
-        err,
-        "error: the Codex config in the seal's CODEX_HOME drifted during the run (the command exited with {code})"
-    );
-    let _ = writeln!(
-        err,
-        "help: the agent or Codex changed its own config during the run: a Codex started meanwhile may have used the changed one; review the run (the next run gets a fresh home and the verified config)"
-    );
+    notes.note(Note::Verification(report.to_text()));
+    notes.note(Note::Error {
+        message: format!(
+            "the Codex config in the seal's CODEX_HOME drifted during the run (the command exited with {code})"
+        ),
+        help: vec!["the agent or Codex changed its own config during the run: a Codex started meanwhile may have used the changed one; review the run (the next run gets a fresh home and the verified config)".into()],
+    });
     crate::exec::CODEX_CONFIG_DRIFT
+}
+
+/// The prepare stage's part for a Codex seal: a fresh Codex home with the
+/// verified config (and a copy of the credentials), refused when an earlier
+/// run left one (unless `--force`).
+pub(super) fn prepare_codex_home(
+    ir: &crate::ir::Ir,
+    codex_config: &[u8],
+    force: bool,
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<(), Refusal> {
+    use crate::exec::codex_home::{prepare, read_credentials, Refused};
+    let made =
+        read_credentials(ir).and_then(|creds| prepare(ir, codex_config, creds.as_ref(), force));
+    match made {
+        Ok(home) => {
+            if home.discarded > 0 {
+                notes.note(Note::Warning(format!(
+                    "discarded what an earlier run left in the Codex home {} ({} entries), as `--force` asks",
+                    quote(&home.path),
+                    home.discarded
+                )));
+            }
+            ctx.codex_home = Some(home);
+            Ok(())
+        }
+        Err(Refused::Left(why)) => {
+            let mut r = Refusal::new(
+                DIFFERS,
+                "the seal's Codex home is made fresh for every run, and one is there already, so nothing was started",
+            )
+            .help("review what is there (an earlier run's instructions, skills or rules would steer this run's Codex), then remove it or run again with `--force` to discard it");
+            r.drift = vec![format!("codex home  {why}")];
+            Err(r)
+        }
+        Err(Refused::Io(why)) => Err(Refusal::new(
+            BAD_INPUT,
+            format!("{why}, so nothing was started"),
+        )),
+    }
 }

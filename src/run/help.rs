@@ -4,6 +4,10 @@
 
 use super::*;
 
+use std::path::PathBuf;
+
+use crate::facts::RealHost;
+
 /// What to do when the seal's bubblewrap is not on this host (compile
 /// warns of it too: `sealc::exec::no-bwrap`).
 pub(super) fn no_bwrap_help(program: &str) -> String {

@@ -1,0 +1,113 @@
+//! Stage 4, **confine and wait**: the proxy bridge made, the sandbox built
+//! and the command run to its end (by [`crate::exec::run`]), what stopped
+//! it told, and the Codex config checked after it.
+
+use super::*;
+
+use self::stages::Checked;
+
+/// From the hand-over on: build the plan's bridge, run, check the Codex
+/// config after.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn confine_and_wait(
+    ir: &crate::ir::Ir,
+    plan: crate::exec::Plan,
+    rt: crate::exec::Runtime<'_>,
+    checked: &Checked,
+    overrides: std::collections::BTreeMap<String, std::net::IpAddr>,
+    (installs, codex_config): (bool, &[u8]),
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<i32, Refusal> {
+    let needs_bridge = ir.platform == crate::spec::Platform::Linux && ir.network.mode.proxied();
+    let mut bridge = None;
+    let mut plan = if needs_bridge {
+        let b = crate::exec::private_dir().map_err(|e| {
+            Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("cannot make the proxy bridge's directory: {e}"),
+            )
+        })?;
+        let b = bridge.insert(b);
+        let rt = crate::exec::Runtime {
+            bridge_dir: b.dir.path(),
+            ..rt
+        };
+        crate::exec::plan(ir, &checked.command, &|n| std::env::var_os(n), &rt).map_err(|d| {
+            Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!(
+                    "the plan with the proxy bridge cannot be made: {}",
+                    d.message
+                ),
+            )
+        })?
+    } else {
+        plan
+    };
+    let audit = crate::proxy::Audit::new(notes.proxy_log(), overrides);
+    if let Some(p) = plan.proxy.as_mut() {
+        p.audit = audit.clone();
+    }
+    let (ways, deliveries) = (checked.ways, checked.deliveries);
+    let code = match crate::exec::run(&plan, ways, deliveries, &ctx.trees, bridge.as_ref()) {
+        Ok(result) => {
+            use crate::exec::report::Outcome;
+            let said = match &result.outcome {
+                Some(Outcome::WallTimeout) => Some("the wall-clock limit".to_string()),
+                Some(Outcome::CpuLimit) => Some("the CPU limit".into()),
+                Some(Outcome::MemoryLimit) => Some("the memory limit".into()),
+                Some(Outcome::OutputLimit) => Some("the output limit".into()),
+                Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
+                // Said from inside the sandbox (the status pipe): escaped.
+                Some(Outcome::CouldNotStart { phase, message }) => {
+                    notes.note(Note::Error {
+                        message: format!(
+                            "{} failed: {}",
+                            phase.as_str(),
+                            crate::diag::visible(message)
+                        ),
+                        help: Vec::new(),
+                    });
+                    None
+                }
+                _ => None,
+            };
+            if let Some(what) = said {
+                notes.note(Note::Said(format!(
+                    "the run was stopped at {what} (exit {})",
+                    result.exit_code()
+                )));
+            }
+            let mut code = result.exit_code();
+            if let (true, Some(home)) = (installs, &ctx.codex_home) {
+                let after = super::codex::codex_after(ir, home, codex_config, code, notes);
+                ctx.codex_config = Some(
+                    if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
+                        "drift"
+                    } else {
+                        "unchanged"
+                    },
+                );
+                code = after;
+            }
+            ctx.result = Some(result);
+            Ok(code)
+        }
+        Err(e) => {
+            if let Some(b) = &bridge {
+                b.remove();
+            }
+            let mut r = Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("cannot start {}: {e}", quote(&plan.program)),
+            );
+            if plan.bubblewrap && std::fs::metadata(&plan.program).is_err() {
+                r = r.help(super::help::no_bwrap_help(&plan.program));
+            }
+            Err(r)
+        }
+    };
+    audit.fill(&mut ctx.network);
+    code
+}

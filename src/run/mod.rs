@@ -1,0 +1,331 @@
+//! The run (`sealc exec`) as a pipeline of its own, in the library: each
+//! stage consumes what the one before made, and the report's `phase` names
+//! the stage a run stopped in.
+//!
+//! 1. **verify** ([`stages::verify`]): the record recompiles to its
+//!    artifacts, and names the `--expect`ed seal;
+//! 2. **host check** ([`stages::host_check`]): the host still matches the
+//!    recorded facts, and the platform, stdio, the user, sealc's own binary,
+//!    the record's and the report's places are ones the agent cannot reach;
+//! 3. **prepare** ([`stages::prepare`]): the plan, the write roots and
+//!    stand-ins made, the Codex home, the write roots handed to the agent's
+//!    user (idmapped or chowned);
+//! 4. **confine and wait** ([`handed::confine_and_wait`]): the sandbox
+//!    built and the command run to its end (the runtime in [`crate::exec`]);
+//! 5. **hand back** ([`stages::hand_back`]): the write roots go back to
+//!    their owners, the Codex home and stand-ins are finished;
+//! 6. **report**: written atomically beside nothing the agent can reach.
+//!
+//! Architecture Invariant: nothing here prints. What a run has to tell its
+//! caller on the way is a [`Note`]; why it did not start is a typed
+//! [`Refusal`] (its exit status, its message, its help lines), which the
+//! report records as it is: no text is read back from a stream.
+
+mod codex;
+mod handed;
+mod help;
+mod stages;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::diag::{quote, Diagnostics};
+use crate::exec::report::{self, Phase};
+
+/// The exit statuses of a run that did not start, besides those of
+/// [`crate::exec`] and [`crate::exec::report`].
+pub mod exit {
+    /// Drift: the record, its artifacts or the host differ, a Codex home an
+    /// earlier run left is there, or `--expect` names another seal.
+    pub const DIFFERS: i32 = 1;
+    /// Bad input: an unreadable record, a seal for the other platform,
+    /// stdio, `--user`, a missing secret, a report path that cannot be
+    /// written.
+    pub const BAD_INPUT: i32 = 2;
+}
+use self::exit::{BAD_INPUT, DIFFERS};
+
+/// What the caller of `sealc exec` asked for.
+pub struct Options<'a> {
+    /// The record (`seal.json`).
+    pub record: &'a Path,
+    /// An artifact of the record by its name, read where the caller keeps
+    /// them.
+    pub files: &'a dyn Fn(&str) -> Option<Vec<u8>>,
+    pub dry_run: bool,
+    pub user: Option<&'a str>,
+    pub expect: Option<&'a str>,
+    pub report: Option<&'a Path>,
+    pub force: bool,
+    pub raw_terminal: bool,
+    pub resolve: &'a [String],
+    pub walk_limit: u64,
+}
+
+/// What a run tells its caller on the way (the CLI prints each as it comes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// Something the caller should act on (`sealc: warning: ...`).
+    Warning(String),
+    /// What became of the run (`sealc: ...`).
+    Said(String),
+    /// One drifted fact (`drift       ...`), before the refusal it causes.
+    Drift(String),
+    /// A verification report, as `sealc verify` prints it.
+    Verification(String),
+    /// An error that did not stop the run from having an outcome (the Codex
+    /// config drifted during the run, a layer inside failed): its message
+    /// and help lines.
+    Error { message: String, help: Vec<String> },
+    /// Diagnostics about the seal, for the file named.
+    Diagnostics { diags: Diagnostics, file: String },
+}
+
+/// Where a run's notes go.
+pub trait Notes {
+    fn note(&mut self, note: Note);
+    /// Where sealc's own proxy tells each refusal as it happens (one line at
+    /// a time, from the proxy's threads), if anywhere.
+    fn proxy_log(&mut self) -> Option<crate::proxy::Log>;
+}
+
+/// Why nothing was started (or the sandbox could not be built): the exit
+/// status, the message (the report's `message`), the help lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub exit: i32,
+    pub message: String,
+    pub help: Vec<String>,
+    /// The drifted facts that caused it, told before it.
+    pub drift: Vec<String>,
+    /// Diagnostics about the seal that say it in full (for the file named):
+    /// told in place of the message.
+    pub diagnostics: Option<Box<(Diagnostics, String)>>,
+}
+
+impl Refusal {
+    pub fn new(exit: i32, message: impl Into<String>) -> Self {
+        Refusal {
+            exit,
+            message: message.into(),
+            help: Vec::new(),
+            drift: Vec::new(),
+            diagnostics: None,
+        }
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help.push(help.into());
+        self
+    }
+
+    /// Told: the drifted facts, then the error and its help.
+    fn tell(self, notes: &mut dyn Notes) {
+        for d in self.drift {
+            notes.note(Note::Drift(d));
+        }
+        if let Some((diags, file)) = self.diagnostics.map(|b| *b) {
+            notes.note(Note::Diagnostics { diags, file });
+            return;
+        }
+        notes.note(Note::Error {
+            message: self.message,
+            help: self.help,
+        });
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// `--dry-run`: the plan, nothing started.
+    DryRun(serde_json::Value),
+    /// The exit status (the command's, or why it did not run).
+    Status(i32),
+}
+
+/// What a run learns on its way, for the run report.
+struct Ctx {
+    /// The network part: each connection through sealc's own proxy.
+    network: crate::report::Report,
+    phase: Phase,
+    codex_config: Option<&'static str>,
+    binding: Option<String>,
+    layers: serde_json::Value,
+    limits: std::collections::BTreeMap<&'static str, report::Limit>,
+    result: Option<crate::exec::RunResult>,
+    /// What could not be handed back to the write roots' owners.
+    hand_back: Vec<String>,
+    /// Started by root: how the agent's user may write the write roots,
+    /// `idmapped` or `chowned`.
+    write_roots: Option<&'static str>,
+    /// The idmapped trees of the write roots, until the run ends.
+    trees: Vec<crate::exec::idmap::Tree>,
+    /// Started by root: `UID:GID` the agent ran as on the host.
+    user: Option<String>,
+    /// The `--report` path lies in the agent's reach: nothing is written there.
+    report_refused: bool,
+    /// A Codex seal: the fresh Codex home of this run, until it is finished.
+    codex_home: Option<crate::exec::codex_home::Home>,
+    /// What the run left in it.
+    codex_left: Option<crate::exec::codex_home::Left>,
+    /// The stand-ins of protected paths made for this run, until removed.
+    stand_ins: Option<crate::absent::StandIns>,
+}
+
+/// Before anything started: take away what was made for the run (the
+/// stand-ins first: they lie in the write roots).
+fn undo_made(ctx: &mut Ctx, made_roots: &[String]) {
+    if let Some(s) = ctx.stand_ins.take() {
+        s.remove();
+    }
+    crate::absent::unmake(made_roots);
+}
+
+/// Once nothing of the sandbox is left: the stand-ins made for the run are
+/// removed, each if it is still the empty directory made.
+fn finish_stand_ins(ctx: &mut Ctx, notes: &mut dyn Notes) {
+    let Some(s) = ctx.stand_ins.take() else {
+        return;
+    };
+    if ctx.result.as_ref().is_some_and(|r| r.survivors) {
+        notes.note(Note::Warning(format!(
+            "a process of the sandbox was still there after the run, so the stand-ins of protected paths were left: {}",
+            s.made().iter().map(|p| quote(p)).collect::<Vec<_>>().join(", ")
+        )));
+        return;
+    }
+    for p in s.remove() {
+        notes.note(Note::Warning(crate::diag::visible(&p)));
+    }
+}
+
+/// `sealc exec`: verify a record exactly as `sealc verify` does, run a
+/// command under its seal, and write the run report (also when nothing
+/// started).
+pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> Ended {
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let mut ctx = Ctx {
+        network: crate::report::Report::default(),
+        phase: Phase::Verify,
+        codex_config: None,
+        binding: None,
+        layers: serde_json::Value::Null,
+        limits: Default::default(),
+        result: None,
+        hand_back: Vec::new(),
+        write_roots: None,
+        trees: Vec::new(),
+        user: None,
+        report_refused: false,
+        codex_home: None,
+        codex_left: None,
+        stand_ins: None,
+    };
+    // The report's directory, opened now (never through a link swapped in
+    // later); written into at the end, whatever happens.
+    let mut target = None;
+    if let Some(path) = opts.report.filter(|_| !opts.dry_run) {
+        match crate::hostfs::Target::open(path) {
+            Ok(t) => {
+                for w in t.dir.warnings() {
+                    notes.note(Note::Warning(format!("the run report: {w}")));
+                }
+                target = Some(t);
+            }
+            Err(e) => {
+                Refusal::new(
+                    BAD_INPUT,
+                    format!(
+                        "cannot write the run report {}: {e}, so nothing was started",
+                        quote(&path.display().to_string())
+                    ),
+                )
+                .tell(notes);
+                return Ended::Status(BAD_INPUT);
+            }
+        }
+    }
+    let (code, refusal) = match stages::run(opts, command, target.as_ref(), notes, &mut ctx) {
+        Ok(Ended::DryRun(plan)) => return Ended::DryRun(plan),
+        Ok(Ended::Status(code)) => (code, None),
+        Err(r) => {
+            let code = r.exit;
+            let message = r.message.clone();
+            r.tell(notes);
+            (code, Some(message))
+        }
+    };
+    // However the run ended (or stopped before it started), the Codex home
+    // made for it is finished: no later run starts with it.
+    let keep = target.as_ref().filter(|_| !ctx.report_refused);
+    codex::finish_codex_home(&mut ctx, keep, notes);
+    finish_stand_ins(&mut ctx, notes);
+    let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
+        return Ended::Status(code);
+    };
+    let r = ctx.result.unwrap_or_default();
+    let outcome = r.outcome.unwrap_or_else(|| report::Outcome::CouldNotStart {
+        phase: ctx.phase,
+        message: refusal.unwrap_or_else(|| "nothing was started".to_string()),
+    });
+    let rep = report::Report {
+        argv: command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        binding: ctx.binding,
+        codex_config: ctx.codex_config,
+        codex_home: ctx.codex_left,
+        cpu_seconds: r.cpu_seconds,
+        duration_seconds: t0.elapsed().as_secs_f64(),
+        ended_at: report::rfc3339(std::time::SystemTime::now()),
+        exit_code: code,
+        layers: ctx.layers,
+        limits: ctx.limits,
+        limits_reached: r.limits_reached,
+        network: ctx.network.network,
+        network_omitted: ctx.network.network_omitted,
+        outcome: Some(outcome),
+        peak_memory_kib: r.peak_memory_kib,
+        resolve_overrides: ctx.network.resolve_overrides,
+        hand_back_errors: ctx.hand_back,
+        schema: report::SCHEMA,
+        started_at: report::rfc3339(started),
+        stderr: r.stderr,
+        stdout: r.stdout,
+        user: ctx.user,
+        write_roots: ctx.write_roots,
+    };
+    if let Err(e) = report::write(&target, &rep) {
+        notes.note(Note::Error {
+            message: format!(
+                "cannot write the run report {}: {e}",
+                quote(&path.display().to_string())
+            ),
+            help: Vec::new(),
+        });
+        return Ended::Status(if code == 0 { BAD_INPUT } else { code });
+    }
+    Ended::Status(code)
+}
+
+/// Who the sandbox runs as: started by root, an unprivileged user (Linux).
+fn exec_user(
+    platform: crate::spec::Platform,
+    user: Option<&str>,
+) -> Result<Option<crate::exec::Ids>, String> {
+    let root = rustix::process::geteuid().is_root();
+    match (platform, root, user) {
+        (crate::spec::Platform::Linux, true, u) => {
+            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+            crate::exec::user::parse_user(u.unwrap_or(crate::exec::user::DEFAULT_USER), &passwd)
+                .map(Some)
+        }
+        (_, _, Some(u)) => Err(format!(
+            "`--user {u}` is for a Linux seal started by root; the agent runs as its caller here"
+        )),
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,572 @@
+//! The stages of a run after the report's directory is open: verify the
+//! record, check the host, prepare the plan and the run's own state (write
+//! roots, stand-ins, the Codex home, the user), confine and wait, hand back.
+
+use super::*;
+
+use std::path::PathBuf;
+
+use crate::facts::RealHost;
+
+use super::codex::{codex_target, prepare_codex_home};
+use super::help::{drift_help, dry_run_layers, wrong_platform};
+
+/// What the verify stage hands on: the record, what it recompiled to, and
+/// the seal compiled again from it.
+pub(super) struct Verified {
+    pub display: String,
+    pub rec: crate::record::Record,
+    pub recompiled: std::collections::BTreeMap<String, Vec<u8>>,
+    pub compiled: crate::Compiled,
+}
+
+/// The run, stage by stage.
+pub(super) fn run(
+    opts: &Options<'_>,
+    command: &[OsString],
+    report: Option<&crate::hostfs::Target>,
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<Ended, Refusal> {
+    let overrides = resolve_overrides(opts.resolve)?;
+    let v = verify(opts, notes, ctx)?;
+    ctx.phase = Phase::HostCheck;
+    let checked = host_check(opts, &v, command, report, ctx)?;
+    let ir = &v.compiled.ir;
+    let profile = v
+        .recompiled
+        .get(crate::backend::SEATBELT)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let has_proc_entry = |p: &str| Path::new(p).exists();
+    ctx.limits = report::limits(ir);
+    let mut rt = crate::exec::Runtime {
+        exe: &checked.exe,
+        bridge_dir: Path::new("<bridge-dir>"), // made later, once nothing can fail
+        profile,
+        user: checked.user,
+        inside: None,
+        has_proc_entry: &has_proc_entry,
+    };
+    let env = |n: &str| std::env::var_os(n);
+    let mut plan = crate::exec::plan(ir, &checked.command, &env, &rt).map_err(|d| {
+        let mut r = Refusal::new(BAD_INPUT, format!("{}, so nothing was started", d.message));
+        r.diagnostics = Some(Box::new((d.into(), v.display.clone())));
+        r
+    })?;
+    ctx.layers = dry_run_layers(ir, &plan);
+    ctx.phase = Phase::SandboxStart;
+    if opts.dry_run {
+        return Ok(Ended::DryRun(serde_json::json!({
+            "argv": std::iter::once(plan.program.clone())
+                .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>(),
+            "env": plan.env.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            "layers": ctx.layers.clone(),
+            "secrets": plan.secrets,
+            "timeout": plan.timeout.map(|t| t.as_secs()),
+            "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
+            "codex_config": codex_target(ir),
+            "stand_ins": ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
+        })));
+    }
+    let prepared = prepare(opts, &v, &checked, &plan, notes, ctx)?;
+    if let Some(d) = &prepared.own_uid {
+        rt.user = Some(d.ids);
+        rt.inside = checked.user;
+        plan = crate::exec::plan(ir, &checked.command, &env, &rt).map_err(|d| {
+            Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!(
+                    "the plan for the run's own user cannot be made: {}, so nothing was started",
+                    d.message
+                ),
+            )
+        })?;
+    }
+    ctx.user = rt.user.map(|u| format!("{}:{}", u.uid, u.gid));
+    let idmapped = ctx.write_roots == Some("idmapped");
+    // Stage 4, **confine and wait**: chowned roots are handed over first.
+    if let (Some(ids), false) = (checked.user, idmapped) {
+        if let Err(e) = crate::exec::user::hand_over(&prepared.roots, ids, opts.walk_limit) {
+            hand_back(opts, &checked, prepared, notes, ctx);
+            return Err(Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("{e}, so nothing was started"),
+            ));
+        }
+    }
+    let code = super::handed::confine_and_wait(
+        ir,
+        plan,
+        rt,
+        &checked,
+        overrides,
+        (prepared.installs, &prepared.codex_config),
+        notes,
+        ctx,
+    );
+    hand_back(opts, &checked, prepared, notes, ctx);
+    code.map(Ended::Status)
+}
+
+/// `--resolve NAME=ADDR` (tests only).
+fn resolve_overrides(
+    resolve: &[String],
+) -> Result<std::collections::BTreeMap<String, std::net::IpAddr>, Refusal> {
+    let mut overrides = std::collections::BTreeMap::new();
+    for r in resolve {
+        let (name, ip) = crate::proxy::parse_resolve(r)
+            .map_err(|e| Refusal::new(BAD_INPUT, format!("`--resolve`: {e}")))?;
+        overrides.insert(name, ip);
+    }
+    Ok(overrides)
+}
+
+/// Stage 1, **verify**: the record recompiles to its artifacts (exactly as
+/// `sealc verify`), and is the `--expect`ed seal.
+pub(super) fn verify(
+    opts: &Options<'_>,
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<Verified, Refusal> {
+    let display = opts.record.display().to_string();
+    let bytes = crate::hostfs::read_path(opts.record, crate::hostfs::MAX_RECORD).map_err(|e| {
+        Refusal::new(
+            BAD_INPUT,
+            format!("cannot read the record {}: {e}", quote(&display)),
+        )
+    })?;
+    let outcome = crate::verify::verify(&bytes, opts.files);
+    if let (Some(want), Some(rec)) = (opts.expect, &outcome.record) {
+        if rec.binding != want {
+            return Err(Refusal::new(
+                DIFFERS,
+                format!(
+                    "{display} binds {}, not the expected {want}, so nothing was started",
+                    rec.binding
+                ),
+            )
+            .help(
+                "run the seal you reviewed, or review this one and pass its binding to `--expect`",
+            ));
+        }
+    }
+    let verdict = outcome.report.verdict();
+    let (Some(rec), Some(recompiled), crate::verify::Verdict::Verified) =
+        (outcome.record, outcome.recompiled, verdict)
+    else {
+        notes.note(Note::Verification(outcome.report.to_text()));
+        return Err(Refusal::new(
+            verdict.exit_code().max(DIFFERS),
+            format!("{display} does not verify, so nothing was started"),
+        ));
+    };
+    ctx.binding = Some(rec.binding.clone());
+    let compiled = crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone())
+        .map_err(|_| {
+            Refusal::new(
+                DIFFERS,
+                format!("{display} does not recompile, so nothing was started"),
+            )
+        })?;
+    Ok(Verified {
+        display,
+        rec,
+        recompiled,
+        compiled,
+    })
+}
+/// What the host check hands on.
+pub(super) struct Checked {
+    /// The command, with the launcher's name resolved to the recorded one.
+    pub command: Vec<OsString>,
+    pub ways: [crate::exec::stdio::Way; 3],
+    pub deliveries: [crate::exec::stdio::Delivery; 2],
+    /// Started by root (Linux): the agent's user.
+    pub user: Option<crate::exec::Ids>,
+    /// sealc's own binary.
+    pub exe: PathBuf,
+}
+
+/// Stage 2, **host check**: the host still matches the recorded facts; the
+/// seal is for this platform; stdio, the user, sealc's own binary, the
+/// record's place and the report's are ones the agent cannot reach.
+fn host_check(
+    opts: &Options<'_>,
+    v: &Verified,
+    command: &[OsString],
+    report: Option<&crate::hostfs::Target>,
+    ctx: &mut Ctx,
+) -> Result<Checked, Refusal> {
+    let (ir, rec, display) = (&v.compiled.ir, &v.rec, &v.display);
+    if let Some(d) = wrong_platform(ir.platform).filter(|_| !opts.dry_run) {
+        return Err(
+            Refusal::new(BAD_INPUT, format!("{d}, so nothing was started")).help(format!(
+                "compile the spec for this host (`sealc compile SPEC --platform {}`) and run that seal",
+                crate::spec::Platform::host().as_str()
+            )),
+        );
+    }
+    let drift = crate::exec::host_drift(rec, &RealHost);
+    if !drift.is_empty() {
+        let mut r = Refusal::new(
+            DIFFERS,
+            format!(
+                "this host no longer matches the facts {display} was compiled against, so nothing was started"
+            ),
+        );
+        r.drift = drift.iter().map(|d| format!("live {d}")).collect();
+        r.help = drift_help(&drift, rec, opts.record);
+        return Err(r);
+    }
+    // `codex` (the launcher's name) runs the recorded, checked launcher.
+    let command = crate::exec::resolve_launcher(ir, command);
+    let ways = crate::exec::stdio::ways().map_err(|e| {
+        Refusal::new(BAD_INPUT, e.to_string())
+            .help("give the command a file, a pipe or a terminal, e.g. `< /dev/null`")
+    })?;
+    // The command's output to a terminal goes through the terminal filter.
+    let deliveries = crate::exec::stdio::deliveries(opts.raw_terminal);
+    let user = exec_user(ir.platform, opts.user).map_err(|e| Refusal::new(BAD_INPUT, e))?;
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
+    // sealc runs inside as pid 1 and before the command is confined: a copy
+    // the agent can replace would run unconfined in the next run.
+    if let Some(w) = ir.roots.iter().find(|r| {
+        r.kind == crate::ir::RootKind::Write
+            && r.real
+                .as_deref()
+                .is_some_and(|real| crate::ir::is_within(&exe.to_string_lossy(), real))
+    }) {
+        return Err(Refusal::new(
+            BAD_INPUT,
+            format!(
+                "sealc's own binary {} is inside the write root {}, where the agent could replace it for the next run, so nothing was started",
+                quote(&exe.display().to_string()),
+                quote(&w.origin)
+            ),
+        )
+        .help("install sealc outside every write root (`cargo install --locked --path .`)"));
+    }
+    // The record is the seal: one inside its own write roots is one the
+    // agent can rewrite during this run, pinned or not, for any later run
+    // (a fresh compile verifies as well as the reviewed one, and after the
+    // run it is handed back to the owner like any file the agent made). So
+    // it never runs. A record whose place cannot be told (a pipe, a
+    // deleted file) runs only pinned.
+    let placed = std::fs::metadata(opts.record)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .and_then(|_| std::fs::canonicalize(opts.record).ok());
+    match placed {
+        Some(real) => {
+            if let Some(w) = ir.write_root_holding(&real.to_string_lossy()) {
+                return Err(Refusal::new(
+                    BAD_INPUT,
+                    format!(
+                        "the record {} is inside the write root {} of its own seal, where the agent could rewrite it for any later run, so nothing was started",
+                        quote(display),
+                        quote(&w)
+                    ),
+                )
+                .help("compile with `--out` outside every write root (and keep it outside the write roots of your other seals too)"));
+            }
+        }
+        None if opts.expect.is_none() => {
+            return Err(Refusal::new(
+                BAD_INPUT,
+                format!(
+                    "{} is not a regular file whose place can be told (a pipe, a deleted file), so whether the agent could have written it cannot be checked, and nothing was started",
+                    quote(display)
+                ),
+            )
+            .help("give the path of the `seal.json` itself, or pin the seal you reviewed with `--expect sha256:<binding>`"));
+        }
+        None => {}
+    }
+    // The report is evidence: one the agent could touch before or after
+    // the run (a planted link at its name, a rewrite) proves nothing.
+    if let Some(t) = report {
+        if let Some(w) = crate::exec::write_root_reaching(ir, &t.dir, None) {
+            ctx.report_refused = true;
+            return Err(Refusal::new(
+                BAD_INPUT,
+                format!(
+                    "the run report {} would be inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started (and no report written)",
+                    quote(&t.path().display().to_string()),
+                    quote(w)
+                ),
+            )
+            .help("give `--report` a path outside every write root of the seal"));
+        }
+    }
+    Ok(Checked {
+        command,
+        ways,
+        deliveries,
+        user,
+        exe,
+    })
+}
+
+/// What the prepare stage made for the run.
+pub(super) struct Prepared {
+    /// The write roots' real paths.
+    pub roots: Vec<String>,
+    /// Started by root: who owned each write root, to hand it back.
+    pub owners: Option<Vec<crate::exec::user::Owner>>,
+    /// The run's own uid, where the write roots are idmapped.
+    pub own_uid: Option<crate::exec::user::Dynamic>,
+    /// A Codex seal: the config is installed in its home.
+    pub installs: bool,
+    pub codex_config: Vec<u8>,
+}
+
+/// Stage 3, **prepare**: the write roots and stand-ins made, the Codex home,
+/// the agent's user and how it writes the write roots.
+fn prepare(
+    opts: &Options<'_>,
+    v: &Verified,
+    checked: &Checked,
+    plan: &crate::exec::Plan,
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<Prepared, Refusal> {
+    let ir = &v.compiled.ir;
+    let user = checked.user;
+    // What is protected has no second name the agent can write it through.
+    if let Err(e) = crate::absent::check_protected(ir) {
+        let mut r = Refusal::new(
+            DIFFERS,
+            "a protected path could be written or run from a writable place all the same, so nothing was started",
+        )
+        .help("remove the other name (`find WRITE_ROOT -samefile PATH` finds a hard link), or protect where the link leads too, then run again");
+        r.drift = vec![format!("protect     {}", crate::diag::visible(&e))];
+        return Err(r);
+    }
+    // Write roots absent when compiled: made now, where the seal mounts them.
+    let made_roots = crate::absent::make_write_roots(ir).map_err(|e| {
+        Refusal::new(
+            crate::exec::SANDBOX_FAILED,
+            format!("{e}, so nothing was started"),
+        )
+    })?;
+    // Protected paths absent when compiled: an empty stand-in each, for
+    // the run (read-only inside), so the agent cannot make them first.
+    match crate::absent::make_stand_ins(ir) {
+        Ok(s) => ctx.stand_ins = Some(s),
+        Err(e) => {
+            crate::absent::unmake(&made_roots);
+            return Err(Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("{e}, so nothing was started"),
+            )
+            .help("look at what is there (a protected path is kept read-only for the run), and remove or move it"));
+        }
+    }
+    let roots: Vec<String> = ir
+        .roots
+        .iter()
+        .filter(|r| r.kind == crate::ir::RootKind::Write)
+        .filter_map(|r| r.real.clone())
+        .collect();
+    if let Some(ids) = user {
+        if let Some(e) = roots
+            .iter()
+            .find_map(|r| crate::exec::user::reachable(r, ids).err())
+        {
+            undo_made(ctx, &made_roots);
+            return Err(
+                Refusal::new(BAD_INPUT, format!("{e}, so nothing was started")).help(
+                    "let that user search every directory above the write roots (`chmod o+x`), or pick another with `--user`",
+                ),
+            );
+        }
+    }
+    // The verified Codex config goes into the seal's CODEX_HOME (in a write
+    // root, so before the roots are handed over).
+    let codex_config = v
+        .recompiled
+        .get(crate::backend::CODEX)
+        .cloned()
+        .unwrap_or_default();
+    let installs = codex_target(ir).is_some();
+    if installs {
+        if let Err(r) = prepare_codex_home(ir, &codex_config, opts.force, notes, ctx) {
+            undo_made(ctx, &made_roots);
+            return Err(r);
+        }
+    }
+    // A `PATH` entry the agent's user cannot search: its commands will not run.
+    if let Some(ids) = user {
+        let path = plan.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+        let entries = path
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut seen = std::collections::BTreeSet::new();
+        for dir in entries.split(':').filter(|d| !d.is_empty()) {
+            if seen.insert(dir) && crate::exec::user::searchable(dir, ids).is_err() {
+                notes.note(Note::Warning(format!(
+                    "PATH entry `{dir}` cannot be searched by the agent's user ({}:{}): commands there will not run",
+                    ids.uid, ids.gid
+                )));
+            }
+        }
+    }
+    // Who owned each write root, to hand it back after the run.
+    let owners = user
+        .map(|_| crate::exec::user::owners(&roots))
+        .transpose()
+        .map_err(|e| {
+            Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("{e}, so nothing was started"),
+            )
+        })?;
+    let mut prepared = Prepared {
+        roots,
+        owners,
+        own_uid: None,
+        installs,
+        codex_config,
+    };
+    if let (Some(ids), Some(owners)) = (user, &prepared.owners) {
+        prepared.own_uid = hand_over_how(opts, ids, owners, &prepared.roots, notes, ctx)?;
+    }
+    Ok(prepared)
+}
+
+/// Started by root: how the agent's user writes the write roots. Idmapped
+/// where the kernel and their filesystems allow it (nothing on disk changes
+/// hands), with a uid of the run's own when no `--user` is given (no host
+/// process shares it, and idmapped roots are never paired with a shared
+/// default user); else handed over by chown for the run and back after it.
+fn hand_over_how(
+    opts: &Options<'_>,
+    ids: crate::exec::Ids,
+    owners: &[crate::exec::user::Owner],
+    roots: &[String],
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) -> Result<Option<crate::exec::user::Dynamic>, Refusal> {
+    // A root the agent's user owns already is one an earlier run did not
+    // hand back (sealc killed between hand-over and hand-back): it stays the
+    // agent's after this run too, so say so.
+    for o in owners.iter().filter(|o| o.ids.uid == ids.uid) {
+        notes.note(Note::Warning(format!(
+            "write root {} is owned by the agent's user ({}:{}) already (an earlier run that did not end?): it stays the agent's after this run; chown it back to its owner",
+            quote(&o.root),
+            ids.uid,
+            ids.gid
+        )));
+    }
+    let own = if opts.user.is_none() {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+        crate::exec::user::allocate(&passwd, &group)
+            .and_then(|d| {
+                match roots
+                    .iter()
+                    .find_map(|r| crate::exec::user::reachable(r, d.ids).err())
+                {
+                    None => Ok(d),
+                    Some(e) => Err(e),
+                }
+            })
+            .map(Some)
+    } else {
+        Ok(None)
+    };
+    let chosen = own.and_then(|own| {
+        let agent = own.as_ref().map_or(ids, |d| d.ids);
+        let trees = crate::exec::idmap::trees(owners, agent)?;
+        Ok((own, trees))
+    });
+    let prepared = chosen.map(|(own, trees)| {
+        let agent = own.as_ref().map_or(ids, |d| d.ids);
+        (
+            own,
+            trees,
+            crate::exec::user::prepare(owners, agent, opts.walk_limit),
+        )
+    });
+    use crate::exec::user::Unprepared;
+    let why = match prepared {
+        Ok((own, trees, Ok(cleared))) => {
+            for c in cleared.iter().take(20) {
+                notes.note(Note::Warning(format!(
+                    "cleared {c} before the run (the agent may rewrite any file in a write root)"
+                )));
+            }
+            if cleared.len() > 20 {
+                notes.note(Note::Warning(format!(
+                    "and {} more set-id bits or file capabilities cleared",
+                    cleared.len() - 20
+                )));
+            }
+            ctx.trees = trees;
+            ctx.write_roots = Some("idmapped");
+            return Ok(own);
+        }
+        // What the agent left (a tree too deep to walk) must not choose
+        // the weaker hand-over: nothing starts.
+        Ok((_, _, Err(Unprepared::Failed(why)))) => {
+            return Err(Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!("{why}, so nothing was started"),
+            )
+            .help(
+                "look at what is there (a run's agent may have left it), and remove or move it",
+            ));
+        }
+        Ok((_, _, Err(Unprepared::LinkOut(why)))) => why,
+        Err(why) => why,
+    };
+    notes.note(Note::Warning(format!(
+        "the write roots cannot be idmapped here ({why}): they are handed to the agent's user ({}:{}) by chown for the run, and back after it",
+        ids.uid, ids.gid
+    )));
+    ctx.write_roots = Some("chowned");
+    Ok(None)
+}
+
+/// Stage 5, **hand back**: once nothing of the sandbox is left, also when
+/// the command failed or was stopped, each write root goes back to its
+/// owner (chowned), or loses any set-id bit the run gave a file
+/// (idmapped).
+fn hand_back(
+    opts: &Options<'_>,
+    checked: &Checked,
+    prepared: Prepared,
+    notes: &mut dyn Notes,
+    ctx: &mut Ctx,
+) {
+    let (Some(ids), Some(owners)) = (checked.user, prepared.owners) else {
+        return;
+    };
+    let idmapped = ctx.write_roots == Some("idmapped");
+    let survivors = ctx.result.as_ref().is_some_and(|r| r.survivors);
+    if survivors && !idmapped {
+        ctx.hand_back.push(
+            "a process of the sandbox was still there, so the write roots were left to the agent's user".into(),
+        );
+    } else if idmapped {
+        if survivors {
+            notes.note(Note::Warning(
+                "a process of the sandbox was still there after the run: it may still write the write roots".into(),
+            ));
+        }
+        ctx.trees.clear();
+        ctx.hand_back = crate::exec::user::sweep_set_id(&owners, opts.walk_limit);
+    } else {
+        ctx.hand_back = crate::exec::user::hand_back(&owners, ids, opts.walk_limit);
+    }
+    let what = if idmapped {
+        "cannot clear a set-id bit"
+    } else {
+        "cannot hand back ownership"
+    };
+    for p in &ctx.hand_back {
+        notes.note(Note::Said(format!("{what}: {p}")));
+    }
+}
