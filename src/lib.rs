@@ -44,6 +44,7 @@ pub mod prove;
 pub mod proxy;
 pub mod query;
 pub mod record;
+pub mod refusals;
 pub mod report;
 pub mod run;
 pub mod sbpl;

@@ -31,10 +31,7 @@
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
 mod refused;
-pub use self::refused::{
-    landlock, refused, refused_for, Landlock, LANDLOCK_DEVICES, REFUSED, REFUSED_FILE_SIZE,
-    REFUSED_OFFLINE,
-};
+pub use self::refused::{landlock, refused, refused_for, Landlock, LANDLOCK_DEVICES};
 
 use std::collections::BTreeMap;
 
@@ -146,7 +143,7 @@ struct BwrapFile<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     links: BTreeMap<String, String>,
     network: Network,
-    /// Calls refused inside the sandbox (see [`REFUSED`]).
+    /// Calls refused inside the sandbox (see [`crate::refusals`]).
     refused: Vec<&'static str>,
     schema: &'static str,
     seal: &'a str,

@@ -24,10 +24,10 @@ pub(super) fn rule(conds: Vec<Cond>) -> Result<SeccompRule, String> {
 /// Which of the command's filter's conditional refusals apply.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Refusals {
-    /// The unix-socket rules of [`crate::backend::bwrap::REFUSED_OFFLINE`]
-    /// (network `none`, `proxy`, `allowlist`).
+    /// The `Offline` entries of [`crate::refusals::TABLE`]: no new unix
+    /// sockets (network `none`, `proxy`, `allowlist`).
     pub offline: bool,
-    /// The rules of [`crate::backend::bwrap::REFUSED_FILE_SIZE`]
+    /// The `FileSize` entries of [`crate::refusals::TABLE`]
     /// (`limits.file_size_mib` is set): nothing may make the kernel's
     /// `SIGXFSZ` fire at a size the seal did not set, nor deliver that
     /// signal by a number the filter cannot read.
@@ -47,94 +47,15 @@ pub(super) const F_SETSIG: u64 = 10;
 /// (`ioctl`, `clone`); [`merged`] joins them.
 pub(super) type Named = Vec<(&'static str, i64, Vec<SeccompRule>)>;
 
-/// The seccomp rules by call name: each fails with `EPERM`.
-/// [`crate::backend::bwrap::refused_for`] lists them; a test holds the two
-/// together.
-pub(super) fn named(r: Refusals) -> Result<Named, String> {
-    use Len::{Dword, Qword};
-    let mut kept = vec![libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
-    if !r.offline {
-        kept.push(libc::AF_UNIX);
-    }
-    let other_family = rule(
-        kept.iter()
-            .map(|d| cond(0, Dword, Op::Ne, *d as u64))
-            .collect::<Result<_, _>>()?,
-    )?;
-    let other_netlink = rule(vec![
-        cond(0, Dword, Op::Eq, libc::AF_NETLINK as u64)?,
-        cond(2, Dword, Op::Ne, libc::NETLINK_ROUTE as u64)?,
-    ])?;
-    let mut socketpair = Vec::new();
-    if r.offline {
-        for ty in [
-            libc::SOCK_DGRAM,
-            libc::SOCK_RAW,
-            libc::SOCK_RDM,
-            libc::SOCK_SEQPACKET,
-        ] {
-            socketpair.push(rule(vec![
-                cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?,
-                cond(1, Dword, Op::MaskedEq(0xf), ty as u64)?,
-            ])?);
-        }
-    }
-    let new_ns = CLONE_NEW
-        .iter()
-        .map(|f| rule(vec![cond(0, Qword, Op::MaskedEq(*f), *f)?]))
-        .collect::<Result<Vec<_>, _>>()?;
-    let ioctls = [libc::TIOCSTI, libc::TIOCSCTTY, libc::TIOCLINUX]
-        .iter()
-        .map(|c| rule(vec![cond(1, Dword, Op::Eq, *c)?]))
-        .collect::<Result<Vec<_>, _>>()?;
-    let set_id_bits = |arg: u8| -> Result<Vec<SeccompRule>, String> {
-        [libc::S_ISUID, libc::S_ISGID]
-            .iter()
-            .map(|b| rule(vec![cond(arg, Dword, Op::MaskedEq(*b as u64), *b as u64)?]))
-            .collect()
-    };
-    let device = |arg: u8| -> Result<Vec<SeccompRule>, String> {
-        [libc::S_IFCHR, libc::S_IFBLK]
-            .iter()
-            .map(|t| {
-                rule(vec![cond(
-                    arg,
-                    Dword,
-                    Op::MaskedEq(libc::S_IFMT as u64),
-                    *t as u64,
-                )?])
-            })
-            .collect()
-    };
-    // A setuid or setgid bit, by any call that takes a mode: chmod, a new
-    // file's mode, a node's mode. A device node, by its type.
-    let mode_rules = |arg: u8, nodes: bool| -> Result<Vec<SeccompRule>, String> {
-        let mut r = set_id_bits(arg)?;
-        if nodes {
-            r.extend(device(arg)?);
-        }
-        Ok(r)
-    };
-    // `SIGXCPU` or `SIGXFSZ` in argument `arg`, after the conditions `pre`
-    // (each signal number compared as the kernel reads it, an `int`).
-    let limit_signal = |pre: &[Cond], arg: u8| -> Result<Vec<SeccompRule>, String> {
-        LIMIT_SIGNALS
-            .iter()
-            .map(|s| {
-                let mut c = pre.to_vec();
-                c.push(cond(arg, Dword, Op::Eq, *s as u64)?);
-                rule(c)
-            })
-            .collect()
-    };
-    // `clone`'s exit signal (the low byte of its flags) goes to the parent
-    // when the child ends.
-    let exit_signal = LIMIT_SIGNALS
-        .iter()
-        .map(|s| rule(vec![cond(0, Qword, Op::MaskedEq(0xff), *s as u64)?]))
-        .collect::<Result<Vec<_>, _>>()?;
-    let always = |(name, nr): (&'static str, i64)| (name, nr, Vec::new());
-    let mut v: Named = [
+/// The number of each call [`crate::refusals::TABLE`] names, on this
+/// architecture (`sys!`: the name and the number are one token).
+pub(super) fn number_of(call: &str) -> Option<i64> {
+    let known = [
+        sys!(SYS_socket),
+        sys!(SYS_socketpair),
+        sys!(SYS_clone),
+        sys!(SYS_clone3),
+        sys!(SYS_openat2),
         sys!(SYS_unshare),
         sys!(SYS_setns),
         sys!(SYS_mount),
@@ -157,96 +78,178 @@ pub(super) fn named(r: Refusals) -> Result<Named, String> {
         sys!(SYS_add_key),
         sys!(SYS_keyctl),
         sys!(SYS_request_key),
-        // fanotify on a readable host path shows the host's activity there.
         sys!(SYS_fanotify_init),
         sys!(SYS_fanotify_mark),
-    ]
-    .into_iter()
-    .map(always)
-    .collect();
-    let with = |(name, nr): (&'static str, i64), rules: Vec<SeccompRule>| (name, nr, rules);
-    v.extend([
-        with(sys!(SYS_socket), vec![other_family, other_netlink]),
-        with(sys!(SYS_clone), new_ns),
-        with(sys!(SYS_ioctl), ioctls),
-        with(sys!(SYS_fchmod), mode_rules(1, false)?),
-        with(sys!(SYS_fchmodat), mode_rules(2, false)?),
-        with(sys!(SYS_fchmodat2), mode_rules(2, false)?),
-        with(sys!(SYS_openat), mode_rules(3, false)?),
-        with(sys!(SYS_mknodat), mode_rules(2, true)?),
-        // The signals of the limits, by every call that takes a signal
-        // number in a register.
-        with(sys!(SYS_kill), limit_signal(&[], 1)?),
-        with(sys!(SYS_tkill), limit_signal(&[], 1)?),
-        with(sys!(SYS_tgkill), limit_signal(&[], 2)?),
-        with(sys!(SYS_rt_sigqueueinfo), limit_signal(&[], 1)?),
-        with(sys!(SYS_rt_tgsigqueueinfo), limit_signal(&[], 2)?),
-        with(sys!(SYS_pidfd_send_signal), limit_signal(&[], 1)?),
-        with(
-            sys!(SYS_prctl),
-            limit_signal(&[cond(0, Dword, Op::Eq, libc::PR_SET_PDEATHSIG as u64)?], 1)?,
-        ),
-        with(
-            sys!(SYS_fcntl),
-            limit_signal(&[cond(1, Dword, Op::Eq, F_SETSIG)?], 2)?,
-        ),
-        with(
-            sys!(SYS_ioctl),
-            limit_signal(&[cond(1, Dword, Op::Eq, libc::TIOCSIG)?], 2)?,
-        ),
-        with(sys!(SYS_clone), exit_signal),
-    ]);
-    #[cfg(target_arch = "x86_64")]
-    v.extend([
-        with(sys!(SYS_chmod), mode_rules(1, false)?),
-        with(sys!(SYS_open), mode_rules(2, false)?),
-        with(sys!(SYS_creat), mode_rules(1, false)?),
-        with(sys!(SYS_mknod), mode_rules(1, true)?),
-    ]);
-    if !socketpair.is_empty() {
-        v.push(with(sys!(SYS_socketpair), socketpair));
-    }
-    if r.file_size {
-        let fsize = libc::RLIMIT_FSIZE as u64;
-        v.extend([
-            // A lowered file size limit would fire the kernel's `SIGXFSZ`
-            // at a size the seal never set.
-            with(
-                sys!(SYS_setrlimit),
-                vec![rule(vec![cond(0, Dword, Op::Eq, fsize)?])?],
-            ),
-            with(
-                sys!(SYS_prlimit64),
-                vec![rule(vec![
-                    cond(1, Dword, Op::Eq, fsize)?,
-                    cond(2, Qword, Op::Ne, 0)?,
-                ])?],
-            ),
-        ]);
+        sys!(SYS_ioctl),
+        sys!(SYS_fchmod),
+        sys!(SYS_fchmodat),
+        sys!(SYS_fchmodat2),
+        sys!(SYS_openat),
+        sys!(SYS_mknodat),
+        sys!(SYS_kill),
+        sys!(SYS_tkill),
+        sys!(SYS_tgkill),
+        sys!(SYS_rt_sigqueueinfo),
+        sys!(SYS_rt_tgsigqueueinfo),
+        sys!(SYS_pidfd_send_signal),
+        sys!(SYS_prctl),
+        sys!(SYS_fcntl),
+        sys!(SYS_setrlimit),
+        sys!(SYS_prlimit64),
+        sys!(SYS_timer_create),
+        sys!(SYS_mq_notify),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_chmod),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_open),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_creat),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_mknod),
+    ];
+    known.iter().find(|(n, _)| *n == call).map(|(_, nr)| *nr)
+}
+
+/// Calls x86_64 has and newer architectures do not (they have only the
+/// `*at` forms, which the table names too).
+pub(super) const X86_64_ONLY: [&str; 4] = ["chmod", "open", "creat", "mknod"];
+
+/// The rules of one part of an entry: its condition on the arguments (no
+/// rule: refused whatever they are).
+fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, String> {
+    use crate::refusals::Cond;
+    use Len::{Dword, Qword};
+    // `SIGXCPU` or `SIGXFSZ` in argument `arg`, after the conditions `pre`
+    // (each signal number compared as the kernel reads it, an `int`).
+    let limit_signal = |pre: &[Cond2], arg: u8| -> Result<Vec<SeccompRule>, String> {
+        LIMIT_SIGNALS
+            .iter()
+            .map(|s| {
+                let mut c = pre
+                    .iter()
+                    .map(|(a, v)| cond(*a, Dword, Op::Eq, *v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                c.push(cond(arg, Dword, Op::Eq, *s as u64)?);
+                rule(c)
+            })
+            .collect()
+    };
+    Ok(match c {
+        Cond::Always => Vec::new(),
+        Cond::OtherFamily => vec![rule(
+            [
+                libc::AF_INET,
+                libc::AF_INET6,
+                libc::AF_NETLINK,
+                libc::AF_UNIX,
+            ]
+            .iter()
+            .map(|d| cond(0, Dword, Op::Ne, *d as u64))
+            .collect::<Result<_, _>>()?,
+        )?],
+        Cond::OtherNetlink => vec![rule(vec![
+            cond(0, Dword, Op::Eq, libc::AF_NETLINK as u64)?,
+            cond(2, Dword, Op::Ne, libc::NETLINK_ROUTE as u64)?,
+        ])?],
+        Cond::NewNamespace => CLONE_NEW
+            .iter()
+            .map(|f| rule(vec![cond(0, Qword, Op::MaskedEq(*f), *f)?]))
+            .collect::<Result<_, _>>()?,
+        Cond::TerminalIoctl => [libc::TIOCSTI, libc::TIOCSCTTY, libc::TIOCLINUX]
+            .iter()
+            .map(|c| rule(vec![cond(1, Dword, Op::Eq, *c)?]))
+            .collect::<Result<_, _>>()?,
+        Cond::SetIdMode(arg) => [libc::S_ISUID, libc::S_ISGID]
+            .iter()
+            .map(|b| rule(vec![cond(arg, Dword, Op::MaskedEq(*b as u64), *b as u64)?]))
+            .collect::<Result<_, _>>()?,
+        Cond::DeviceNode(arg) => [libc::S_IFCHR, libc::S_IFBLK]
+            .iter()
+            .map(|t| {
+                rule(vec![cond(
+                    arg,
+                    Dword,
+                    Op::MaskedEq(libc::S_IFMT as u64),
+                    *t as u64,
+                )?])
+            })
+            .collect::<Result<_, _>>()?,
+        Cond::LimitSignal(arg) => limit_signal(&[], arg)?,
+        Cond::DeathSignal => limit_signal(&[(0, libc::PR_SET_PDEATHSIG as u64)], 1)?,
+        Cond::SetSig => limit_signal(&[(1, F_SETSIG)], 2)?,
+        Cond::TermSignal => limit_signal(&[(1, libc::TIOCSIG)], 2)?,
+        // `clone`'s exit signal (the low byte of its flags) goes to the
+        // parent when the child ends.
+        Cond::ExitSignal => LIMIT_SIGNALS
+            .iter()
+            .map(|s| rule(vec![cond(0, Qword, Op::MaskedEq(0xff), *s as u64)?]))
+            .collect::<Result<_, _>>()?,
+        Cond::Unix => vec![rule(vec![cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?])?],
+        Cond::UnixNotStream => [
+            libc::SOCK_DGRAM,
+            libc::SOCK_RAW,
+            libc::SOCK_RDM,
+            libc::SOCK_SEQPACKET,
+        ]
+        .iter()
+        .map(|ty| {
+            rule(vec![
+                cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?,
+                cond(1, Dword, Op::MaskedEq(0xf), *ty as u64)?,
+            ])
+        })
+        .collect::<Result<_, _>>()?,
+        Cond::FileSizeLimit => vec![rule(vec![cond(
+            0,
+            Dword,
+            Op::Eq,
+            libc::RLIMIT_FSIZE as u64,
+        )?])?],
+        Cond::NewFileSizeLimit => vec![rule(vec![
+            cond(1, Dword, Op::Eq, libc::RLIMIT_FSIZE as u64)?,
+            cond(2, Qword, Op::Ne, 0)?,
+        ])?],
+        Cond::Sigevent => vec![rule(vec![cond(1, Qword, Op::Ne, 0)?])?],
+    })
+}
+
+/// An argument's number and the value it must equal.
+type Cond2 = (u8, u64);
+
+/// The calls of the entries that apply to this seal and are answered
+/// `answer`, each with its number and rules.
+fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, String> {
+    let mut v = Named::new();
+    for entry in crate::refusals::applying(r.offline, r.file_size) {
+        for part in entry.parts.iter().filter(|p| p.answer == answer) {
+            let Some(nr) = number_of(part.call) else {
+                if X86_64_ONLY.contains(&part.call) && !cfg!(target_arch = "x86_64") {
+                    continue;
+                }
+                return Err(format!(
+                    "the seccomp policy names `{}`, which has no number here",
+                    part.call
+                ));
+            };
+            v.push((part.call, nr, rules_of(part.cond)?));
+        }
     }
     Ok(v)
 }
 
-/// The calls the second filter answers with `ENOSYS`, by name, as
-/// [`named`]: `clone3` and `openat2` take their flags and mode in memory,
-/// which no filter reads, so libc falls back to `clone` and `openat`. With
-/// `file_size`, `timer_create` and `mq_notify` given a `sigevent`: its
-/// signal number lies in memory too (without one a timer signals
-/// `SIGALRM`). `ENOSYS`, not `EPERM`: glibc fills in a `sigevent` even when
-/// its caller passes none, and coreutils' `timeout` then falls back to
-/// `setitimer` silently, where `EPERM` would make it warn.
+/// The calls refused with `EPERM`: the parts of [`crate::refusals::TABLE`]
+/// that apply. [`crate::backend::bwrap::refused_for`] lists the same
+/// entries' text.
+pub(super) fn named(r: Refusals) -> Result<Named, String> {
+    named_as(r, crate::refusals::Answer::Eperm)
+}
+
+/// The calls answered `ENOSYS` (see [`crate::refusals::Answer::Enosys`]):
+/// `clone3` and `openat2` take their flags and mode in memory, which no
+/// filter reads, so libc falls back to `clone` and `openat`; with
+/// `file_size`, `timer_create` and `mq_notify` given a `sigevent`.
 pub(super) fn named_enosys(r: Refusals) -> Result<Named, String> {
-    use Len::Qword;
-    let mut v: Named = [sys!(SYS_clone3), sys!(SYS_openat2)]
-        .into_iter()
-        .map(|(name, nr)| (name, nr, Vec::new()))
-        .collect();
-    if r.file_size {
-        for (name, nr) in [sys!(SYS_timer_create), sys!(SYS_mq_notify)] {
-            v.push((name, nr, vec![rule(vec![cond(1, Qword, Op::Ne, 0)?])?]));
-        }
-    }
-    Ok(v)
+    named_as(r, crate::refusals::Answer::Enosys)
 }
 
 /// The rules of a filter from its [`Named`] calls, for both x86_64's and

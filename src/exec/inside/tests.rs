@@ -158,3 +158,35 @@ fn rules_of_one_call_are_merged() {
     }
     assert!(rules[&libc::SYS_fanotify_init].is_empty());
 }
+
+/// Each entry of the one table says what its own parts enforce: the calls
+/// its text names are exactly the calls of its parts, an entry answered
+/// `ENOSYS` says so, and every part's call has a number here (but the
+/// x86_64-only ones elsewhere).
+#[test]
+fn each_refusal_entry_names_exactly_its_parts() {
+    use crate::refusals::{Answer, TABLE};
+    use std::collections::BTreeSet;
+    for e in TABLE {
+        if e.x32_own {
+            assert!(e.parts.is_empty() && e.text.starts_with("x32 "), "{e:?}");
+            continue;
+        }
+        let named: BTreeSet<String> = names_of(e.text).into_iter().collect();
+        let parts: BTreeSet<String> = e.parts.iter().map(|p| p.call.to_string()).collect();
+        assert_eq!(named, parts, "`{}` and its parts differ", e.text);
+        let enosys = e.parts.iter().any(|p| p.answer == Answer::Enosys);
+        assert_eq!(enosys, e.text.contains("ENOSYS"), "`{}`", e.text);
+        for p in e.parts {
+            let here =
+                cfg!(target_arch = "x86_64") || !super::seccomp::X86_64_ONLY.contains(&p.call);
+            assert_eq!(
+                super::seccomp::number_of(p.call).is_some(),
+                here,
+                "`{}` in `{}`",
+                p.call,
+                e.text
+            );
+        }
+    }
+}
