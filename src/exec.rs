@@ -73,20 +73,9 @@ use crate::spec::{NetMode, Platform};
 pub use inside::{confine_main, init_main, landlock_abi, Confinement, StartFailure, Tcp};
 pub use user::Ids;
 
-/// Exit status when the recorded timeout ran out (as `timeout(1)`).
-pub const TIMED_OUT: i32 = 124;
-/// Exit status when the command ran but the Codex config in the seal's
-/// `CODEX_HOME` drifted during the run.
-pub const CODEX_CONFIG_DRIFT: i32 = 125;
-/// Exit status when the sandbox could not be started (or its layers could
-/// not be applied): nothing of the command ran.
-pub const SANDBOX_FAILED: i32 = 122;
-/// Exit status when the sandbox was built but the command is not in it (as
-/// a shell's 127).
-pub const CANNOT_START: i32 = 127;
-/// Exit status when the sandbox was built and the command is there but
-/// could not be executed (as a shell's 126).
-pub const CANNOT_EXECUTE: i32 = 126;
+pub use crate::exit::{
+    CANNOT_EXECUTE, CANNOT_START, CODEX_CONFIG_DRIFT, SANDBOX_FAILED, TIMED_OUT,
+};
 /// How long a stopped sandbox gets between `SIGTERM` and `SIGKILL`.
 pub const GRACE: Duration = Duration::from_secs(2);
 /// The signals sealc forwards to the sandbox.

@@ -29,6 +29,7 @@ pub mod diag;
 pub mod digest;
 pub mod drift;
 pub mod exec;
+pub mod exit;
 pub mod facts;
 pub mod hostfs;
 pub mod ipc;

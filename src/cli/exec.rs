@@ -9,25 +9,16 @@ use super::parse_expect;
 use super::render_diagnostics;
 use crate::run::{Ended, Note, Notes};
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  N    the command's own exit code (128+S when it was killed by signal S)
-  1    drift: the record, its artifacts or the host differ, a Codex home
-       an earlier run left is there (--force discards it), or --expect
-       names another seal; nothing started
-  2    bad input, nothing started: an unreadable record, a seal for the
-       other platform, stdio, --user, a missing secret, a --report path
-       that cannot be written
-  120  the memory limit was reached        121  the output limit
-  124  the wall-clock limit                152  the CPU limit (SIGXCPU)
-  153  the file-size limit (SIGXFSZ); a SIGXCPU or SIGXFSZ that no limit
-       of the seal sent is 128+S as well, and --report says `signaled`
-  125  the command ran, but the Codex config in CODEX_HOME changed
-  122  the sandbox (or one of its layers) could not be built; nothing ran
-  126  the command is in the sandbox but could not be executed
-  127  the command is not in the sandbox
-  (docs/limits.md; --report FILE says which)
+/// `--help`'s closing sections: the exit codes from [`crate::exit::EXEC`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        Some("the command's own exit code (128+S when it was killed by signal S)"),
+        crate::exit::EXEC,
+        &format!("  (docs/limits.md; --report FILE says which)\n\n{OUTPUT_HELP}"),
+    )
+}
 
+const OUTPUT_HELP: &str = "\
 Output:
   The command's stdout and stderr are relayed: to a file or a pipe byte
   for byte; to a terminal only text (UTF-8, newline, tab, carriage return)
@@ -41,7 +32,7 @@ Example:
 
 /// Verify a record, then run a command under its seal (exit 1 on drift: nothing starts).
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     #[command(flatten)]
     seal: super::SealArgs,

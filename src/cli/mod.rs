@@ -24,14 +24,7 @@ mod schema;
 mod show;
 mod verify;
 
-/// Exit code: success.
-pub const OK: i32 = 0;
-/// Exit code: what is on disk differs from what sealc would write.
-pub const DIFFERS: i32 = 1;
-/// Exit code: bad input.
-pub const BAD_INPUT: i32 = 2;
-/// Exit code of `explain` when the answer is ambiguous or undetermined.
-pub const UNDECIDED: i32 = 3;
+pub use crate::exit::{BAD_INPUT, DIFFERS, OK, UNDECIDED};
 
 const AFTER_HELP: &str = "\
 Exit codes:

@@ -9,14 +9,7 @@ use serde::Serialize;
 /// The schema name of a run report.
 pub const SCHEMA: &str = "sealc.run/v1";
 
-/// Exit status when sealc stopped the run at the memory limit.
-pub const MEMORY_LIMIT: i32 = 120;
-/// Exit status when sealc stopped the run at the output limit.
-pub const OUTPUT_LIMIT: i32 = 121;
-/// Exit status of a command killed at the CPU limit (128 + `SIGXCPU`).
-pub const CPU_LIMIT: i32 = 128 + 24;
-/// Exit status of a command killed at the file size limit (128 + `SIGXFSZ`).
-pub const FILE_SIZE_LIMIT: i32 = 128 + 25;
+pub use crate::exit::{CPU_LIMIT, FILE_SIZE_LIMIT, MEMORY_LIMIT, OUTPUT_LIMIT};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -32,18 +32,7 @@ use std::path::Path;
 use crate::diag::{quote, Diagnostics};
 use crate::exec::report::{self, Phase};
 
-/// The exit statuses of a run that did not start, besides those of
-/// [`crate::exec`] and [`crate::exec::report`].
-pub mod exit {
-    /// Drift: the record, its artifacts or the host differ, a Codex home an
-    /// earlier run left is there, or `--expect` names another seal.
-    pub const DIFFERS: i32 = 1;
-    /// Bad input: an unreadable record, a seal for the other platform,
-    /// stdio, `--user`, a missing secret, a report path that cannot be
-    /// written.
-    pub const BAD_INPUT: i32 = 2;
-}
-use self::exit::{BAD_INPUT, DIFFERS};
+use crate::exit::{BAD_INPUT, DIFFERS};
 
 /// What the caller of `sealc exec` asked for.
 pub struct Options<'a> {

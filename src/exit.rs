@@ -1,0 +1,140 @@
+//! Every exit status sealc gives, defined once: the code that returns a
+//! status names it from here, and `sealc exec --help` (whose table
+//! `docs/exit-codes.md` is tested against) is made from [`EXEC`].
+
+/// Success.
+pub const OK: i32 = 0;
+/// A difference: what is on disk differs from what sealc would write, drift
+/// (the record, its artifacts or the host), or `--expect` names another
+/// seal; nothing was written or started.
+pub const DIFFERS: i32 = 1;
+/// Bad input: nothing was written or started.
+pub const BAD_INPUT: i32 = 2;
+/// `explain`: the answer is ambiguous or undetermined.
+pub const UNDECIDED: i32 = 3;
+/// sealc stopped the run at the memory limit.
+pub const MEMORY_LIMIT: i32 = 120;
+/// sealc stopped the run at the output limit.
+pub const OUTPUT_LIMIT: i32 = 121;
+/// The sandbox could not be started (or its layers could not be applied):
+/// nothing of the command ran.
+pub const SANDBOX_FAILED: i32 = 122;
+/// The recorded timeout ran out (as `timeout(1)`).
+pub const TIMED_OUT: i32 = 124;
+/// The command ran, but the Codex config in the seal's `CODEX_HOME` drifted
+/// during the run.
+pub const CODEX_CONFIG_DRIFT: i32 = 125;
+/// The sandbox was built and the command is there but could not be
+/// executed (as a shell's 126).
+pub const CANNOT_EXECUTE: i32 = 126;
+/// The sandbox was built but the command is not in it (as a shell's 127).
+pub const CANNOT_START: i32 = 127;
+/// A command killed at the CPU limit (128 + `SIGXCPU`).
+pub const CPU_LIMIT: i32 = 128 + 24;
+/// A command killed at the file size limit (128 + `SIGXFSZ`).
+pub const FILE_SIZE_LIMIT: i32 = 128 + 25;
+
+/// `sealc exec`'s own statuses, each with what `--help` says of it (besides
+/// the command's own status, which it passes through).
+pub const EXEC: &[(i32, &str)] = &[
+    (
+        DIFFERS,
+        "drift: the record, its artifacts or the host differ, a Codex home an earlier run left is there (--force discards it), or --expect names another seal; nothing started",
+    ),
+    (
+        BAD_INPUT,
+        "bad input, nothing started: an unreadable record, a seal for the other platform, stdio, --user, a missing secret, a --report path that cannot be written",
+    ),
+    (MEMORY_LIMIT, "the memory limit was reached"),
+    (OUTPUT_LIMIT, "the output limit"),
+    (
+        SANDBOX_FAILED,
+        "the sandbox (or one of its layers) could not be built; nothing ran",
+    ),
+    (TIMED_OUT, "the wall-clock limit"),
+    (
+        CODEX_CONFIG_DRIFT,
+        "the command ran, but the Codex config in CODEX_HOME changed",
+    ),
+    (
+        CANNOT_EXECUTE,
+        "the command is in the sandbox but could not be executed",
+    ),
+    (CANNOT_START, "the command is not in the sandbox"),
+    (CPU_LIMIT, "the CPU limit (SIGXCPU)"),
+    (
+        FILE_SIZE_LIMIT,
+        "the file-size limit (SIGXFSZ); a SIGXCPU or SIGXFSZ that no limit of the seal sent is 128+S as well, and --report says `signaled`",
+    ),
+];
+
+/// The "Exit codes:" section of a command's help from its table: a line
+/// for the command's own status first (`own`, if any), then each code with
+/// its meaning, wrapped under it.
+pub fn help_section(own: Option<&str>, table: &[(i32, &str)], footer: &str) -> String {
+    let mut out = String::from("Exit codes:\n");
+    let mut line = |code: &str, meaning: &str| {
+        let mut cur = format!("  {code:<4} ");
+        let indent = cur.len();
+        for word in meaning.split(' ') {
+            if cur.len() + word.len() > 74 && cur.len() > indent {
+                out.push_str(cur.trim_end());
+                out.push('\n');
+                cur = " ".repeat(indent);
+            }
+            cur.push_str(word);
+            cur.push(' ');
+        }
+        out.push_str(cur.trim_end());
+        out.push('\n');
+    };
+    if let Some(own) = own {
+        line("N", own);
+    }
+    for (code, meaning) in table {
+        line(&code.to_string(), meaning);
+    }
+    out.push_str(footer);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each status `sealc exec` can give of its own is in its table once,
+    /// in order, and none is a status a shell or `timeout(1)` gives for
+    /// something else than its meaning here.
+    #[test]
+    fn the_exec_table_holds_every_status_of_a_run_once() {
+        let codes: Vec<i32> = EXEC.iter().map(|(c, _)| *c).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(codes, sorted);
+        for c in [
+            DIFFERS,
+            BAD_INPUT,
+            MEMORY_LIMIT,
+            OUTPUT_LIMIT,
+            SANDBOX_FAILED,
+            TIMED_OUT,
+            CODEX_CONFIG_DRIFT,
+            CANNOT_EXECUTE,
+            CANNOT_START,
+            CPU_LIMIT,
+            FILE_SIZE_LIMIT,
+        ] {
+            assert!(codes.contains(&c), "{c} is not in `sealc exec --help`");
+        }
+        assert!(!codes.contains(&OK) && !codes.contains(&UNDECIDED));
+    }
+
+    #[test]
+    fn the_help_section_wraps_under_its_meaning() {
+        let text = help_section(Some("own"), EXEC, "");
+        assert!(text.starts_with("Exit codes:\n  N    own\n  1    drift:"));
+        assert!(text.lines().all(|l| l.len() <= 76), "{text}");
+        assert!(text.contains("\n  153  the file-size limit"));
+    }
+}
