@@ -229,7 +229,7 @@ fn limits(ir: &Ir) -> BTreeMap<String, u64> {
         .limits
         .set()
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
+        .map(|(k, v)| (k.key().to_string(), v))
         .collect();
     if let Some((_, secs)) = &ir.exec.timeout {
         m.entry("wall_seconds".to_string()).or_insert(*secs);

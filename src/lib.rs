@@ -35,6 +35,7 @@ pub mod hostfs;
 pub mod ipc;
 pub mod ir;
 pub mod known;
+pub mod limit;
 pub mod lint;
 pub mod mounts;
 pub mod netpolicy;

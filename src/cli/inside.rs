@@ -45,7 +45,7 @@ pub struct ConfineArgs {
     status_fd: Option<i32>,
     /// A resource limit, `NAME=VALUE` (`[limits]` names).
     #[arg(long, value_parser = parse_limit)]
-    limit: Vec<(String, u64)>,
+    limit: Vec<(crate::limit::Limit, u64)>,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<OsString>,
 }
@@ -95,7 +95,8 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
 /// Read the record and the artifact files beside it (or in `--artifacts`),
 /// then verify; the live and Codex-config checks come after.
 /// `NAME=VALUE` of `__confine --limit`.
-fn parse_limit(s: &str) -> Result<(String, u64), String> {
+fn parse_limit(s: &str) -> Result<(crate::limit::Limit, u64), String> {
     let (k, v) = s.split_once('=').ok_or("NAME=VALUE")?;
-    Ok((k.to_string(), v.parse().map_err(|_| "a number")?))
+    let limit = crate::limit::Limit::from_key(k).ok_or(format!("no limit is named `{k}`"))?;
+    Ok((limit, v.parse().map_err(|_| "a number")?))
 }

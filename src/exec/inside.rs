@@ -43,8 +43,8 @@ pub enum Tcp {
 pub struct Confinement {
     /// Refuse new unix sockets and non-stream unix socket pairs.
     pub offline: bool,
-    /// Resource limits (`NAME=VALUE`, the spec's `[limits]` names).
-    pub limits: Vec<(String, u64)>,
+    /// Resource limits (given as `NAME=VALUE`, the spec's `[limits]` names).
+    pub limits: Vec<(crate::limit::Limit, u64)>,
     /// Landlock: writes only beneath these paths.
     pub write: Vec<OsString>,
     pub tcp: Tcp,
@@ -162,7 +162,10 @@ fn confine_and_exec(
     }
     let refusals = Refusals {
         offline: c.offline,
-        file_size: c.limits.iter().any(|(k, _)| k == "file_size_mib"),
+        file_size: c
+            .limits
+            .iter()
+            .any(|(k, _)| *k == crate::limit::Limit::FileSizeMib),
     };
     if let Err(e) = install(refusals) {
         return sandbox(io::Error::other(format!(
@@ -256,19 +259,22 @@ fn confine_and_exec(
 /// memory's `RLIMIT_DATA` a backstop at twice the limit, which sealc's
 /// watcher enforces itself and names).
 pub fn rlimits(
-    limits: &[(String, u64)],
+    limits: &[(crate::limit::Limit, u64)],
 ) -> Result<Vec<(rustix::process::Resource, rustix::process::Rlimit)>, String> {
+    use crate::limit::Limit;
     use rustix::process::{Resource, Rlimit};
     limits
         .iter()
         .map(|(k, v)| {
-            let (res, soft, hard) = match k.as_str() {
-                "cpu_seconds" => (Resource::Cpu, *v, v + 1),
-                "memory_mib" => (Resource::Data, v << 21, v << 21),
-                "processes" => (Resource::Nproc, *v, *v),
-                "open_files" => (Resource::Nofile, *v, *v),
-                "file_size_mib" => (Resource::Fsize, v << 20, v << 20),
-                _ => return Err(format!("no resource limit is named `{k}`")),
+            let (res, soft, hard) = match k {
+                Limit::CpuSeconds => (Resource::Cpu, *v, v + 1),
+                Limit::MemoryMib => (Resource::Data, v << 21, v << 21),
+                Limit::Processes => (Resource::Nproc, *v, *v),
+                Limit::OpenFiles => (Resource::Nofile, *v, *v),
+                Limit::FileSizeMib => (Resource::Fsize, v << 20, v << 20),
+                Limit::WallSeconds | Limit::OutputBytes => {
+                    return Err(format!("`{}` is not a resource limit", k.key()))
+                }
             };
             Ok((
                 res,
@@ -281,7 +287,7 @@ pub fn rlimits(
         .collect()
 }
 
-fn set_limits(limits: &[(String, u64)]) -> Result<(), String> {
+fn set_limits(limits: &[(crate::limit::Limit, u64)]) -> Result<(), String> {
     for (res, lim) in rlimits(limits)? {
         rustix::process::setrlimit(res, lim)
             .map_err(|e| format!("cannot set the limit {res:?}: {e}"))?;

@@ -11,7 +11,7 @@ pub struct RunResult {
     pub stderr: report::Stream,
     pub cpu_seconds: Option<f64>,
     pub peak_memory_kib: Option<u64>,
-    pub limits_reached: Vec<&'static str>,
+    pub limits_reached: Vec<crate::limit::Limit>,
     /// A process of the sandbox was still there when `run` returned (its
     /// pid 1 did not end after `SIGKILL`): nothing may be handed back.
     pub survivors: bool,

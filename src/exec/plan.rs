@@ -334,10 +334,10 @@ pub(super) fn linux(
     args.push("--status-fd".into());
     slot(&mut args, FdSource::Status, "status");
     for (k, v) in ir.exec.limits.set() {
-        if matches!(k, "wall_seconds" | "output_bytes") {
+        if k.outside() {
             continue; // sealc's own, outside
         }
-        args.extend(["--limit".into(), format!("{k}={v}").into()]);
+        args.extend(["--limit".into(), format!("{}={v}", k.key()).into()]);
     }
     if ir.network.mode != NetMode::Open {
         args.push("--offline".into());

@@ -62,6 +62,19 @@ impl Phase {
 }
 
 impl Outcome {
+    /// The limit that decided this outcome, if one did.
+    pub fn limit(&self) -> Option<crate::limit::Limit> {
+        use crate::limit::Limit;
+        match self {
+            Outcome::WallTimeout => Some(Limit::WallSeconds),
+            Outcome::CpuLimit => Some(Limit::CpuSeconds),
+            Outcome::MemoryLimit => Some(Limit::MemoryMib),
+            Outcome::OutputLimit => Some(Limit::OutputBytes),
+            Outcome::FileSizeLimit => Some(Limit::FileSizeMib),
+            _ => None,
+        }
+    }
+
     /// The exit status sealc reports for this outcome: the command's own
     /// code, `128 + N` for a signal, or one documented code per kind.
     pub fn exit_code(&self) -> i32 {
@@ -134,7 +147,7 @@ pub struct Report {
     pub layers: serde_json::Value,
     pub limits: BTreeMap<&'static str, Limit>,
     /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).
-    pub limits_reached: Vec<&'static str>,
+    pub limits_reached: Vec<crate::limit::Limit>,
     /// Each connection to sealc's own proxy (network `allowlist`), in the order opened.
     pub network: Vec<crate::report::Connection>,
     /// Connections past the report's cap, counted only.
@@ -173,19 +186,13 @@ pub fn limits(ir: &crate::ir::Ir) -> BTreeMap<&'static str, Limit> {
         .set()
         .into_iter()
         .map(|(k, value)| {
-            let enforced_by = match (k, linux) {
-                ("wall_seconds", _) => "sealc: SIGTERM, then SIGKILL two seconds later",
-                ("cpu_seconds", _) => "RLIMIT_CPU",
-                ("memory_mib", true) => {
-                    "sealc: resident memory of the sandbox's processes, polled every 50 ms; RLIMIT_DATA of each at twice the limit"
-                }
-                ("memory_mib", false) => "RLIMIT_DATA at twice the limit",
-                ("processes", _) => "RLIMIT_NPROC of the agent's user",
-                ("open_files", _) => "RLIMIT_NOFILE",
-                ("file_size_mib", _) => "RLIMIT_FSIZE",
-                _ => "sealc: the relay of stdout and stderr",
-            };
-            (k, Limit { value, enforced_by })
+            (
+                k.key(),
+                Limit {
+                    value,
+                    enforced_by: k.enforced_by(linux),
+                },
+            )
         })
         .collect()
 }

@@ -197,12 +197,11 @@ pub fn run(
         cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
         // macOS: the resource limits are set in the child before
         // `sandbox-exec` (on Linux `__confine` sets them inside).
-        let limits: Vec<(String, u64)> = plan
+        let limits: Vec<(crate::limit::Limit, u64)> = plan
             .limits
             .set()
             .into_iter()
-            .filter(|(k, _)| !matches!(*k, "wall_seconds" | "output_bytes"))
-            .map(|(k, v)| (k.to_string(), v))
+            .filter(|(k, _)| !k.outside())
             .collect();
         let rlimits = inside::rlimits(&limits).map_err(io::Error::other)?;
         if !rlimits.is_empty() {
@@ -495,18 +494,12 @@ pub fn run(
     let cpu = waited.max(watched);
     let mut limits_reached = Vec::new();
     if plan.limits.processes.is_some_and(|n| most >= n) {
-        limits_reached.push("processes");
+        limits_reached.push(crate::limit::Limit::Processes);
     }
     let outcome = classify(plan, status, stop, &info, &status_text, waited);
-    match &outcome {
-        report::Outcome::WallTimeout => limits_reached.push("wall_seconds"),
-        report::Outcome::CpuLimit => limits_reached.push("cpu_seconds"),
-        report::Outcome::MemoryLimit => limits_reached.push("memory_mib"),
-        report::Outcome::OutputLimit => limits_reached.push("output_bytes"),
-        report::Outcome::FileSizeLimit => limits_reached.push("file_size_mib"),
-        _ => {}
-    }
-    limits_reached.sort();
+    limits_reached.extend(outcome.limit());
+    // By name, as the report has always listed them.
+    limits_reached.sort_by_key(|l| l.key());
     Ok(RunResult {
         outcome: Some(outcome),
         stdout,

@@ -200,20 +200,26 @@ pub struct LimitsIr {
 }
 
 impl LimitsIr {
-    /// Every limit that is set, by its spec name.
-    pub fn set(&self) -> Vec<(&'static str, u64)> {
-        [
-            ("wall_seconds", self.wall_seconds),
-            ("cpu_seconds", self.cpu_seconds),
-            ("memory_mib", self.memory_mib),
-            ("processes", self.processes),
-            ("open_files", self.open_files),
-            ("file_size_mib", self.file_size_mib),
-            ("output_bytes", self.output_bytes),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, v?)))
-        .collect()
+    /// A limit's value, if the seal sets it.
+    pub fn get(&self, l: crate::limit::Limit) -> Option<u64> {
+        use crate::limit::Limit;
+        match l {
+            Limit::WallSeconds => self.wall_seconds,
+            Limit::CpuSeconds => self.cpu_seconds,
+            Limit::MemoryMib => self.memory_mib,
+            Limit::Processes => self.processes,
+            Limit::OpenFiles => self.open_files,
+            Limit::FileSizeMib => self.file_size_mib,
+            Limit::OutputBytes => self.output_bytes,
+        }
+    }
+
+    /// Every limit that is set.
+    pub fn set(&self) -> Vec<(crate::limit::Limit, u64)> {
+        crate::limit::Limit::ALL
+            .into_iter()
+            .filter_map(|l| Some((l, self.get(l)?)))
+            .collect()
     }
 }
 

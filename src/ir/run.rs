@@ -41,8 +41,9 @@ impl Lower<'_> {
 
     pub(super) fn limits(&mut self, spec: &Spec, timeout: Option<u64>) -> LimitsIr {
         let l = &spec.limits;
-        let mut check = |key: &str, v: &Option<crate::spec::Spanned<i64>>, min: i64, max: i64| {
+        let mut check = |limit: crate::limit::Limit, v: &Option<crate::spec::Spanned<i64>>| {
             let v = v.as_ref()?;
+            let (key, (min, max)) = (limit.key(), limit.range());
             if !(min..=max).contains(&v.value) {
                 self.diags.push(
                     Diagnostic::error(
@@ -57,15 +58,16 @@ impl Lower<'_> {
             }
             Some(v.value as u64)
         };
-        let wall = check("wall_seconds", &l.wall_seconds, 1, MAX_TIMEOUT_SECS);
+        use crate::limit::Limit;
+        let wall = check(Limit::WallSeconds, &l.wall_seconds);
         let out = LimitsIr {
             wall_seconds: wall,
-            cpu_seconds: check("cpu_seconds", &l.cpu_seconds, 1, MAX_TIMEOUT_SECS),
-            memory_mib: check("memory_mib", &l.memory_mib, 1, 1 << 20),
-            processes: check("processes", &l.processes, 1, 65536),
-            open_files: check("open_files", &l.open_files, 16, 1 << 20),
-            file_size_mib: check("file_size_mib", &l.file_size_mib, 1, 1 << 20),
-            output_bytes: check("output_bytes", &l.output_bytes, 1, 1 << 40),
+            cpu_seconds: check(Limit::CpuSeconds, &l.cpu_seconds),
+            memory_mib: check(Limit::MemoryMib, &l.memory_mib),
+            processes: check(Limit::Processes, &l.processes),
+            open_files: check(Limit::OpenFiles, &l.open_files),
+            file_size_mib: check(Limit::FileSizeMib, &l.file_size_mib),
+            output_bytes: check(Limit::OutputBytes, &l.output_bytes),
         };
         if let (Some(w), Some(_)) = (&l.wall_seconds, timeout) {
             self.diags.push(

@@ -231,28 +231,22 @@ impl Cx {
         let Some(t) = self.table("limits", v) else {
             return Limits::default();
         };
-        const KEYS: [&str; 7] = [
-            "wall_seconds",
-            "cpu_seconds",
-            "memory_mib",
-            "processes",
-            "open_files",
-            "file_size_mib",
-            "output_bytes",
-        ];
-        t.finish(self, &KEYS);
-        let mut get = |k: &str| {
+        use crate::limit::Limit;
+        let keys = Limit::ALL.map(Limit::key);
+        t.finish(self, &keys);
+        let mut get = |l: Limit| {
+            let k = l.key();
             t.get(k)
                 .and_then(|v| self.integer(&format!("limits.{k}"), v))
         };
         Limits {
-            wall_seconds: get("wall_seconds"),
-            cpu_seconds: get("cpu_seconds"),
-            memory_mib: get("memory_mib"),
-            processes: get("processes"),
-            open_files: get("open_files"),
-            file_size_mib: get("file_size_mib"),
-            output_bytes: get("output_bytes"),
+            wall_seconds: get(Limit::WallSeconds),
+            cpu_seconds: get(Limit::CpuSeconds),
+            memory_mib: get(Limit::MemoryMib),
+            processes: get(Limit::Processes),
+            open_files: get(Limit::OpenFiles),
+            file_size_mib: get(Limit::FileSizeMib),
+            output_bytes: get(Limit::OutputBytes),
         }
     }
 
