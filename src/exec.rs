@@ -28,11 +28,13 @@
 //! listens on the loopback proxy address itself).
 
 mod bridge;
+mod mechanism;
 mod outcome;
 mod plan;
 mod wait;
 
 pub use self::bridge::{cloexec_inherited, private_dir, serve_outer, Bridge};
+pub use self::mechanism::Mechanism;
 use self::outcome::{children_cpu, classify, cpu_ticks, sandbox_members, seconds, usage};
 #[cfg(test)]
 use self::outcome::{classify_signal, signaled_line};
@@ -68,7 +70,7 @@ use crate::backend::bwrap;
 use crate::diag::{quote, Diagnostic};
 use crate::facts::PathKind;
 use crate::ir::Ir;
-use crate::spec::{NetMode, Platform};
+use crate::spec::NetMode;
 
 pub use inside::{confine_main, init_main, landlock_abi, Confinement, StartFailure, Tcp};
 pub use user::Ids;

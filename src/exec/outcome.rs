@@ -133,7 +133,7 @@ pub(super) fn classify(
         _ => {}
     }
     let mut code = exit_code(status);
-    if plan.bubblewrap {
+    if plan.mechanism.has_init() {
         if !info.contains("child-pid") {
             return O::CouldNotStart {
                 phase: report::Phase::SandboxStart,
@@ -192,7 +192,7 @@ pub(super) const RUSAGE_TOLERANCE: f64 = 0.05;
 /// the command got.
 pub(super) fn classify_signal(plan: &Plan, signal: i32, own: Option<f64>) -> report::Outcome {
     use report::Outcome as O;
-    let tolerance = if plan.bubblewrap {
+    let tolerance = if plan.mechanism.has_init() {
         0.0
     } else {
         RUSAGE_TOLERANCE
@@ -202,7 +202,9 @@ pub(super) fn classify_signal(plan: &Plan, signal: i32, own: Option<f64>) -> rep
     match signal {
         libc::SIGXCPU if cpu.is_some_and(reached) => O::CpuLimit,
         libc::SIGKILL if cpu.is_some_and(|c| reached(c.saturating_add(1))) => O::CpuLimit,
-        libc::SIGXFSZ if plan.bubblewrap && plan.limits.file_size_mib.is_some() => O::FileSizeLimit,
+        libc::SIGXFSZ if plan.mechanism.has_init() && plan.limits.file_size_mib.is_some() => {
+            O::FileSizeLimit
+        }
         n => O::Signaled { signal: n },
     }
 }

@@ -21,9 +21,9 @@ pub struct Plan {
     /// `allowlist` mode: sealc's own proxy, which serves the bridge (Linux)
     /// or the loopback proxy address (macOS) while the command runs.
     pub proxy: Option<crate::proxy::Own>,
-    /// The program is bubblewrap: signals go to the processes inside it, and
-    /// the environment goes to sealc's init, not to the program.
-    pub bubblewrap: bool,
+    /// How the command is confined (what the program is, and whether
+    /// sealc's init runs inside).
+    pub mechanism: super::Mechanism,
     /// Descriptors [`run`] opens and names in `args`.
     pub fds: Vec<FdSlot>,
     /// Started by root: the unprivileged user the sandbox runs as.
@@ -152,14 +152,14 @@ pub fn plan(
         timeout,
         bridge: None,
         proxy: (ir.network.mode == NetMode::Allowlist).then(|| crate::proxy::Own::new(&ir.network)),
-        bubblewrap: false,
+        mechanism: super::Mechanism::of(ir),
         fds: Vec::new(),
         user: rt.user,
         skipped: Vec::new(),
         limits: ir.exec.limits.clone(),
     };
-    match ir.platform {
-        Platform::Macos => {
+    match plan.mechanism {
+        super::Mechanism::Seatbelt => {
             // The verified bytes, not the file: nothing can swap the profile
             // between `verify` and `sandbox-exec` reading it.
             let mut args: Vec<OsString> = vec![
@@ -174,7 +174,7 @@ pub fn plan(
             plan.args = args;
             Ok(plan)
         }
-        Platform::Linux => {
+        super::Mechanism::Bubblewrap => {
             linux(ir, command, rt, &mut plan)?;
             Ok(plan)
         }
@@ -359,7 +359,6 @@ pub(super) fn linux(
     plan.program = ir.exec.bwrap.clone();
     plan.args = args;
     plan.fds = fds;
-    plan.bubblewrap = true;
     plan.bridge = bridge.map(|listen| BridgePlan {
         dir: rt.bridge_dir.to_path_buf(),
         upstream: listen,

@@ -180,7 +180,7 @@ fn is_zero(n: &u64) -> bool {
 
 /// How each limit of the IR is enforced on `platform`.
 pub fn limits(ir: &crate::ir::Ir) -> BTreeMap<&'static str, Limit> {
-    let linux = ir.platform == crate::spec::Platform::Linux;
+    let linux = crate::exec::Mechanism::of(ir).watches_memory();
     ir.exec
         .limits
         .set()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::spec::Platform;
 
 const SPEC: &str = "version = 1\nname = \"p\"\n[filesystem]\ndeny_read = [\"/d\"]\nwrite = [\"/w\"]\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:3128\"\n[env]\nset = { A = \"1\" }\nsecret = [\"K\"]\n[exec]\ntimeout = { bin = \"/usr/bin/timeout\", seconds = 9 }\n";
 
@@ -57,7 +58,7 @@ fn a_signal_names_a_limit_only_where_the_limit_sent_it() {
             classify_signal(plan, sig, own),
             want,
             "{sig} {own:?} bubblewrap={}",
-            plan.bubblewrap
+            plan.mechanism.has_init()
         );
     }
     let mut unlimited = linux.clone();
@@ -174,7 +175,7 @@ fn linux_binds_roots_and_sealc_through_descriptors_and_runs_its_init() {
     for slot in &plan.fds {
         assert!(a[slot.at].starts_with("<fd:"), "{:?}", slot);
     }
-    assert!(plan.bubblewrap);
+    assert!(plan.mechanism.has_init());
     assert_eq!(plan.bridge.unwrap().upstream, "127.0.0.1:3128");
 }
 

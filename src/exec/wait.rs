@@ -193,7 +193,7 @@ pub fn run(
     }
     let mut cmd = Command::new(&plan.program);
     cmd.args(&args).env_clear().process_group(0);
-    if !plan.bubblewrap {
+    if !plan.mechanism.has_init() {
         cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
         // macOS: the resource limits are set in the child before
         // `sandbox-exec` (on Linux `__confine` sets them inside).
@@ -314,7 +314,7 @@ pub fn run(
         }));
     }
     let group = rustix::process::Pid::from_child(&child);
-    let inside = plan.bubblewrap;
+    let inside = plan.mechanism.has_init();
     let bwrap_pid = child.id();
     let members = move || {
         if inside {

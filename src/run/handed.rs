@@ -19,7 +19,7 @@ pub(super) fn confine_and_wait(
     notes: &mut dyn Notes,
     ctx: &mut Ctx,
 ) -> Result<i32, Refusal> {
-    let needs_bridge = ir.platform == crate::spec::Platform::Linux && ir.network.mode.proxied();
+    let needs_bridge = crate::exec::Mechanism::of(ir).bridges(ir);
     let mut bridge = None;
     let mut plan = if needs_bridge {
         let b = crate::exec::private_dir().map_err(|e| {
@@ -102,7 +102,9 @@ pub(super) fn confine_and_wait(
                 crate::exec::SANDBOX_FAILED,
                 format!("cannot start {}: {e}", quote(&plan.program)),
             );
-            if plan.bubblewrap && std::fs::metadata(&plan.program).is_err() {
+            if plan.mechanism == crate::exec::Mechanism::Bubblewrap
+                && std::fs::metadata(&plan.program).is_err()
+            {
                 r = r.help(super::help::no_bwrap_help(&plan.program));
             }
             Err(r)
