@@ -117,7 +117,9 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         .filter(|d| d.is_error())
         .map(|d| {
             let kind = match d.code {
-                "sealc::root::linked" | "sealc::root::uncheckable" => DriftKind::Linked,
+                crate::diag::code::ROOT_LINKED | crate::diag::code::ROOT_UNCHECKABLE => {
+                    DriftKind::Linked
+                }
                 _ => DriftKind::Host,
             };
             Drift::new(kind, d.message.clone())

@@ -104,11 +104,12 @@ pub fn compile_for(
     let secret_spans: Vec<_> = smells
         .0
         .iter()
-        .filter(|d| d.code == "sealc::lint::secret_pass")
+        .filter(|d| d.code == crate::diag::code::LINT_SECRET_PASS)
         .filter_map(|d| d.span.clone())
         .collect();
     all.0.retain(|d| {
-        d.code != "sealc::env::absent" || d.span.as_ref().is_none_or(|s| !secret_spans.contains(s))
+        d.code != crate::diag::code::ENV_ABSENT
+            || d.span.as_ref().is_none_or(|s| !secret_spans.contains(s))
     });
     all.0.extend(
         smells
@@ -138,7 +139,7 @@ pub fn recorded_secret_looking(facts: &Facts) -> Vec<&str> {
 /// Lint's secret-looking `pass` finding, said as it stands after this
 /// compile: the value is recorded (or, not set, was not).
 fn recorded_now(d: diag::Diagnostic, spec: &spec::Spec, facts: &Facts) -> diag::Diagnostic {
-    if d.code != "sealc::lint::secret_pass" {
+    if d.code != crate::diag::code::LINT_SECRET_PASS {
         return d;
     }
     let Some(name) = spec

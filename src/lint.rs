@@ -94,7 +94,7 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir
         Err(d) => {
             out.extend(Diagnostics(
                 d.0.into_iter()
-                    .filter(|x| x.code != "sealc::env::absent")
+                    .filter(|x| x.code != crate::diag::code::ENV_ABSENT)
                     .collect(),
             ));
             return None;
@@ -166,7 +166,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
             ),
         };
         out.push(
-            Diagnostic::warning("sealc::lint::ipc_allowed", message)
+            Diagnostic::warning(crate::diag::code::LINT_IPC_ALLOWED, message)
                 .at(entry.span.clone())
                 .label(label)
                 .help("keep it only if a tool of the run needs it; an `[[assert]]` that it is denied fails the compile while it is here"),
@@ -187,7 +187,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         {
             out.push(
                 Diagnostic::warning(
-                    "sealc::lint::allow_outside_deny",
+                    crate::diag::code::LINT_ALLOW_OUTSIDE_DENY,
                     format!("`filesystem.allow_read` entry {} lies in no denied root, so it changes nothing", quote(&root.origin)),
                 )
                 .at(root.span.clone())
@@ -201,7 +201,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
                 if parent.kind == root.kind {
                     out.push(
                         Diagnostic::advice(
-                            "sealc::lint::redundant_root",
+                            crate::diag::code::LINT_REDUNDANT_ROOT,
                             format!(
                                 "{} lies inside {}, also in `{}`",
                                 quote(&root.origin),
@@ -232,7 +232,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
             };
             out.push(
                 Diagnostic::advice(
-                    "sealc::lint::deny_inside_write",
+                    crate::diag::code::LINT_DENY_INSIDE_WRITE,
                     format!("{} lies inside a write root", quote(&root.origin)),
                 )
                 .at(root.span.clone())
@@ -253,7 +253,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         if !used.contains(name) {
             out.push(
                 Diagnostic::warning(
-                    "sealc::lint::unused_var",
+                    crate::diag::code::LINT_UNUSED_VAR,
                     format!("var `{name}` is declared but never used"),
                 )
                 .at(decl.name.span.clone())
@@ -268,7 +268,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         if let Some(first) = spec.network.hosts.first() {
             out.push(
                 Diagnostic::advice(
-                    "sealc::lint::unenforced_hosts",
+                    crate::diag::code::LINT_UNENFORCED_HOSTS,
                     "in `proxy` mode `network.hosts` and `ports` are recorded for your proxy, not enforced by sealc",
                 )
                 .at(first.span.clone())
@@ -293,7 +293,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         {
             out.push(
                 Diagnostic::warning(
-                    "sealc::lint::loopback_range",
+                    crate::diag::code::LINT_LOOPBACK_RANGE,
                     format!("`network.allow_ranges` entry {} covers loopback", quote(&r.value)),
                 )
                 .at(r.span.clone())
@@ -308,7 +308,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         if crate::spec::looks_secret(&p.value) {
             out.push(
                 Diagnostic::warning(
-                    "sealc::lint::secret_pass",
+                    crate::diag::code::LINT_SECRET_PASS,
                     format!("`{}` looks like a secret, and `pass` records its value", p.value),
                 )
                 .at(p.span.clone())
@@ -349,7 +349,7 @@ fn git_unprotected(ir: &Ir, out: &mut Diagnostics) {
     let names: Vec<String> = open.iter().map(|w| quote(&w.origin)).collect();
     out.push(
         Diagnostic::advice(
-            "sealc::protect::git",
+            crate::diag::code::PROTECT_GIT,
             format!(
                 "no `filesystem.protect` entry covers `.git/hooks` and `.git/config` in the write root{} {}",
                 if open.len() == 1 { "" } else { "s" },
@@ -369,7 +369,7 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
     if let Some(b) = c.allow_system_config.as_ref().filter(|b| b.value) {
         out.push(
             Diagnostic::warning(
-                "sealc::lint::codex_layers",
+                crate::diag::code::LINT_CODEX_LAYERS,
                 format!("Codex may read `{}`", crate::spec::CODEX_SYSTEM_DIR),
             )
             .at(b.span.clone())
@@ -380,7 +380,7 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
     if let Some(b) = c.allow_project_config.as_ref().filter(|b| b.value) {
         out.push(
             Diagnostic::warning(
-                "sealc::lint::codex_layers",
+                crate::diag::code::LINT_CODEX_LAYERS,
                 "Codex may load the workspace's `.codex/` layer",
             )
             .at(b.span.clone())
@@ -391,7 +391,7 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
     if c.workspace.is_none() && !c.allow_project_config.as_ref().is_some_and(|b| b.value) {
         out.push(
             Diagnostic::advice(
-                "sealc::lint::codex_layers",
+                crate::diag::code::LINT_CODEX_LAYERS,
                 "this Codex seal names no `workspace`",
             )
             .at(table.clone())
@@ -493,7 +493,7 @@ fn schema_findings(src: &str) -> Diagnostics {
         };
         out.push(
             Diagnostic::error(
-                "sealc::lint::schema",
+                crate::diag::code::LINT_SCHEMA,
                 format!("{at}: {}", crate::diag::lowercase_first(&e.to_string())),
             )
             .at_opt(span)
@@ -615,7 +615,7 @@ mod tests {
             at("0]") || d.0.iter().any(|x| x.message.contains("network.ports[1]")),
             "{d:#?}"
         );
-        assert!(d.0.iter().all(|x| x.code == "sealc::lint::schema"));
+        assert!(d.0.iter().all(|x| x.code == crate::diag::code::LINT_SCHEMA));
     }
 
     #[test]

@@ -54,63 +54,63 @@ pub struct Difference {
 /// Every platform difference.
 pub const DIFFERENCES: &[Difference] = &[
     Difference {
-        code: "sealc::platform::stand-in",
+        code: crate::diag::code::PLATFORM_STAND_IN,
         side: Side::Linux,
         what: "a hidden root (deny_read, metadata_only) and every directory on the way to a deeper root is an empty stand-in on Linux: its own name can be stat'ed and a directory listed (empty, or the names on the way to deeper roots), with the stand-in's metadata; macOS refuses stat and listing of a denied root and shows the host's metadata where it allows stat",
         direction: "Linux looser for a denied root's own name and the names on the way; the metadata shown differs",
         why: "a mount can cover a path but not remove it: bubblewrap puts an empty tmpfs (or /dev/null) over the root, and makes the directories a deeper mount needs",
     },
     Difference {
-        code: "sealc::platform::metadata-inside",
+        code: crate::diag::code::PLATFORM_METADATA_INSIDE,
         side: Side::Linux,
         what: "inside a metadata-only root nothing is there on Linux: its files cannot be stat'ed (macOS: stat but not read) and a symlink in it cannot be walked through",
         direction: "Linux stricter",
         why: "the root is an empty stand-in; a mount cannot show names and metadata without the data",
     },
     Difference {
-        code: "sealc::platform::denied-symlink",
+        code: crate::diag::code::PLATFORM_DENIED_SYMLINK,
         side: Side::Linux,
         what: "a deny_read root that is a symlink on the host: Linux hides what it leads to, but the link itself stays (lstat, readlink, and walking through it to a re-allowed root); macOS denies the link's own name too",
         direction: "Linux looser",
         why: "mounts are made at the realpath; the link is an entry of the directory that holds it, which stays as the host has it",
     },
     Difference {
-        code: "sealc::platform::test-existence",
+        code: crate::diag::code::PLATFORM_TEST_EXISTENCE,
         side: Side::Macos,
         what: "macOS answers file-test-existence from the base alone: under allow-default the existence of a denied file can be tested, under deny-default no existence test is allowed; on Linux a path exists exactly when it can be stat'ed",
         direction: "macOS looser under allow-default, stricter under deny-default",
         why: "file-test-existence falls back to the default, not to file-read*, so no path rule of the profile decides it",
     },
     Difference {
-        code: "sealc::platform::cross-mount",
+        code: crate::diag::code::PLATFORM_CROSS_MOUNT,
         side: Side::Linux,
         what: "renames and hard links never cross two mounts on Linux: not between two write roots, not out of a write root into a nested root (or back), not out of a directory a protected path keeps fixed (such as `.git` around a protected `.git/hooks`) into the rest of its write root (or back), not from outside the write roots into one (EXDEV); macOS allows what the rules allow on one volume",
         direction: "Linux stricter",
         why: "each root, and each directory on the way to a protected path, is its own bind mount, and the kernel refuses a rename or link across mounts, even of one file system; tools such as mv, cargo, pnpm and uv copy instead",
     },
     Difference {
-        code: "sealc::platform::rename-ancestor",
+        code: crate::diag::code::PLATFORM_RENAME_ANCESTOR,
         side: Side::Linux,
         what: "a denied or metadata-only root inside a write root: macOS refuses renaming its writable ancestors; on Linux they can be renamed (the stand-in moves with them), and the next `sealc exec` refuses to start because the pinned identities moved",
         direction: "Linux looser within a run",
         why: "only a mount point cannot be renamed; the ancestors are ordinary directories of the write root's mount",
     },
     Difference {
-        code: "sealc::platform::proxy-address",
+        code: crate::diag::code::PLATFORM_PROXY_ADDRESS,
         side: Side::Macos,
         what: "network proxy: macOS allows outbound TCP to the proxy's port on every loopback address (127.0.0.1 and ::1); Linux bridges only the proxy's own address",
         direction: "macOS looser",
         why: "seatbelt names loopback as `localhost:PORT` only; the Linux sandbox has its own network namespace where sealc bridges exactly the proxy's address",
     },
     Difference {
-        code: "sealc::platform::system-base",
+        code: crate::diag::code::PLATFORM_SYSTEM_BASE,
         side: Side::Both,
         what: "the deny-default system base differs: macOS reads /System, /bin, /sbin, /usr, /private/etc, /private/var/db/dyld and a few devices; Linux reads /bin, /etc, /lib*, /sbin, /usr and has a fresh /dev and /proc and a /sys of its own with only the CPU, NUMA and transparent huge page entries",
         direction: "neither: each platform's own minimum to start a program",
         why: "the two systems keep what programs need in different places",
     },
     Difference {
-        code: "sealc::platform::hidden-at-start",
+        code: crate::diag::code::PLATFORM_HIDDEN_AT_START,
         side: Side::Linux,
         what: "Linux hides (or protects) a root when the sandbox starts: a denied root absent then is not hidden if it appears during the run, and one the host renames or replaces during the run loses its stand-in (a protected file the host rewrites by a rename, such as your own `git config` meanwhile, loses its read-only bind); macOS decides by path for the whole run",
         direction: "Linux looser during a run",
@@ -174,7 +174,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     if !denied.is_empty() || !protected.is_empty() {
         let at_start: Vec<&Root> = denied.iter().chain(&protected).copied().collect();
         push(
-            "sealc::platform::hidden-at-start",
+            crate::diag::code::PLATFORM_HIDDEN_AT_START,
             &at_start,
             None,
             "on Linux these are hidden or protected when the sandbox starts, not by path".into(),
@@ -182,14 +182,14 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if !denied.is_empty() {
         push(
-            "sealc::platform::stand-in",
+            crate::diag::code::PLATFORM_STAND_IN,
             &denied,
             None,
             "on Linux these are empty stand-ins, whose names stay".into(),
         );
     } else if ir.base == Base::DenyDefault && !ir.roots.is_empty() {
         push(
-            "sealc::platform::stand-in",
+            crate::diag::code::PLATFORM_STAND_IN,
             &[],
             base_span.clone(),
             "on Linux the directories on the way to each root are made empty".into(),
@@ -197,7 +197,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if !meta.is_empty() {
         push(
-            "sealc::platform::metadata-inside",
+            crate::diag::code::PLATFORM_METADATA_INSIDE,
             &meta,
             None,
             "on Linux nothing inside these metadata-only roots can be stat'ed".into(),
@@ -205,7 +205,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if !deny.is_empty() {
         push(
-            "sealc::platform::denied-symlink",
+            crate::diag::code::PLATFORM_DENIED_SYMLINK,
             &deny,
             None,
             "where one of these is a symlink on the host, the link itself stays on Linux".into(),
@@ -213,14 +213,14 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if ir.base == Base::DenyDefault {
         push(
-            "sealc::platform::test-existence",
+            crate::diag::code::PLATFORM_TEST_EXISTENCE,
             &[],
             base_span.clone(),
             "under deny-default macOS allows no file-test-existence".into(),
         );
     } else if !denied.is_empty() {
         push(
-            "sealc::platform::test-existence",
+            crate::diag::code::PLATFORM_TEST_EXISTENCE,
             &denied,
             None,
             "on macOS the existence of files in these can be tested".into(),
@@ -228,7 +228,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if !writes.is_empty() {
         push(
-            "sealc::platform::cross-mount",
+            crate::diag::code::PLATFORM_CROSS_MOUNT,
             &writes,
             None,
             "on Linux nothing is renamed or hard-linked across these write roots' edges".into(),
@@ -236,7 +236,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if !denied_in_write.is_empty() {
         push(
-            "sealc::platform::rename-ancestor",
+            crate::diag::code::PLATFORM_RENAME_ANCESTOR,
             &denied_in_write,
             None,
             "on Linux the writable ancestors of these can be renamed within a run".into(),
@@ -244,7 +244,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if ir.network.mode == NetMode::Proxy {
         push(
-            "sealc::platform::proxy-address",
+            crate::diag::code::PLATFORM_PROXY_ADDRESS,
             &[],
             proxy_span.clone(),
             "on macOS every loopback address reaches the proxy's port".into(),
@@ -252,7 +252,7 @@ pub fn findings(spec: &Spec, ir: &Ir, select: Select) -> Vec<Diagnostic> {
     }
     if ir.base == Base::DenyDefault {
         push(
-            "sealc::platform::system-base",
+            crate::diag::code::PLATFORM_SYSTEM_BASE,
             &[],
             base_span.clone(),
             "the deny-default system base is each platform's own".into(),

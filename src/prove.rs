@@ -19,7 +19,7 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
     }
     let unreadable = |file: &str, e: String| {
         Diagnostics::from(diag::Diagnostic::error(
-            "sealc::assert::failed",
+            crate::diag::code::ASSERT_FAILED,
             format!("the compiled `{file}` does not read back: {e}"),
         ))
     };
@@ -63,7 +63,7 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
                         None => {
                             diags.push(
                                 diag::Diagnostic::error(
-                                    "sealc::assert::failed",
+                                    crate::diag::code::ASSERT_FAILED,
                                     format!("remote {} is not `host:port`", diag::quote(r)),
                                 )
                                 .at(a.span.clone()),
@@ -75,7 +75,7 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
             };
             if let Some((message, label)) = judge(a, &target) {
                 diags.push(
-                    diag::Diagnostic::error("sealc::assert::failed", message)
+                    diag::Diagnostic::error(crate::diag::code::ASSERT_FAILED, message)
                         .at(a.span.clone())
                         .label(label)
                         .help("change the spec so the seal means what the assertion says, or correct the assertion"),
@@ -230,7 +230,7 @@ pub fn codex_profile(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), D
     backend::codex_profile::check_config(&text, &ir.codex.versions).map_err(|bad| {
         Diagnostics::from(
             diag::Diagnostic::error(
-                "sealc::codex::profile",
+                crate::diag::code::CODEX_PROFILE,
                 format!(
                     "the Codex permission profile fails the strict check for Codex {}: {}",
                     ir.codex.versions.join(", "),

@@ -56,6 +56,50 @@ fn every_code_in_the_source_is_catalogued_once() {
     }
 }
 
+/// A code is spelled once, as a constant in `src/diag/code.rs`: everything
+/// else (the catalogue, the code that emits it, the code that matches on it)
+/// names the constant.
+#[test]
+fn each_code_is_spelled_once() {
+    let mut bad = Vec::new();
+    let mut stack = vec![root().join("src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("diag/code.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for (i, line) in text.lines().enumerate() {
+                    if line.trim_start().starts_with("//") {
+                        continue;
+                    }
+                    let code = line.split('"').skip(1).step_by(2).any(|piece| {
+                        piece.starts_with("sealc::")
+                            && piece.matches("::").count() == 2
+                            && !piece.contains(' ')
+                    });
+                    if code {
+                        bad.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a code spelled outside src/diag/code.rs:\n{}",
+        bad.join("\n")
+    );
+    let text = std::fs::read_to_string(root().join("src/diag/code.rs")).unwrap();
+    let constants = text.lines().filter(|l| l.starts_with("pub const ")).count();
+    assert_eq!(
+        constants,
+        sealc::diag::CODES.len(),
+        "a constant the catalogue does not list"
+    );
+}
+
 #[test]
 fn spec_examples_raise_their_code() {
     let mut checked = 0;

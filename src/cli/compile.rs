@@ -101,7 +101,7 @@ fn compile(
         }
         Err(e) => {
             let d = Diagnostic::error(
-                "sealc::io::read",
+                crate::diag::code::IO_READ,
                 format!("cannot read spec {}: {e}", quote(&display)),
             )
             .help("give the path of a seal spec (TOML)");
@@ -147,7 +147,7 @@ fn compile(
         .write_root_holding(&resolved(dir).to_string_lossy())
     {
         let d = Diagnostic::warning(
-            "sealc::out::in-write-root",
+            crate::diag::code::OUT_IN_WRITE_ROOT,
             format!(
                 "the seal goes to {}, inside the write root {}, where the agent could rewrite it for the next run",
                 quote(&dir.display().to_string()),
@@ -216,7 +216,7 @@ fn compile(
             }
             Err(e) => {
                 let d = Diagnostic::error(
-                    "sealc::io::read",
+                    crate::diag::code::IO_READ,
                     format!(
                         "cannot read existing output {}: {e}",
                         quote(&path.display().to_string())
@@ -288,7 +288,7 @@ fn compile(
     if !refused.is_empty() && !force {
         for name in &refused {
             let d = Diagnostic::error(
-                "sealc::out::differs",
+                crate::diag::code::OUT_DIFFERS,
                 format!(
                     "{} exists and differs from this compile",
                     quote(&dir.join(name).display().to_string())
@@ -321,7 +321,7 @@ fn compile(
         Ok(top) => top,
         Err(e) => {
             let d = Diagnostic::error(
-                "sealc::io::write",
+                crate::diag::code::IO_WRITE,
                 format!(
                     "cannot write outputs to {}: {e}",
                     quote(&dir.display().to_string())

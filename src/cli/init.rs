@@ -82,7 +82,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
         Ok(_) if !a.force => {
             let d = Diagnostic::error(
-                "sealc::out::differs",
+                crate::diag::code::OUT_DIFFERS,
                 format!("{} exists and differs from the starter spec", quote(&display)),
             )
             .help("pass `--force` to replace it, `--out FILE` to write elsewhere, or `--out -` for stdout");
@@ -92,7 +92,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
             let d = Diagnostic::error(
-                "sealc::io::read",
+                crate::diag::code::IO_READ,
                 format!("cannot read {}: {e}", quote(&display)),
             );
             return fail(err, d, BAD_INPUT);
@@ -100,7 +100,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     }
     if let Err(e) = write_atomically(&a.out, text.as_bytes()) {
         let d = Diagnostic::error(
-            "sealc::io::write",
+            crate::diag::code::IO_WRITE,
             format!("cannot write {}: {e}", quote(&display)),
         )
         .help("check that the directory exists and is writable");

@@ -42,7 +42,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         Ok(s) => s,
         Err(e) => {
             let d = Diagnostic::error(
-                "sealc::io::read",
+                crate::diag::code::IO_READ,
                 format!("cannot read spec {}: {e}", quote(&display)),
             );
             let _ = write!(err, "{}", render_diagnostics(&d.into(), &display, ""));

@@ -43,7 +43,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             Err(e) => {
                 let shown = dir.display().to_string();
                 let d = Diagnostic::error(
-                    "sealc::io::write",
+                    crate::diag::code::IO_WRITE,
                     format!("cannot write the manual pages to {}: {e}", quote(&shown)),
                 )
                 .help("check that the directory exists and is writable");

@@ -52,11 +52,15 @@ pub(super) struct Loaded {
 pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diagnostic> {
     let shown = quote(&path.display().to_string());
     let unusable = |msg: String| {
-        Diagnostic::error("sealc::record::unusable", msg)
+        Diagnostic::error(crate::diag::code::RECORD_UNUSABLE, msg)
             .help("give the `seal.json` that `sealc compile` wrote")
     };
-    let bytes = crate::hostfs::read_path(path, crate::hostfs::MAX_RECORD)
-        .map_err(|e| Diagnostic::error("sealc::io::read", format!("cannot read {shown}: {e}")))?;
+    let bytes = crate::hostfs::read_path(path, crate::hostfs::MAX_RECORD).map_err(|e| {
+        Diagnostic::error(
+            crate::diag::code::IO_READ,
+            format!("cannot read {shown}: {e}"),
+        )
+    })?;
     let record = crate::verify::read_record(&bytes)
         .map_err(|why| unusable(format!("{shown} is not a usable record: {why}")))?;
     let compiled =
@@ -69,7 +73,7 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
                     .map(|d| format!("{}: {}", d.code, d.message))
                     .collect();
                 Diagnostic::error(
-                    "sealc::record::unusable",
+                    crate::diag::code::RECORD_UNUSABLE,
                     format!(
                         "the spec recorded in {shown} does not compile with this sealc: {}",
                         errors.join("; ")

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::ops::Range;
 
+pub mod code;
 mod codes;
 mod render;
 

@@ -106,7 +106,7 @@ pub fn plan(
 ) -> Result<Plan, Diagnostic> {
     if command.is_empty() {
         return Err(
-            Diagnostic::error("sealc::exec::command", "no command to run")
+            Diagnostic::error(crate::diag::code::EXEC_COMMAND, "no command to run")
                 .help("give it after the record: `sealc exec seal/seal.json -- codex exec ...`"),
         );
     }
@@ -126,7 +126,7 @@ pub fn plan(
     if !missing.is_empty() {
         let names = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>();
         return Err(Diagnostic::error(
-            "sealc::exec::secret",
+            crate::diag::code::EXEC_SECRET,
             format!(
                 "secret {} {} not set, so nothing was started",
                 names.join(", "),
@@ -279,7 +279,7 @@ pub(super) fn linux(
                 args.push(opt.into());
                 let Some((kind, within)) = kind_at(ir, &a[1]) else {
                     return Err(Diagnostic::error(
-                        "sealc::linux::kind",
+                        crate::diag::code::LINUX_KIND,
                         format!(
                             "the seal binds {} but does not record what it is",
                             quote(&a[1])

@@ -214,7 +214,7 @@ fn refusals_name_what_is_wrong() {
     let e = plan(&i, &["cmd".into()], &|_| None, &rt()).unwrap_err();
     assert!(e.message.contains("`K`"), "{}", e.message);
     let e = plan(&i, &[], &|_| Some("v".into()), &rt()).unwrap_err();
-    assert_eq!(e.code, "sealc::exec::command");
+    assert_eq!(e.code, crate::diag::code::EXEC_COMMAND);
     // No `env` runs in between any more, so `=` in a name is fine.
     assert!(plan(&i, &["A=1".into()], &|_| Some("v".into()), &rt()).is_ok());
 }

@@ -78,7 +78,7 @@ pub(super) fn linked_roots(
         };
         diags.push(
             Diagnostic::error(
-                "sealc::root::uncheckable",
+                crate::diag::code::ROOT_UNCHECKABLE,
                 format!(
                     "{}: {}, so sealc cannot check it for hard links",
                     what(key, path),
@@ -160,7 +160,7 @@ pub(super) fn linked_roots(
             message.push_str(&format!(" ({p})"));
         }
         diags.push(
-            Diagnostic::error("sealc::root::linked", message)
+            Diagnostic::error(crate::diag::code::ROOT_LINKED, message)
                 .at(span.clone())
                 .label("hiding a path does not hide the file: every other link of it reads the same data")
                 .help("remove the other links (the file keeps its content), or give the file a single link of its own (copy it over itself: `cp -p FILE FILE.new && mv FILE.new FILE`; what it holds now stays readable through the old links), or start from a fresh write root"),
@@ -227,7 +227,7 @@ pub(super) fn no_bwrap(
     };
     diags.push(
         Diagnostic::warning(
-            "sealc::exec::no-bwrap",
+            crate::diag::code::EXEC_NO_BWRAP,
             format!(
                 "bubblewrap {} {what}, so `sealc exec` cannot run this seal here",
                 quote(path)

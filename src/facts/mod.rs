@@ -258,7 +258,7 @@ pub fn gather_all(
             if let Some(elsewhere) = would_appear(&path, host).filter(|e| *e != at) {
                 diags.push(
                     Diagnostic::error(
-                        "sealc::root::dangling-link",
+                        crate::diag::code::ROOT_DANGLING_LINK,
                         format!(
                             "write root {} does not exist, and a symlink on the way leads to {}, which does not exist either",
                             quote(&path),
@@ -347,7 +347,7 @@ pub fn gather_all(
             Ok(path) => match walk_chain(&path, host) {
                 Ok(chain) => launcher = chain,
                 Err(msg) => diags.push(
-                    Diagnostic::error("sealc::launcher::chain", msg)
+                    Diagnostic::error(crate::diag::code::LAUNCHER_CHAIN, msg)
                         .at(l.path.span.clone())
                         .label(format!("resolves to {}", quote(&path)))
                         .help("point `launcher.path` at the agent binary or a symlink chain that ends at it"),
@@ -369,7 +369,7 @@ pub fn gather_all(
             }
             Some(Err(())) => diags.push(
                 Diagnostic::error(
-                    "sealc::var::encoding",
+                    crate::diag::code::VAR_ENCODING,
                     format!("env var `{n}` is not UTF-8"),
                 )
                 .at(name.span.clone())
@@ -378,7 +378,7 @@ pub fn gather_all(
             None => {
                 diags.push(
                     Diagnostic::warning(
-                        "sealc::env::absent",
+                        crate::diag::code::ENV_ABSENT,
                         format!("env var `{n}` is not set here, so it will not cross `env -i`"),
                     )
                     .at(name.span.clone())
@@ -397,7 +397,7 @@ pub fn gather_all(
     // A declared var without a value has its own error (no value, a refused
     // `--var`); a `${var}` that uses it is not also "undeclared".
     diags.0.retain(|d| {
-        let knock_on = d.code == "sealc::var::undeclared"
+        let knock_on = d.code == crate::diag::code::VAR_UNDECLARED
             && d.message
                 .strip_prefix("`${")
                 .and_then(|m| m.split_once("}`"))
@@ -566,7 +566,7 @@ mod tests {
             let src = spec(platform, "");
             let e = errors(&src, &h);
             assert_eq!(e.len(), 1, "{e:?}");
-            assert_eq!(e[0].code, "sealc::root::linked");
+            assert_eq!(e[0].code, crate::diag::code::ROOT_LINKED);
             assert!(
                 e[0].message
                     .contains("`/w/grader/answer` is also `/w/.peek`"),
@@ -636,7 +636,7 @@ mod tests {
             .unreadable("/w/grader/sub");
         let e = errors(&spec("linux", ""), &h);
         assert_eq!(e.len(), 1, "{e:?}");
-        assert_eq!(e[0].code, "sealc::root::uncheckable");
+        assert_eq!(e[0].code, crate::diag::code::ROOT_UNCHECKABLE);
         assert!(
             e[0].message.contains("cannot read `/w/grader/sub`")
                 && e[0]
@@ -667,7 +667,7 @@ mod tests {
             depth: 8,
         });
         assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].code, "sealc::root::uncheckable");
+        assert_eq!(d[0].code, crate::diag::code::ROOT_UNCHECKABLE);
         assert_eq!(d[0].message, "the `filesystem.deny_read` root `/w/grader`: more than 4 entries under `/w/grader`, so sealc cannot check it for hard links");
         let d = run(Bounds {
             entries: 100,

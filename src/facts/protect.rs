@@ -165,7 +165,7 @@ pub(super) fn protected(
         let names: Vec<String> = open.iter().map(|o| format!("`{o}`")).collect();
         diags.push(
             Diagnostic::advice(
-                "sealc::protect::git",
+                crate::diag::code::PROTECT_GIT,
                 format!(
                     "the write root {} holds a `.git`, and {} {} not protected",
                     quote(w),
@@ -228,7 +228,7 @@ pub(super) fn protected(
             }
             diags.push(
                 Diagnostic::warning(
-                    "sealc::protect::git-config",
+                    crate::diag::code::PROTECT_GIT_CONFIG,
                     format!(
                         "the protected `.git/config` of the write root {} sets `{key}` to {}, which the agent may write",
                         quote(w),
@@ -351,7 +351,7 @@ pub(super) fn protect_link(
             )
         };
         return Some(
-            Diagnostic::error("sealc::protect::link", format!("{what} inside the write root {}", quote(w)))
+            Diagnostic::error(crate::diag::code::PROTECT_LINK, format!("{what} inside the write root {}", quote(w)))
                 .label("the agent can point it elsewhere, and your tools, which use this path, would follow it to what the agent wrote")
                 .help(format!(
                     "protect the path it leads to ({}), or replace the link by what it points at",
@@ -492,7 +492,7 @@ pub(super) fn denied_in_write_roots(
                 let target = host.read_link(&path).unwrap_or_default();
                 diags.push(
                     Diagnostic::error(
-                        "sealc::linux::denied-link-in-write-root",
+                        crate::diag::code::LINUX_DENIED_LINK_IN_WRITE_ROOT,
                         format!(
                             "{} is a symlink inside the write root {}",
                             quote(&path),

@@ -14,7 +14,7 @@ pub fn parse_var_flag(s: &str) -> Result<(String, String), Diagnostic> {
                 _ => "NAME",
             };
             Err(Diagnostic::error(
-                "sealc::var::flag",
+                crate::diag::code::VAR_FLAG,
                 format!(
                     "`--var {}` is not of the form NAME=VALUE",
                     crate::diag::visible(s)
@@ -78,7 +78,8 @@ pub(super) fn flag_path(name: &str, value: &str, host: &dyn Host) -> Result<Stri
             crate::diag::visible(v)
         )
     };
-    let bad = |msg: String, help: String| Diagnostic::error("sealc::var::flag", msg).help(help);
+    let bad =
+        |msg: String, help: String| Diagnostic::error(crate::diag::code::VAR_FLAG, msg).help(help);
     if value.starts_with('~') {
         return Err(bad(
             format!(
@@ -173,7 +174,7 @@ pub(super) fn resolve_vars(
             given.insert(k, value);
         } else {
             let mut d = Diagnostic::error(
-                "sealc::var::undeclared",
+                crate::diag::code::VAR_UNDECLARED,
                 format!("`--var {}` names no declared var", crate::diag::visible(k)),
             );
             d = match did_you_mean(k, spec.vars.keys().map(String::as_str)) {
@@ -223,7 +224,7 @@ impl Resolver<'_> {
             let cycle = self.stack.join(" → ");
             diags.push(
                 Diagnostic::error(
-                    "sealc::var::cycle",
+                    crate::diag::code::VAR_CYCLE,
                     format!("var `{name}` depends on itself: {cycle} → {name}"),
                 )
                 .at(decl.name.span.clone())
@@ -253,7 +254,7 @@ impl Resolver<'_> {
             if self.secrets.contains(env.value.as_str()) {
                 diags.push(
                     Diagnostic::error(
-                        "sealc::var::secret",
+                        crate::diag::code::VAR_SECRET,
                         format!(
                             "var `{name}` reads `{}`, which is listed as a secret",
                             env.value
@@ -270,7 +271,7 @@ impl Resolver<'_> {
                 Some(Err(())) => {
                     diags.push(
                         Diagnostic::error(
-                            "sealc::var::encoding",
+                            crate::diag::code::VAR_ENCODING,
                             format!("env var `{}` is not UTF-8", env.value),
                         )
                         .at(env.span.clone())
@@ -318,7 +319,7 @@ impl Resolver<'_> {
         let required = decl.required.as_ref().is_some_and(|r| r.value);
         diags.push(
             Diagnostic::error(
-                "sealc::var::missing",
+                crate::diag::code::VAR_MISSING,
                 if required {
                     format!("required var `{name}` has no value")
                 } else {

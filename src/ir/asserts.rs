@@ -8,7 +8,7 @@ impl Lower<'_> {
         let mut out = Vec::new();
         for a in &spec.asserts {
             let shape = |msg: &str| {
-                Diagnostic::error("sealc::assert::shape", msg.to_string())
+                Diagnostic::error(crate::diag::code::ASSERT_SHAPE, msg.to_string())
                     .at(a.span.clone())
                     .help("write `allow = \"OP\"` or `deny = \"OP\"`, and `paths = [...]` or `remote = [...]`")
             };
@@ -32,7 +32,7 @@ impl Lower<'_> {
                 );
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::assert::op",
+                        crate::diag::code::ASSERT_OP,
                         format!("{} is not an operation sealc models", quote(&op.value)),
                     )
                     .at(op.span.clone())
@@ -55,7 +55,7 @@ impl Lower<'_> {
                     other => {
                         self.diags.push(
                             Diagnostic::error(
-                                "sealc::assert::shape",
+                                crate::diag::code::ASSERT_SHAPE,
                                 format!("assertion platform {} is not `macos` or `linux`", quote(other)),
                             )
                             .at(p.span.clone())
@@ -90,7 +90,7 @@ impl Lower<'_> {
                 (true, true, false) => {
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::assert::shape",
+                            crate::diag::code::ASSERT_SHAPE,
                             format!("{} is not applied to a name", quote(&op.value)),
                         )
                         .at(op.span.clone())

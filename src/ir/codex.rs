@@ -10,7 +10,7 @@ impl Lower<'_> {
             if m.value.is_empty() || m.value.chars().any(char::is_control) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::spec::value",
+                        crate::diag::code::SPEC_VALUE,
                         format!("model {} is not a model name", quote(&m.value)),
                     )
                     .at(m.span.clone())
@@ -21,7 +21,7 @@ impl Lower<'_> {
         if let Some(r) = &c.reasoning_effort {
             if !REASONING_EFFORTS.contains(&r.value.as_str()) {
                 let mut d = Diagnostic::error(
-                    "sealc::spec::value",
+                    crate::diag::code::SPEC_VALUE,
                     format!("`codex.reasoning_effort` cannot be {}", quote(&r.value)),
                 )
                 .at(r.span.clone())
@@ -69,7 +69,7 @@ impl Lower<'_> {
         {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::codex::credentials",
+                    crate::diag::code::CODEX_CREDENTIALS,
                     format!(
                         "the Codex credentials {} lie inside the write root {}",
                         quote(&path),
@@ -100,7 +100,7 @@ impl Lower<'_> {
         };
         if !SANDBOXES.contains(&v.value.as_str()) {
             let mut d = Diagnostic::error(
-                "sealc::spec::value",
+                crate::diag::code::SPEC_VALUE,
                 format!("`codex.sandbox` cannot be {}", quote(&v.value)),
             )
             .at(v.span.clone())
@@ -119,7 +119,7 @@ impl Lower<'_> {
             if let Some(why) = codex_inexpressible(r) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::codex::profile",
+                        crate::diag::code::CODEX_PROFILE,
                         format!(
                             "Codex {} cannot express the {} root {} in a permission profile",
                             versions.join(", "),
@@ -140,7 +140,7 @@ impl Lower<'_> {
             }) {
                 self.diags.push(
                     Diagnostic::warning(
-                        "sealc::codex::reallow",
+                        crate::diag::code::CODEX_REALLOW,
                         format!(
                             "Codex {} refuses reads of {} inside its denied directory: stricter than the seal",
                             versions.join(", "),
@@ -164,7 +164,7 @@ impl Lower<'_> {
             .collect();
         if env.vars.contains_key("PATH") && !old.is_empty() {
             let mut d = Diagnostic::warning(
-                "sealc::codex::sandbox-path",
+                crate::diag::code::CODEX_SANDBOX_PATH,
                 format!(
                     "Codex {} cannot start its own sandbox with the allowlist's PATH",
                     old.join(", ")
@@ -206,7 +206,7 @@ impl Lower<'_> {
                 {
                     self.diags.push(
                         Diagnostic::warning(
-                            "sealc::codex::tools",
+                            crate::diag::code::CODEX_TOOLS,
                             format!(
                                 "Codex {} cannot start its tools under this Linux seal",
                                 old.join(", ")
@@ -226,7 +226,7 @@ impl Lower<'_> {
             Err(why) => {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::codex::version",
+                        crate::diag::code::CODEX_VERSION,
                         format!("`codex.version` {}: {why}", quote(&want)),
                     )
                     .at(v.span.clone())
@@ -254,7 +254,7 @@ impl Lower<'_> {
             None => {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::codex::workspace",
+                        crate::diag::code::CODEX_WORKSPACE,
                         format!("the Codex workspace {} is not a write root", quote(&path)),
                     )
                     .at(ws.span.clone())
@@ -277,7 +277,7 @@ impl Lower<'_> {
         if !scheme_ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::codex::provider",
+                    crate::diag::code::CODEX_PROVIDER,
                     format!(
                         "`codex.provider.base_url` {} is not an http(s) URL",
                         quote(&url)
@@ -292,7 +292,7 @@ impl Lower<'_> {
             if !env.secrets.contains(&k.value) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::codex::provider",
+                        crate::diag::code::CODEX_PROVIDER,
                         format!("`codex.provider.env_key` {} is not an `env.secret`", quote(&k.value)),
                     )
                     .at(k.span.clone())
@@ -333,7 +333,7 @@ impl Lower<'_> {
                 .map(|s| s.span.clone())
                 .or_else(|| spec.codex.span.clone());
             let mut d = Diagnostic::error(
-                "sealc::codex::home",
+                crate::diag::code::CODEX_HOME,
                 format!(
                     "the seal's CODEX_HOME {} lies strictly below no write root",
                     quote(&home)

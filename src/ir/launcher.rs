@@ -15,7 +15,7 @@ impl Lower<'_> {
         let Some(l) = &spec.launcher else {
             if !chain.is_empty() {
                 self.diags.push(Diagnostic::error(
-                    "sealc::launcher::chain",
+                    crate::diag::code::LAUNCHER_CHAIN,
                     "the facts hold a launcher chain but the spec has no `[launcher]`",
                 ));
             }
@@ -27,7 +27,7 @@ impl Lower<'_> {
         }
         let span = l.path.span.clone();
         let bad = |msg: String| {
-            Diagnostic::error("sealc::launcher::chain", msg)
+            Diagnostic::error(crate::diag::code::LAUNCHER_CHAIN, msg)
                 .at(span.clone())
                 .label("the recorded launcher chain")
                 .help("recompile on a host where the launcher exists")
@@ -193,7 +193,7 @@ impl Lower<'_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::exec::in-write-root",
+                    crate::diag::code::EXEC_IN_WRITE_ROOT,
                     format!("{what} {shown} lies inside the write root {root_shown}"),
                 )
                 .at(span.unwrap_or_else(|| root.span.clone()))

@@ -417,7 +417,9 @@ fn lower_mode(
     if l.diags.has_errors() {
         // Which roots are absent matters for a seal that compiles; next to
         // errors it is noise.
-        l.diags.0.retain(|d| d.code != "sealc::root::absent");
+        l.diags
+            .0
+            .retain(|d| d.code != crate::diag::code::ROOT_ABSENT);
         return Err(l.diags.sorted());
     }
     Ok((ir, l.diags.sorted()))
@@ -483,7 +485,7 @@ impl Lower<'_> {
                 let near = crate::diag::did_you_mean(&name, names);
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::ipc::unknown",
+                        crate::diag::code::IPC_UNKNOWN,
                         format!("{} is not an entry of the sealed IPC table", quote(&name)),
                     )
                     .at(entry.span.clone())
@@ -599,7 +601,7 @@ fn below_as_written(written: &str, within: &str, real: &str) -> String {
 /// A protected path outside every (directory) write root.
 fn outside(path: &str, span: Span) -> Diagnostic {
     Diagnostic::error(
-        "sealc::protect::outside",
+        crate::diag::code::PROTECT_OUTSIDE,
         format!(
             "the protected path {} lies inside no write root",
             quote(path)
@@ -612,7 +614,7 @@ fn outside(path: &str, span: Span) -> Diagnostic {
 
 fn nul_error(name: &str, span: Span) -> Diagnostic {
     Diagnostic::error(
-        "sealc::env::value",
+        crate::diag::code::ENV_VALUE,
         format!("the value of env var `{}` holds a NUL byte", visible(name)),
     )
     .at(span)
@@ -621,7 +623,7 @@ fn nul_error(name: &str, span: Span) -> Diagnostic {
 
 fn port_error(port: String, span: Span) -> Diagnostic {
     Diagnostic::error(
-        "sealc::network::port",
+        crate::diag::code::NETWORK_PORT,
         format!("port {} is outside 1-65535", quote(&port)),
     )
     .at(span)
@@ -636,7 +638,7 @@ fn path_error(what: &str, written: &str, resolved: &str, problem: &PathProblem) 
         format!("{} (from {})", quote(resolved), quote(written))
     };
     let mut d = Diagnostic::error(
-        "sealc::path::invalid",
+        crate::diag::code::PATH_INVALID,
         format!("{what} {subject} {}", problem.message()),
     )
     .label(problem.label());
@@ -714,7 +716,7 @@ mod tests {
                 .warnings
                 .0
                 .iter()
-                .filter(|d| d.code == "sealc::root::absent")
+                .filter(|d| d.code == crate::diag::code::ROOT_ABSENT)
                 .collect();
             assert_eq!(absent.len(), 2, "{absent:?}");
             let inside = absent

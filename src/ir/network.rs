@@ -10,7 +10,7 @@ impl Lower<'_> {
         if let (NetMode::Open, Some(m)) = (mode, &n.mode) {
             self.diags.push(
                 Diagnostic::warning(
-                    "sealc::network::open",
+                    crate::diag::code::NETWORK_OPEN,
                     "`network.mode = \"open\"` leaves the network unrestricted",
                 )
                 .at(m.span.clone())
@@ -28,7 +28,7 @@ impl Lower<'_> {
                 let span = n.mode.as_ref().map(|m| m.span.clone());
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::network::proxy",
+                        crate::diag::code::NETWORK_PROXY,
                         "`network.mode = \"proxy\"` needs `network.proxy`",
                     )
                     .at_opt(span)
@@ -39,7 +39,7 @@ impl Lower<'_> {
             (Some(p), _) => {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::network::proxy",
+                        crate::diag::code::NETWORK_PROXY,
                         format!(
                             "`network.proxy` is set but `network.mode` is `{}`",
                             mode.as_str()
@@ -61,7 +61,7 @@ impl Lower<'_> {
                 }
                 Err(why) => self.diags.push(
                     Diagnostic::error(
-                        "sealc::network::host",
+                        crate::diag::code::NETWORK_HOST,
                         format!("{} cannot be allowed: {why}", quote(&h.value)),
                     )
                     .at(h.span.clone())
@@ -89,7 +89,7 @@ impl Lower<'_> {
                 }
                 Err(why) => self.diags.push(
                     Diagnostic::error(
-                        "sealc::network::range",
+                        crate::diag::code::NETWORK_RANGE,
                         format!("{} is not an address range: {why}", quote(&r.value)),
                     )
                     .at(r.span.clone())
@@ -104,7 +104,7 @@ impl Lower<'_> {
                 if empty {
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::network::allowlist",
+                            crate::diag::code::NETWORK_ALLOWLIST,
                             format!("`network.mode = \"allowlist\"` with no `network.{list}` lets nothing through"),
                         )
                         .at_opt(span.clone())
@@ -115,7 +115,7 @@ impl Lower<'_> {
         } else if let Some(r) = n.allow_ranges.first() {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::network::allowlist",
+                    crate::diag::code::NETWORK_ALLOWLIST,
                     format!(
                         "`network.allow_ranges` is set but `network.mode` is `{}`",
                         mode.as_str()
@@ -146,7 +146,7 @@ impl Lower<'_> {
             };
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::network::proxy",
+                    crate::diag::code::NETWORK_PROXY,
                     format!("proxy {} is a URL, not a `host:port`", quote(&p.value)),
                 )
                 .at(p.span.clone())
@@ -159,7 +159,7 @@ impl Lower<'_> {
         let Some((host, port)) = v.rsplit_once(':') else {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::network::proxy",
+                    crate::diag::code::NETWORK_PROXY,
                     format!("proxy {} has no port", quote(&v)),
                 )
                 .at(p.span.clone())
@@ -170,7 +170,7 @@ impl Lower<'_> {
         if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::network::proxy",
+                    crate::diag::code::NETWORK_PROXY,
                     format!("proxy host {} is not loopback", quote(host)),
                 )
                 .at(p.span.clone())
@@ -238,7 +238,7 @@ impl Lower<'_> {
                 for (list, span) in &spanned {
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::env::loader",
+                            crate::diag::code::ENV_LOADER,
                             format!(
                                 "`env.{list}` names `{}`, a variable that changes what programs load",
                                 visible(name)
@@ -259,7 +259,7 @@ impl Lower<'_> {
                 let others: Vec<&str> = kinds.iter().copied().filter(|k| *k != last_kind).collect();
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::env::duplicate",
+                        crate::diag::code::ENV_DUPLICATE,
                         format!("env var `{}` is in both `{}` and `{}`", visible(name), others.join("`, `"), last_kind),
                     )
                     .at(last_span)
@@ -287,7 +287,7 @@ impl Lower<'_> {
                 None if self.symbolic => {}
                 None => self.diags.push(
                     Diagnostic::error(
-                        "sealc::env::absent",
+                        crate::diag::code::ENV_ABSENT,
                         format!("no captured value is recorded for `pass` var `{}`", p.value),
                     )
                     .at(p.span.clone())

@@ -30,7 +30,7 @@ impl Lower<'_> {
                 if kind == RootKind::WriteDevice && !path.starts_with("/dev/") {
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::path::device",
+                            crate::diag::code::PATH_DEVICE,
                             format!("device {} is not under `/dev`", quote(&path)),
                         )
                         .at(entry.span.clone())
@@ -65,7 +65,7 @@ impl Lower<'_> {
                     if let Err(problem) = check_path(real) {
                         self.diags.push(
                             Diagnostic::error(
-                                "sealc::path::realpath",
+                                crate::diag::code::PATH_REALPATH,
                                 format!(
                                     "{} resolves on this host to {}, which {}",
                                     quote(&path),
@@ -124,7 +124,7 @@ impl Lower<'_> {
             {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::linux::kind",
+                        crate::diag::code::LINUX_KIND,
                         format!(
                             "the facts give {} a realpath but not what it is",
                             quote(&r.path)
@@ -139,7 +139,7 @@ impl Lower<'_> {
                 if r.host_kind == Some(PathKind::File) {
                     self.diags.push(
                         Diagnostic::warning(
-                            "sealc::linux::file-root",
+                            crate::diag::code::LINUX_FILE_ROOT,
                             format!(
                                 "{} is a file: on Linux it is hidden by a mount on the file itself",
                                 quote(&r.path)
@@ -180,7 +180,7 @@ impl Lower<'_> {
             if let Some(why) = problem {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::path::invalid",
+                        crate::diag::code::PATH_INVALID,
                         format!("`filesystem.protect` name {} {why}", quote(&entry.value)),
                     )
                     .at(entry.span.clone())
@@ -219,7 +219,11 @@ impl Lower<'_> {
                 (None, None) if name => continue,
                 // Placed in no directory write root when compiled.
                 (None, None) => {
-                    if said.insert((entry.span.start, entry.span.end, "sealc::protect::outside")) {
+                    if said.insert((
+                        entry.span.start,
+                        entry.span.end,
+                        crate::diag::code::PROTECT_OUTSIDE,
+                    )) {
                         self.diags.push(outside(&path, entry.span.clone()));
                     }
                     continue;
@@ -228,7 +232,7 @@ impl Lower<'_> {
             if let Err(problem) = check_path(&real) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::path::realpath",
+                        crate::diag::code::PATH_REALPATH,
                         format!(
                             "{} resolves on this host to {}, which {}",
                             quote(&path),
@@ -251,7 +255,7 @@ impl Lower<'_> {
                 if said.insert((
                     entry.span.start,
                     entry.span.end,
-                    "sealc::protect::write-root",
+                    crate::diag::code::PROTECT_WRITE_ROOT,
                 )) {
                     let what = if w.real.as_deref() == Some(real.as_str()) || w.path == path {
                         "is"
@@ -260,7 +264,7 @@ impl Lower<'_> {
                     };
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::protect::write-root",
+                            crate::diag::code::PROTECT_WRITE_ROOT,
                             format!(
                                 "the protected path {} {what} the write root {}",
                                 quote(&path),
@@ -280,7 +284,11 @@ impl Lower<'_> {
                 .filter(|w| is_within(&real, &at(w)))
                 .max_by_key(|w| at(w).len())
             else {
-                if said.insert((entry.span.start, entry.span.end, "sealc::protect::outside")) {
+                if said.insert((
+                    entry.span.start,
+                    entry.span.end,
+                    crate::diag::code::PROTECT_OUTSIDE,
+                )) {
                     self.diags.push(outside(&path, entry.span.clone()));
                 }
                 continue;
@@ -298,11 +306,15 @@ impl Lower<'_> {
             });
             if hidden {
                 if !name
-                    && said.insert((entry.span.start, entry.span.end, "sealc::protect::denied"))
+                    && said.insert((
+                        entry.span.start,
+                        entry.span.end,
+                        crate::diag::code::PROTECT_DENIED,
+                    ))
                 {
                     self.diags.push(
                         Diagnostic::advice(
-                            "sealc::protect::denied",
+                            crate::diag::code::PROTECT_DENIED,
                             format!(
                                 "the protected path {} lies inside a denied or metadata-only root",
                                 quote(&entry.value)
@@ -399,7 +411,7 @@ impl Lower<'_> {
             let how = if inside { "lies in" } else { "holds" };
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::protect::codex-home",
+                    crate::diag::code::PROTECT_CODEX_HOME,
                     format!(
                         "the seal's CODEX_HOME {} {how} a protected path (`filesystem.protect` {})",
                         quote(home),
@@ -513,7 +525,7 @@ impl Lower<'_> {
                 continue;
             };
             self.diags.push(
-                Diagnostic::warning("sealc::root::absent", message)
+                Diagnostic::warning(crate::diag::code::ROOT_ABSENT, message)
                     .at(r.span.clone())
                     .label(label)
                     .help(help),
@@ -614,7 +626,7 @@ impl Lower<'_> {
                     };
                     self.diags.push(
                         Diagnostic::error(
-                            "sealc::root::conflict",
+                            crate::diag::code::ROOT_CONFLICT,
                             format!(
                                 "{}{meet} is listed in both `{}` and `{}`",
                                 quote(&second.path),

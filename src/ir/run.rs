@@ -19,7 +19,7 @@ impl Lower<'_> {
             if !(1..=MAX_TIMEOUT_SECS).contains(&secs) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::spec::value",
+                        crate::diag::code::SPEC_VALUE,
                         format!("timeout of `{secs}` seconds is out of range"),
                     )
                     .at(t.seconds.span.clone())
@@ -47,7 +47,7 @@ impl Lower<'_> {
             if !(min..=max).contains(&v.value) {
                 self.diags.push(
                     Diagnostic::error(
-                        "sealc::spec::value",
+                        crate::diag::code::SPEC_VALUE,
                         format!("`limits.{key}` of `{}` is out of range", v.value),
                     )
                     .at(v.span.clone())
@@ -72,7 +72,7 @@ impl Lower<'_> {
         if let (Some(w), Some(_)) = (&l.wall_seconds, timeout) {
             self.diags.push(
                 Diagnostic::error(
-                    "sealc::limits::wall-twice",
+                    crate::diag::code::LIMITS_WALL_TWICE,
                     "the wall-clock limit is given twice, as `limits.wall_seconds` and `exec.timeout`",
                 )
                 .at(w.span.clone())

@@ -59,7 +59,7 @@ fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagn
             out.push(Piece::Text(&v[text_start..i]));
             let Some(end) = v[i + 2..].find('}') else {
                 return Err(Diagnostic::error(
-                    "sealc::spec::interpolation",
+                    crate::diag::code::SPEC_INTERPOLATION,
                     "unterminated `${` reference",
                 )
                 .at(sub(i, v.len()))
@@ -70,7 +70,7 @@ fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagn
             let span = sub(i, i + 3 + end);
             if !super::read::is_var_name(name) {
                 return Err(Diagnostic::error(
-                    "sealc::spec::interpolation",
+                    crate::diag::code::SPEC_INTERPOLATION,
                     format!("{} is not a var name", quote(name)),
                 )
                 .at(span)
@@ -123,7 +123,7 @@ pub fn interpolate(
                 Some(v) => out.push_str(v),
                 None => {
                     let mut d = Diagnostic::error(
-                        "sealc::var::undeclared",
+                        crate::diag::code::VAR_UNDECLARED,
                         format!("`${{{}}}` names no declared var", r.name),
                     )
                     .at(r.span)

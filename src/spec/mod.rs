@@ -653,7 +653,7 @@ pub(crate) fn check_env_name(name: &str, span: &Span, diags: &mut Diagnostics) -
     if let Some(p) = problem {
         diags.push(
             Diagnostic::error(
-                "sealc::env::name",
+                crate::diag::code::ENV_NAME,
                 format!("env var name {} {p}", quote(name)),
             )
             .at(span.clone())

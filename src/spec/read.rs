@@ -143,7 +143,7 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> Diagnostic {
     } else {
         "fix the TOML syntax; see https://toml.io".to_string()
     };
-    Diagnostic::error("sealc::spec::toml", format!("invalid TOML: {msg}"))
+    Diagnostic::error(crate::diag::code::SPEC_TOML, format!("invalid TOML: {msg}"))
         .at(span)
         .help(help)
 }
@@ -208,7 +208,7 @@ impl<'t, 'i> Table<'t, 'i> {
             } else {
                 format!("unknown key {} in `[{}]`", quote(key), self.path)
             };
-            let mut d = Diagnostic::error("sealc::spec::unknown_key", what)
+            let mut d = Diagnostic::error(crate::diag::code::SPEC_UNKNOWN_KEY, what)
                 .at(k.span())
                 .label("not a key of this table");
             d = match did_you_mean(key, known.iter().copied()) {
@@ -227,7 +227,7 @@ impl<'t, 'i> Table<'t, 'i> {
         };
         cx.push(
             Diagnostic::error(
-                "sealc::spec::missing_key",
+                crate::diag::code::SPEC_MISSING_KEY,
                 format!("{where_} has no `{key}`"),
             )
             .at(self.span.clone())
@@ -243,7 +243,7 @@ impl Cx {
 
     fn type_error(&mut self, path: &str, v: &Val<'_>, expected: &str) {
         let mut d = Diagnostic::error(
-            "sealc::spec::type",
+            crate::diag::code::SPEC_TYPE,
             format!("`{path}` must be {expected}, found {}", kind(v.get_ref())),
         )
         .at(v.span())
@@ -271,7 +271,7 @@ impl Cx {
                 Err(_) => {
                     self.push(
                         Diagnostic::error(
-                            "sealc::spec::value",
+                            crate::diag::code::SPEC_VALUE,
                             format!("`{path}` is out of range"),
                         )
                         .at(v.span()),
@@ -354,7 +354,7 @@ impl Cx {
         }
         let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
         let mut d = Diagnostic::error(
-            "sealc::spec::value",
+            crate::diag::code::SPEC_VALUE,
             format!("`{path}` cannot be {}", quote(&s.value)),
         )
         .at(s.span)
@@ -400,7 +400,7 @@ impl Cx {
             if v.value != 1 {
                 self.push(
                     Diagnostic::error(
-                        "sealc::spec::version",
+                        crate::diag::code::SPEC_VERSION,
                         format!("spec version `{}` is not supported", v.value),
                     )
                     .at(v.span.clone())
@@ -425,7 +425,7 @@ impl Cx {
             if !ok {
                 self.push(
                     Diagnostic::error(
-                        "sealc::spec::value",
+                        crate::diag::code::SPEC_VALUE,
                         format!("seal name {} is not allowed", quote(&n.value)),
                     )
                     .at(n.span.clone())

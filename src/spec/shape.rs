@@ -227,9 +227,9 @@ mod tests {
                 let types: Vec<_> =
                     d.0.iter()
                         .filter(|x| {
-                            x.code == "sealc::spec::type"
-                                || x.code == "sealc::spec::toml"
-                                || x.code == "sealc::spec::unknown_key"
+                            x.code == crate::diag::code::SPEC_TYPE
+                                || x.code == crate::diag::code::SPEC_TOML
+                                || x.code == crate::diag::code::SPEC_UNKNOWN_KEY
                         })
                         .collect();
                 assert!(types.is_empty(), "{key}: {src}\n{types:#?}");

@@ -45,7 +45,10 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
     let (here, diags): (Facts, _) =
         crate::facts::gather_all(&spec, src, &flags, recorded.platform, host);
     for d in &diags.0 {
-        if matches!(d.code, "sealc::root::linked" | "sealc::root::uncheckable") {
+        if matches!(
+            d.code,
+            crate::diag::code::ROOT_LINKED | crate::diag::code::ROOT_UNCHECKABLE
+        ) {
             rep.push("live hard links", Status::Drift, d.message.clone());
         }
     }

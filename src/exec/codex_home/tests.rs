@@ -164,7 +164,7 @@ fn a_link_on_the_way_or_credentials_in_a_write_root_are_refused() {
         "version = 1\nname = \"c\"\n[filesystem]\nwrite = [\"{r}/w\"]\n[env]\nset = {{ CODEX_HOME = \"{r}/w/home/.codex\" }}\n[codex]\ncredentials = \"{r}/w/auth.json\"\n"
     );
     let e = crate::compile("c.toml", &spec, &Vec::new(), &crate::facts::RealHost).unwrap_err();
-    assert_eq!(e.0[0].code, "sealc::codex::credentials");
+    assert_eq!(e.0[0].code, crate::diag::code::CODEX_CREDENTIALS);
     // Reached through a link into one: refused when the run starts.
     std::os::unix::fs::symlink(base.join("w"), base.join("to-w")).unwrap();
     let ir = ir_at(&base, Some(&base.join("to-w/auth.json")));

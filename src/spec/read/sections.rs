@@ -38,7 +38,7 @@ impl Cx {
             if !is_var_name(&name) {
                 self.push(
                     Diagnostic::error(
-                        "sealc::spec::value",
+                        crate::diag::code::SPEC_VALUE,
                         format!("var name {} is not allowed", quote(&name)),
                     )
                     .at(k.span())
@@ -64,7 +64,7 @@ impl Cx {
                 if r.value {
                     self.push(
                         Diagnostic::error(
-                            "sealc::spec::value",
+                            crate::diag::code::SPEC_VALUE,
                             format!("var `{name}` is required and also has a default"),
                         )
                         .at(d.span.clone())
