@@ -154,51 +154,30 @@ impl Model {
                 spec: s.spec.clone(),
                 why: s.why.clone(),
             });
-            let arg = |i: usize| {
-                s.args
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| format!("step `{text}` lacks an argument"))
-            };
-            match s.args.first().map(String::as_str) {
+            use crate::backend::bwrap::{Bind, Flag, Op};
+            match Op::parse(&s.args)? {
                 // `/dev/null` bound anywhere (even over itself: a denied
                 // device) is a stand-in: nothing of the host's to read.
-                Some("--ro-bind" | "--ro-bind-try")
-                    if s.args.get(1).map(String::as_str) == Some("/dev/null") =>
-                {
-                    mounts.push((arg(2)?, Mount::EmptyFile, text))
+                Op::Bind {
+                    how: Bind::ReadOnly,
+                    src,
+                    dst,
+                    ..
+                } if src == "/dev/null" => mounts.push((dst, Mount::EmptyFile, text)),
+                Op::Bind { how, dst, .. } => {
+                    let mount = match how {
+                        Bind::ReadOnly => Mount::Bind { writable: false },
+                        Bind::Writable => Mount::Bind { writable: true },
+                        Bind::Device => Mount::Device,
+                    };
+                    mounts.push((dst, mount, text))
                 }
-                Some("--ro-bind" | "--ro-bind-try") => {
-                    mounts.push((arg(2)?, Mount::Bind { writable: false }, text))
-                }
-                Some("--bind" | "--bind-try") => {
-                    mounts.push((arg(2)?, Mount::Bind { writable: true }, text))
-                }
-                Some("--tmpfs") => mounts.push((arg(1)?, Mount::Tmpfs, text)),
-                Some("--symlink") => {
-                    mounts.push((arg(2)?, Mount::Literal { target: arg(1)? }, text))
-                }
-                Some("--dev-bind-try" | "--dev-bind") => {
-                    mounts.push((arg(2)?, Mount::Device, text))
-                }
-                Some("--proc" | "--dev") => mounts.push((arg(1)?, Mount::Special, text)),
-                Some("--remount-ro") => read_only.push((arg(1)?, text)),
-                Some("--unshare-net") => net_unshared = true,
-                Some(
-                    "--unshare-pid"
-                    | "--unshare-ipc"
-                    | "--unshare-uts"
-                    | "--new-session"
-                    | "--die-with-parent"
-                    | "--unshare-user"
-                    | "--disable-userns"
-                    | "--as-pid-1"
-                    | "--unshare-cgroup-try",
-                ) => {}
-                Some("--cap-drop") => {
-                    arg(1)?;
-                }
-                _ => return Err(format!("step `{text}` is not modelled")),
+                Op::Tmpfs(d) => mounts.push((d, Mount::Tmpfs, text)),
+                Op::Symlink { target, at } => mounts.push((at, Mount::Literal { target }, text)),
+                Op::Proc(d) | Op::Dev(d) => mounts.push((d, Mount::Special, text)),
+                Op::RemountRo(d) => read_only.push((d, text)),
+                Op::Flag(Flag::UnshareNet) => net_unshared = true,
+                Op::Flag(_) | Op::CapDrop(_) => {}
             }
         }
         if !net_unshared && file.network.mode != "open" {

@@ -30,7 +30,10 @@
 //! | a root under `/sys` | its step, after the sandbox's own `/sys`: it means what it says there too |
 //! | network `none`, `proxy` | `--unshare-net` (proxy: `sealc exec` bridges the port) |
 
+mod op;
 mod refused;
+
+pub use self::op::{Bind, Flag, Op};
 pub use self::refused::{landlock, refused, refused_for, Landlock, LANDLOCK_DEVICES};
 
 use std::collections::BTreeMap;
@@ -112,12 +115,12 @@ pub const PROC_MASKED_DIRS: &[&str] = &["/proc/acpi", "/proc/asound", "/proc/scs
 /// leaves such a step out when the host's `/proc` lacks the entry, since
 /// bubblewrap cannot mount over what is not there.
 pub fn kernel_entry(step: &Step) -> Option<&str> {
-    let dest = step.args.last()?;
+    let dest = step.op.dest()?;
     let masks = PROC_READ_ONLY
         .iter()
         .chain(PROC_MASKED_FILES)
         .chain(PROC_MASKED_DIRS);
-    masks.clone().any(|m| m == dest).then_some(dest.as_str())
+    masks.clone().any(|m| *m == dest).then_some(dest)
 }
 
 /// Where the stand-in for a hidden file comes from.
@@ -170,6 +173,10 @@ struct Network {
 /// from (none for what every seal has), and the reason for it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Step {
+    /// The step, typed: what every reader of the renderer's steps looks at.
+    #[serde(skip)]
+    pub op: Op,
+    /// Its arguments as bubblewrap reads them (and the artifact records).
     pub args: Vec<String>,
     /// The spec entry, as the seatbelt profile's comments name it:
     /// `filesystem.write "${run}/ws"`, `network.mode = "none"`.
@@ -178,9 +185,10 @@ pub struct Step {
     pub why: String,
 }
 
-fn step<const N: usize>(args: [&str; N], why: String) -> Step {
+fn step(op: Op, why: String) -> Step {
     Step {
-        args: args.iter().map(|a| a.to_string()).collect(),
+        args: op.args(),
+        op,
         spec: None,
         why,
     }
@@ -227,15 +235,14 @@ fn host_views(ir: &Ir, paths: &[((usize, u8, String), Step)]) -> impl Fn(&str) -
     covers.push(("/sys".to_string(), false));
     covers.extend(SYS_SHOWN.iter().map(|(p, _)| (p.to_string(), true)));
     for (_, s) in paths {
-        let a = &s.args;
-        let (Some(opt), Some(dest)) = (a.first(), a.last()) else {
-            continue;
-        };
-        let host = match opt.as_str() {
-            "--tmpfs" => false,
-            "--ro-bind" | "--bind" | "--dev-bind" => {
-                a.get(1).map(String::as_str) != Some(EMPTY_FILE)
-            }
+        let (dest, host) = match &s.op {
+            Op::Tmpfs(d) => (d, false),
+            Op::Bind {
+                try_: false,
+                src,
+                dst,
+                ..
+            } => (dst, src != EMPTY_FILE),
             _ => continue,
         };
         covers.push((dest.clone(), host));
@@ -255,7 +262,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     match ir.base {
         Base::AllowDefault => out.push(
             step(
-                ["--ro-bind", "/", "/"],
+                Op::bind(Bind::ReadOnly, false, "/", "/"),
                 "base allow-default: the host, read-only".into(),
             )
             .from(base_entry(ir.base)),
@@ -264,7 +271,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             for r in SYSTEM_ROOTS {
                 out.push(
                     step(
-                        ["--ro-bind-try", r, r],
+                        Op::bind(Bind::ReadOnly, true, r, r),
                         "base deny-default: system files, read-only, when present".into(),
                     )
                     .from(base_entry(ir.base)),
@@ -273,48 +280,48 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         }
     }
     out.push(step(
-        ["--tmpfs", "/sys"],
+        Op::Tmpfs("/sys".into()),
         "a /sys of the sandbox's own: the host's names its network interfaces, their addresses and counters, its cgroups, firmware and DMI serials; only what programs need is bound back (as Docker shows a sysfs of the container's own and masks /sys/firmware)".into(),
     ));
     for (p, why) in SYS_SHOWN {
         out.push(step(
-            ["--ro-bind-try", p, p],
+            Op::bind(Bind::ReadOnly, true, p, p),
             format!("the host's {p}, read-only, when present: {why}"),
         ));
     }
     out.push(step(
-        ["--proc", "/proc"],
+        Op::Proc("/proc".into()),
         "a fresh /proc: only this sandbox's processes; /proc/self/root is the sandbox's root"
             .into(),
     ));
     for d in PROC_READ_ONLY {
         out.push(step(
-            ["--ro-bind-try", d, d],
+            Op::bind(Bind::ReadOnly, true, d, d),
             "host-global /proc entry, read-only (as container runtimes do)".into(),
         ));
     }
     for f in PROC_MASKED_FILES {
         out.push(step(
-            ["--ro-bind-try", EMPTY_FILE, f],
+            Op::bind(Bind::ReadOnly, true, EMPTY_FILE, f),
             "host-global /proc entry, masked (as container runtimes do)".into(),
         ));
     }
     for d in PROC_MASKED_DIRS {
         out.push(step(
-            ["--tmpfs", d],
+            Op::Tmpfs(d.to_string()),
             "host-global /proc directory, masked (as container runtimes do)".into(),
         ));
         out.push(step(
-            ["--remount-ro", d],
+            Op::RemountRo(d.to_string()),
             "the masked /proc directory stays empty".into(),
         ));
     }
     out.push(step(
-        ["--dev", "/dev"],
+        Op::Dev("/dev".into()),
         "a minimal /dev: null, zero, full, random, urandom, tty, pts".into(),
     ));
     out.push(step(
-        ["--tmpfs", "/dev/shm"],
+        Op::Tmpfs("/dev/shm".into()),
         "a private, empty /dev/shm: POSIX shared memory and semaphores of the sandbox's own processes"
             .into(),
     ));
@@ -359,13 +366,13 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         } else {
                             format!("{what} {from}: stat works, its contents are gone")
                         };
-                        paths.push((key(0), step(["--tmpfs", &dest], why).from(entry)));
+                        paths.push((key(0), step(Op::Tmpfs(dest.to_string()), why).from(entry)));
                         hidden_dirs.push(dest.clone());
                     }
                     Some(PathKind::File | PathKind::Other) => paths.push((
                         key(0),
                         step(
-                            ["--ro-bind", EMPTY_FILE, &dest],
+                            Op::bind(Bind::ReadOnly, false, EMPTY_FILE, &dest),
                             format!("{what} {from}: replaced by an empty file"),
                         )
                         .from(entry),
@@ -388,7 +395,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     paths.push((
                         key(1),
                         step(
-                            ["--ro-bind", &dest, &dest],
+                            Op::bind(Bind::ReadOnly, false, &dest, &dest),
                             format!("allow_read {from}: bound back, read-only"),
                         )
                         .from(entry),
@@ -400,7 +407,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     paths.push((
                         key(2),
                         step(
-                            ["--bind", &dest, &dest],
+                            Op::bind(Bind::Writable, false, &dest, &dest),
                             format!("write {from}: bound read-write"),
                         )
                         .from(entry),
@@ -414,7 +421,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                     paths.push((
                         key(3),
                         step(
-                            ["--dev-bind", &dest, &dest],
+                            Op::bind(Bind::Device, false, &dest, &dest),
                             format!("write_devices {from}: the host's device, writable"),
                         )
                         .from(entry),
@@ -444,8 +451,17 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             entry.path
         );
         let s = match (&entry.kind, &entry.target) {
-            (LinkKind::Symlink, Some(target)) => step(["--symlink", target, &entry.path], why),
-            _ => step(["--ro-bind", &entry.path, &entry.path], why),
+            (LinkKind::Symlink, Some(target)) => step(
+                Op::Symlink {
+                    target: target.to_string(),
+                    at: entry.path.to_string(),
+                },
+                why,
+            ),
+            _ => step(
+                Op::bind(Bind::ReadOnly, false, &entry.path, &entry.path),
+                why,
+            ),
         };
         paths.push((
             (depth(&entry.path), 4, entry.path.clone()),
@@ -463,7 +479,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             ""
         };
         let mut s = step(
-            ["--bind", &pin.path, &pin.path],
+            Op::bind(Bind::Writable, false, &pin.path, &pin.path),
             format!(
                 "`{}`{made} lies between a write root and what is protected in it ({}): bound onto itself (a mount point: not renamed or removed), so that cannot be moved away and replaced",
                 pin.path,
@@ -503,7 +519,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         };
         paths.push((
             (depth(dest), 6, dest.to_string()),
-            step(["--ro-bind", dest, dest], why).from(root.entry()),
+            step(Op::bind(Bind::ReadOnly, false, dest, dest), why).from(root.entry()),
         ));
     }
     // A root written through a symlink that the sandbox would not show
@@ -526,7 +542,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         links.push((
             (depth(&root.path), 5, root.path.clone()),
             step(
-                ["--symlink", real, &root.path],
+                Op::Symlink { target: real.to_string(), at: root.path.to_string() },
                 format!(
                     "{} `{}` is written through a symlink the sandbox would not show: made again, to `{real}`",
                     root.kind.key().trim_start_matches("filesystem."),
@@ -539,7 +555,7 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
     paths.extend(links);
     paths.sort_by(|a, b| a.0.cmp(&b.0));
     // Two roots with one realpath (a var and its literal) mount once.
-    paths.dedup_by(|a, b| a.1.args == b.1.args);
+    paths.dedup_by(|a, b| a.1.op == b.1.op);
     out.extend(paths.into_iter().map(|(_, s)| s));
 
     if ir.base == Base::DenyDefault {
@@ -559,76 +575,73 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         } else {
             // The entry of the stand-in that stays read-only (the last one
             // made there: a `deny_read` of `/sys` over the sandbox's own).
-            let stand_in = out
-                .iter()
-                .rev()
-                .find(|s| s.args[..] == ["--tmpfs", d.as_str()]);
+            let stand_in = out.iter().rev().find(|s| s.op == Op::Tmpfs(d.clone()));
             (
                 format!("`{d}` stays read-only once the mounts inside it are made"),
                 stand_in.and_then(|s| s.spec.clone()),
             )
         };
-        let mut s = step(["--remount-ro", d], why);
+        let mut s = step(Op::RemountRo(d.to_string()), why);
         s.spec = entry;
         out.push(s);
     }
     out.push(step(
-        ["--remount-ro", "/dev"],
+        Op::RemountRo("/dev".into()),
         "nothing can be created in /dev; its device nodes still work".into(),
     ));
 
     out.push(step(
-        ["--unshare-user"],
+        Op::Flag(Flag::UnshareUser),
         "own user namespace: no capability counts on the host's files (`sealc exec` never starts bubblewrap as root)".into(),
     ));
     out.push(step(
-        ["--disable-userns"],
+        Op::Flag(Flag::DisableUserns),
         "no further user namespace inside, so no new mount or network namespace either".into(),
     ));
     out.push(step(
-        ["--cap-drop", "ALL"],
+        Op::CapDrop("ALL".into()),
         "no capabilities, even inside the sandbox's own user namespace".into(),
     ));
     out.push(step(
-        ["--unshare-pid"],
+        Op::Flag(Flag::UnsharePid),
         "own pid namespace: no other process is visible or signalled".into(),
     ));
     out.push(step(
-        ["--as-pid-1"],
+        Op::Flag(Flag::AsPid1),
         "no bubblewrap process inside: `sealc exec`'s own init is pid 1, non-dumpable and filtered"
             .into(),
     ));
     out.push(step(
-        ["--unshare-cgroup-try"],
+        Op::Flag(Flag::UnshareCgroupTry),
         "own cgroup namespace where the kernel has one: the host's cgroup tree is not named".into(),
     ));
     out.push(step(
-        ["--unshare-ipc"],
+        Op::Flag(Flag::UnshareIpc),
         "own System V IPC and POSIX message queues".into(),
     ));
-    out.push(step(["--unshare-uts"], "own hostname".into()));
+    out.push(step(Op::Flag(Flag::UnshareUts), "own hostname".into()));
     let net_entry = format!("network.mode = \"{}\"", ir.network.mode.as_str());
     match ir.network.mode {
         NetMode::None => out.push(step(
-            ["--unshare-net"],
+            Op::Flag(Flag::UnshareNet),
             "network none: own network namespace, with only its own loopback".into(),
         ).from(net_entry)),
         NetMode::Proxy => out.push(step(
-            ["--unshare-net"],
+            Op::Flag(Flag::UnshareNet),
             "network proxy: own network namespace; `sealc exec` bridges only the proxy port".into(),
         ).from(net_entry)),
         NetMode::Allowlist => out.push(step(
-            ["--unshare-net"],
+            Op::Flag(Flag::UnshareNet),
             "network allowlist: own network namespace; `sealc exec` bridges only the proxy port, to its own proxy, which lets through only the listed hosts and ports".into(),
         ).from(net_entry)),
         NetMode::Open => {}
     }
     out.push(step(
-        ["--new-session"],
+        Op::Flag(Flag::NewSession),
         "own session: no terminal injection (TIOCSTI) into the caller's terminal".into(),
     ));
     out.push(step(
-        ["--die-with-parent"],
+        Op::Flag(Flag::DieWithParent),
         "the sandbox dies with `sealc exec`".into(),
     ));
     out

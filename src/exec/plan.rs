@@ -267,42 +267,50 @@ pub(super) fn linux(
                 continue;
             }
         }
-        let a = &s.args;
-        let by_fd = match a.first().map(String::as_str) {
-            Some("--bind") => Some("--bind-fd"),
-            Some("--ro-bind") => Some("--ro-bind-fd"),
+        use bwrap::{Bind, Op};
+        let by_fd = match &s.op {
+            Op::Bind {
+                how: Bind::Writable,
+                try_: false,
+                src,
+                dst,
+            } => Some(("--bind-fd", src, dst)),
+            Op::Bind {
+                how: Bind::ReadOnly,
+                try_: false,
+                src,
+                dst,
+            } => Some(("--ro-bind-fd", src, dst)),
             _ => None,
         };
         match by_fd {
             // A root bound onto itself: through a descriptor.
-            Some(opt) if a.len() == 3 && a[1] == a[2] && a[1] != "/" => {
+            Some((opt, src, dst)) if src == dst && src != "/" => {
                 args.push(opt.into());
-                let Some((kind, within)) = kind_at(ir, &a[1]) else {
+                let Some((kind, within)) = kind_at(ir, src) else {
                     return Err(Diagnostic::error(
                         crate::diag::code::LINUX_KIND,
                         format!(
                             "the seal binds {} but does not record what it is",
-                            quote(&a[1])
+                            quote(src)
                         ),
                     )
                     .help("compile the spec again on the host instead of editing the record"));
                 };
                 let source = FdSource::Bind {
-                    path: a[1].clone(),
+                    path: src.clone(),
                     kind,
                     within,
                 };
-                slot(&mut args, source, &a[1]);
-                args.push(a[2].clone().into());
+                slot(&mut args, source, src);
+                args.push(dst.into());
             }
-            _ => args.extend(a.iter().map(OsString::from)),
+            _ => args.extend(s.args.iter().map(OsString::from)),
         }
         // sealc's own mounts, in the sandbox's fresh /dev: its binary and
         // the bridge's directory, both read-only (the command may connect
         // to the bridge's socket, not put another in its place).
-        if a.first().map(String::as_str) == Some("--tmpfs")
-            && a.get(1).map(String::as_str) == Some("/dev/shm")
-        {
+        if s.op == Op::Tmpfs("/dev/shm".into()) {
             args.push("--ro-bind-fd".into());
             slot(&mut args, FdSource::Exe, "sealc");
             args.push(bwrap::INIT_PATH.into());
