@@ -59,3 +59,17 @@ fn the_spec_schema_refuses_every_schema_bad_fixture() {
         );
     }
 }
+
+/// The spec's JSON Schema allows each limit exactly the values the IR
+/// accepts (`sealc::limit::Limit::range`, the one source of them).
+#[test]
+fn the_schema_ranges_are_the_limits_ranges() {
+    use sealc::limit::Limit;
+    let schema = serde_json::to_value(schemars::schema_for!(sealc::spec::Limits)).unwrap();
+    for l in Limit::ALL {
+        let p = &schema["properties"][l.key()];
+        let (min, max) = l.range();
+        assert_eq!(p["minimum"], serde_json::json!(min), "{}", l.key());
+        assert_eq!(p["maximum"], serde_json::json!(max), "{}", l.key());
+    }
+}
