@@ -88,30 +88,28 @@ const EXPOSES: &str = "compiling again would expose what was moved";
 const PREPARED: &str =
     "compiling again would hide it over whatever a run prepared in it (a hard link elsewhere to a file in it shows what is written there)";
 
-/// The filesystem facts the seal was compiled against that no longer hold on
-/// this host: each root's realpath (absent stays absent) and kind, the
-/// identity of each denied root inside a write root and of its ancestors
-/// there, the launcher chain, and the programs that start the sandbox. A
-/// seal is only as good as these: a write root swapped for a symlink to
-/// `/etc`, a denied root that appeared since, a denied directory renamed by
-/// the last run and replaced by a decoy, or a replaced `bwrap` would make
-/// the compiled mounts or rules mean something else. Env facts may differ.
-pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
+/// The record's facts gathered again on this host, with the var values it
+/// recorded (so the same paths are looked at), past errors; and what those
+/// errors say: a file linked out of a denied root is [`DriftKind::Linked`].
+/// What `host_drift` and `verify --live` both compare with the record.
+pub struct Regathered {
+    pub spec: crate::spec::Spec,
+    pub here: crate::facts::Facts,
+    pub errors: Vec<Drift>,
+}
+
+/// See [`Regathered`]; `None` when the recorded spec does not parse.
+pub fn regather(record: &Record, host: &dyn Host) -> Option<Regathered> {
     let recorded = &record.facts;
     let src = &record.spec.text;
-    let Ok(spec) = crate::spec::parse(src) else {
-        return vec![Drift::new(
-            DriftKind::Host,
-            "the recorded spec does not parse".into(),
-        )];
-    };
+    let spec = crate::spec::parse(src).ok()?;
     let flags: Vec<(String, String)> = recorded
         .vars
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let (here, diags) = crate::facts::gather_all(&spec, src, &flags, recorded.platform, host);
-    let mut drift: Vec<Drift> = diags
+    let errors = diags
         .0
         .iter()
         .filter(|d| d.is_error())
@@ -125,6 +123,31 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
             Drift::new(kind, d.message.clone())
         })
         .collect();
+    Some(Regathered { spec, here, errors })
+}
+
+/// The filesystem facts the seal was compiled against that no longer hold on
+/// this host: each root's realpath (absent stays absent) and kind, the
+/// identity of each denied root inside a write root and of its ancestors
+/// there, the launcher chain, and the programs that start the sandbox. A
+/// seal is only as good as these: a write root swapped for a symlink to
+/// `/etc`, a denied root that appeared since, a denied directory renamed by
+/// the last run and replaced by a decoy, or a replaced `bwrap` would make
+/// the compiled mounts or rules mean something else. Env facts may differ.
+pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
+    let recorded = &record.facts;
+    let src = &record.spec.text;
+    let Some(Regathered {
+        spec,
+        here,
+        errors: mut drift,
+    }) = regather(record, host)
+    else {
+        return vec![Drift::new(
+            DriftKind::Host,
+            "the recorded spec does not parse".into(),
+        )];
+    };
 
     // The denied roots a run inside the seal can reach: inside a write root
     // by the path as written, or by the recorded realpath.

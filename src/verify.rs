@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::diag::{quote, visible};
 use crate::digest::sha256;
-use crate::facts::{Facts, Host};
+use crate::facts::Host;
 use crate::record::{canonical_json, Record, SCHEMA};
 
 /// The schema name of `sealc verify --format json` output.

@@ -34,23 +34,18 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
         }
     }
     // Everything else is re-resolved with the recorded var values, so the
-    // same paths are looked at.
-    let flags: Vec<(String, String)> = recorded
-        .vars
+    // same paths are looked at, as `sealc exec`'s host check does
+    // (`drift::regather`): every fact that could be read, past errors (a
+    // file linked out of a denied root is one; it must not blank the rest).
+    let Some(crate::drift::Regathered { here, errors, .. }) = crate::drift::regather(record, host)
+    else {
+        return;
+    };
+    for d in errors
         .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    // Every fact that could be read, past errors (a file linked out of a
-    // denied root is one, below; it must not blank the rest).
-    let (here, diags): (Facts, _) =
-        crate::facts::gather_all(&spec, src, &flags, recorded.platform, host);
-    for d in &diags.0 {
-        if matches!(
-            d.code,
-            crate::diag::code::ROOT_LINKED | crate::diag::code::ROOT_UNCHECKABLE
-        ) {
-            rep.push("live hard links", Status::Drift, d.message.clone());
-        }
+        .filter(|d| d.kind == crate::drift::DriftKind::Linked)
+    {
+        rep.push("live hard links", Status::Drift, d.message.clone());
     }
     for (path, real) in &recorded.realpaths {
         let subject = format!("live realpath {path}");
