@@ -17,10 +17,23 @@ fn rules(sb: &str) -> Vec<&str> {
     sb.lines().filter(|l| l.starts_with('(')).collect()
 }
 
+/// The rule `rule` (one filter), or the first rule of the same action and
+/// operations that holds that filter among others (a root and its macOS
+/// alias share one rule: its filters are OR'd).
 fn index_of(sb: &str, rule: &str) -> usize {
+    let (head, filter) = match rule.find(" (") {
+        Some(i) => (&rule[..i], &rule[i + 1..rule.len() - 1]),
+        None => (rule, ""),
+    };
     rules(sb)
         .iter()
-        .position(|l| *l == rule)
+        .position(|l| {
+            *l == rule
+                || (!filter.is_empty()
+                    && l.starts_with(&format!("{head} ("))
+                    && l[head.len()..].contains(&format!(" {filter}"))
+                    && (l.contains(&format!(" {filter} ")) || l.ends_with(&format!(" {filter})"))))
+        })
         .unwrap_or_else(|| panic!("missing rule {rule}\n{sb}"))
 }
 

@@ -53,6 +53,9 @@ enum Comment<'a> {
         root: &'a Root,
         note: &'static str,
         suffix: &'static str,
+        /// The rule holds the spelling's macOS alias too (`/private/tmp/x`
+        /// beside `/tmp/x`).
+        alias: bool,
     },
 }
 
@@ -71,7 +74,14 @@ impl From<String> for Comment<'_> {
 impl Comment<'_> {
     fn with_suffix(self, suffix: &'static str) -> Self {
         match self {
-            Comment::Root { root, note, .. } => Comment::Root { root, note, suffix },
+            Comment::Root {
+                root, note, alias, ..
+            } => Comment::Root {
+                root,
+                note,
+                suffix,
+                alias,
+            },
             text => text,
         }
     }
@@ -79,12 +89,20 @@ impl Comment<'_> {
     fn write(&self, out: &mut String) {
         match self {
             Comment::Text(t) => crate::diag::push_visible(t, out),
-            Comment::Root { root, note, suffix } => {
+            Comment::Root {
+                root,
+                note,
+                suffix,
+                alias,
+            } => {
                 out.push_str(root.kind.key());
                 out.push_str(" \"");
                 crate::diag::push_visible(&root.origin, out);
                 out.push_str("\" (");
                 out.push_str(note);
+                if *alias {
+                    out.push_str(", and its macOS alias");
+                }
                 out.push(')');
                 out.push_str(suffix);
             }
@@ -279,6 +297,7 @@ fn origin<'a>(root: &'a Root, sp: &str) -> Comment<'a> {
         root,
         note: spelling_note(root, sp),
         suffix: "",
+        alias: false,
     }
 }
 
@@ -335,6 +354,17 @@ impl<'a> Sorted<'a> {
     }
     fn push(&mut self, path: &'a str, rank: u8, rule: Rule<'a>) {
         let d = u32::try_from(depth(path)).unwrap_or(u32::MAX);
+        if let Some(last) = self.0.last_mut() {
+            if last.1 == rank && merge_alias(&mut last.2, &rule) {
+                // Placed as the deeper of the two spellings: a root's alias
+                // pair is `p` and `/private` + `p`, every other root's
+                // spellings nest the same way in both, so nothing that
+                // lies strictly inside either spelling is at that depth or
+                // shallower.
+                last.0 = last.0.max(d);
+                return;
+            }
+        }
         self.0.push((d, rank, rule));
     }
     fn finish(mut self) -> Vec<Rule<'a>> {
@@ -343,6 +373,78 @@ impl<'a> Sorted<'a> {
         self.0.sort_by_key(|(d, r, _)| (*d, *r));
         self.0.into_iter().map(|(_, _, r)| r).collect()
     }
+}
+
+/// `next` is `last`'s rule for the macOS alias of its spelling (or the
+/// spelling of its alias): one rule of the same root, action, operations,
+/// comment and filter kind, whose one path is the other's with `/private`
+/// in front. Then `last` takes its filter (filters of one rule are OR'd), and
+/// its comment says so.
+fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
+    let (
+        Comment::Root {
+            root: a,
+            suffix: sa,
+            alias: false,
+            ..
+        },
+        Comment::Root {
+            root: b,
+            suffix: sb,
+            note: nb,
+            alias: false,
+        },
+    ) = (&last.comment, &next.comment)
+    else {
+        return false;
+    };
+    let path = |f: &Filter| match f {
+        Filter::Subpath(p) => Some((0, p.to_string())),
+        Filter::Literal(p) => Some((1, p.to_string())),
+        Filter::Raw(_) => None,
+    };
+    let ([f], [g]) = (&last.filters[..], &next.filters[..]) else {
+        return false;
+    };
+    let (Some((kf, pf)), Some((kg, pg))) = (path(f), path(g)) else {
+        return false;
+    };
+    let paired =
+        |p: &str, q: &str| p.strip_prefix("/private") == Some(q) && macos_aliases(q).is_some();
+    if !std::ptr::eq(*a, *b)
+        || sa != sb
+        || last.action != next.action
+        || last.ops != next.ops
+        || kf != kg
+        || !(paired(&pf, &pg) || paired(&pg, &pf))
+    {
+        return false;
+    }
+    // The comment names the spelling as written (or its realpath), the one
+    // without `/private`.
+    let note = if paired(&pf, &pg) {
+        *nb
+    } else {
+        match &last.comment {
+            Comment::Root { note, .. } => *note,
+            Comment::Text(_) => return false,
+        }
+    };
+    let (root, suffix) = (*a, *sa);
+    last.comment = Comment::Root {
+        root,
+        note,
+        suffix,
+        alias: true,
+    };
+    // The spelling as written first.
+    let g = next.filters[0].clone();
+    if paired(&pf, &pg) {
+        last.filters.insert(0, g);
+    } else {
+        last.filters.push(g);
+    }
+    true
 }
 
 fn rule<'a>(

@@ -340,6 +340,7 @@ pub(super) fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
                 root,
                 note: "the directory or file itself",
                 suffix: ": the root cannot be removed or renamed",
+                alias: false,
             },
             action: Action::Deny,
             ops: &["file-write-unlink"],
