@@ -19,24 +19,38 @@ fn the_catalogue_is_fresh() {
     assert_goldens(failures);
 }
 
-fn source_codes() -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
+/// Every Rust file under `src/` with its text.
+fn source_files() -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
     let mut stack = vec![root().join("src")];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("diag/codes.rs") {
+            } else if p.extension().is_some_and(|x| x == "rs") {
                 let text = std::fs::read_to_string(&p).unwrap();
-                for piece in text.split('"').skip(1).step_by(2) {
-                    if piece.starts_with("sealc::")
-                        && piece.matches("::").count() == 2
-                        && !piece.contains(' ')
-                    {
-                        found.insert(piece.to_string());
-                    }
-                }
+                out.push((p, text));
+            }
+        }
+    }
+    out
+}
+
+/// A string literal that is a whole diagnostic code.
+fn is_code(piece: &str) -> bool {
+    piece.starts_with("sealc::") && piece.matches("::").count() == 2 && !piece.contains(' ')
+}
+
+fn source_codes() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (p, text) in source_files() {
+        if p.ends_with("diag/codes.rs") {
+            continue;
+        }
+        for piece in text.split('"').skip(1).step_by(2) {
+            if is_code(piece) {
+                found.insert(piece.to_string());
             }
         }
     }
@@ -62,27 +76,15 @@ fn every_code_in_the_source_is_catalogued_once() {
 #[test]
 fn each_code_is_spelled_once() {
     let mut bad = Vec::new();
-    let mut stack = vec![root().join("src")];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("diag/code.rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                for (i, line) in text.lines().enumerate() {
-                    if line.trim_start().starts_with("//") {
-                        continue;
-                    }
-                    let code = line.split('"').skip(1).step_by(2).any(|piece| {
-                        piece.starts_with("sealc::")
-                            && piece.matches("::").count() == 2
-                            && !piece.contains(' ')
-                    });
-                    if code {
-                        bad.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
-                    }
-                }
+    for (p, text) in source_files() {
+        if p.ends_with("diag/code.rs") {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            let code = !line.trim_start().starts_with("//")
+                && line.split('"').skip(1).step_by(2).any(is_code);
+            if code {
+                bad.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
             }
         }
     }
