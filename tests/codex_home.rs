@@ -261,11 +261,23 @@ fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
                 chown_user(&lab.p(p));
             }
         }
-        let o = lab.run(&[], "echo RAN");
+        let report = lab.p("out/left.json").display().to_string();
+        let o = lab.run(&["--report", &report], "echo RAN");
         let said = text(&o);
         v.check(o.status.code() == Some(1), || {
             format!("[{who:?}] exit {:?}\n{said}", o.status.code())
         });
+        // The report names the stage that refused, and its own message
+        // (the refusal's, not a line read back from stderr).
+        let rep = lab.report("left.json");
+        v.check(
+            rep["outcome"]["kind"] == "could_not_start"
+                && rep["outcome"]["phase"] == "prepare"
+                && rep["outcome"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("one is there already")),
+            || format!("[{who:?}] report: {rep:#}"),
+        );
         v.check(!String::from_utf8_lossy(&o.stdout).contains("RAN"), || {
             format!("[{who:?}] it ran")
         });

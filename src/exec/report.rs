@@ -41,6 +41,10 @@ pub enum Phase {
     Verify,
     /// The host drifted since compiling, or stdio, the user or a secret was refused.
     HostCheck,
+    /// The run's own state could not be made: write roots or stand-ins
+    /// absent when compiled, the Codex home (one an earlier run left), the
+    /// agent's user and the write roots handed to it.
+    Prepare,
     /// The sandbox could not be built.
     SandboxStart,
     /// The sandbox was built, but the command is not there (exit 127).
@@ -54,6 +58,7 @@ impl Phase {
         match self {
             Phase::Verify => "verify",
             Phase::HostCheck => "host check",
+            Phase::Prepare => "prepare",
             Phase::SandboxStart => "sandbox start",
             Phase::CommandNotFound => "command lookup",
             Phase::CommandStart => "command start",
@@ -89,7 +94,7 @@ impl Outcome {
             Outcome::CouldNotStart { phase, .. } => match phase {
                 Phase::Verify => 1,
                 Phase::HostCheck => 2,
-                Phase::SandboxStart => super::SANDBOX_FAILED,
+                Phase::Prepare | Phase::SandboxStart => super::SANDBOX_FAILED,
                 Phase::CommandNotFound => super::CANNOT_START,
                 Phase::CommandStart => super::CANNOT_EXECUTE,
             },

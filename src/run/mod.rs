@@ -82,6 +82,8 @@ pub trait Notes {
 /// status, the message (the report's `message`), the help lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
+    /// The stage it stopped in (the report's `phase`).
+    pub phase: Phase,
     pub exit: i32,
     pub message: String,
     pub help: Vec<String>,
@@ -95,12 +97,20 @@ pub struct Refusal {
 impl Refusal {
     pub fn new(exit: i32, message: impl Into<String>) -> Self {
         Refusal {
+            // Each stage says its own (`stages::run`).
+            phase: Phase::Verify,
             exit,
             message: message.into(),
             help: Vec::new(),
             drift: Vec::new(),
             diagnostics: None,
         }
+    }
+
+    /// The refusal of the stage `phase`.
+    pub fn in_phase(mut self, phase: Phase) -> Self {
+        self.phase = phase;
+        self
     }
 
     pub fn help(mut self, help: impl Into<String>) -> Self {
@@ -137,7 +147,6 @@ pub enum Ended {
 struct Ctx {
     /// The network part: each connection through sealc's own proxy.
     network: crate::report::Report,
-    phase: Phase,
     codex_config: Option<&'static str>,
     binding: Option<String>,
     layers: serde_json::Value,
@@ -197,7 +206,6 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     let t0 = std::time::Instant::now();
     let mut ctx = Ctx {
         network: crate::report::Report::default(),
-        phase: Phase::Verify,
         codex_config: None,
         binding: None,
         layers: serde_json::Value::Null,
@@ -240,10 +248,9 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         Ok(Ended::DryRun(plan)) => return Ended::DryRun(plan),
         Ok(Ended::Status(code)) => (code, None),
         Err(r) => {
-            let code = r.exit;
-            let message = r.message.clone();
+            let (code, phase, message) = (r.exit, r.phase, r.message.clone());
             r.tell(notes);
-            (code, Some(message))
+            (code, Some((phase, message)))
         }
     };
     // However the run ended (or stopped before it started), the Codex home
@@ -255,9 +262,12 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         return Ended::Status(code);
     };
     let r = ctx.result.unwrap_or_default();
-    let outcome = r.outcome.unwrap_or_else(|| report::Outcome::CouldNotStart {
-        phase: ctx.phase,
-        message: refusal.unwrap_or_else(|| "nothing was started".to_string()),
+    // The run's own outcome, or the refusal's (every way of stopping
+    // before an outcome is a refusal).
+    let outcome = r.outcome.unwrap_or_else(|| {
+        let (phase, message) =
+            refusal.unwrap_or((Phase::SandboxStart, "nothing was started".to_string()));
+        report::Outcome::CouldNotStart { phase, message }
     });
     let rep = report::Report {
         argv: command

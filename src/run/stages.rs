@@ -28,10 +28,10 @@ pub(super) fn run(
     notes: &mut dyn Notes,
     ctx: &mut Ctx,
 ) -> Result<Ended, Refusal> {
-    let overrides = resolve_overrides(opts.resolve)?;
-    let v = verify(opts, notes, ctx)?;
-    ctx.phase = Phase::HostCheck;
-    let checked = host_check(opts, &v, command, report, ctx)?;
+    let at = |phase: Phase| move |r: Refusal| r.in_phase(phase);
+    let overrides = resolve_overrides(opts.resolve).map_err(at(Phase::Verify))?;
+    let v = verify(opts, notes, ctx).map_err(at(Phase::Verify))?;
+    let checked = host_check(opts, &v, command, report, ctx).map_err(at(Phase::HostCheck))?;
     let ir = &v.compiled.ir;
     let profile = v
         .recompiled
@@ -52,10 +52,9 @@ pub(super) fn run(
     let mut plan = crate::exec::plan(ir, &checked.command, &env, &rt).map_err(|d| {
         let mut r = Refusal::new(BAD_INPUT, format!("{}, so nothing was started", d.message));
         r.diagnostics = Some(Box::new((d.into(), v.display.clone())));
-        r
+        r.in_phase(Phase::HostCheck)
     })?;
     ctx.layers = dry_run_layers(ir, &plan);
-    ctx.phase = Phase::SandboxStart;
     if opts.dry_run {
         return Ok(Ended::DryRun(serde_json::json!({
             "argv": std::iter::once(plan.program.clone())
@@ -70,7 +69,7 @@ pub(super) fn run(
             "stand_ins": ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
         })));
     }
-    let prepared = prepare(opts, &v, &checked, &plan, notes, ctx)?;
+    let prepared = prepare(opts, &v, &checked, &plan, notes, ctx).map_err(at(Phase::Prepare))?;
     if let Some(d) = &prepared.own_uid {
         rt.user = Some(d.ids);
         rt.inside = checked.user;
@@ -82,6 +81,7 @@ pub(super) fn run(
                     d.message
                 ),
             )
+            .in_phase(Phase::Prepare)
         })?;
     }
     ctx.user = rt.user.map(|u| format!("{}:{}", u.uid, u.gid));
@@ -93,7 +93,8 @@ pub(super) fn run(
             return Err(Refusal::new(
                 crate::exec::SANDBOX_FAILED,
                 format!("{e}, so nothing was started"),
-            ));
+            )
+            .in_phase(Phase::Prepare));
         }
     }
     let code = super::handed::confine_and_wait(
@@ -107,7 +108,7 @@ pub(super) fn run(
         ctx,
     );
     hand_back(opts, &checked, prepared, notes, ctx);
-    code.map(Ended::Status)
+    code.map(Ended::Status).map_err(at(Phase::SandboxStart))
 }
 
 /// `--resolve NAME=ADDR` (tests only).
