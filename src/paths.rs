@@ -70,24 +70,50 @@ impl PathProblem {
     }
 }
 
-/// Check one path against the invariant.
+/// Check one path against the invariant. Every problem is looked for in one
+/// pass over the bytes; the first of them in this order is the answer:
+/// empty, NUL, control, quote, backslash, relative, too long, trailing
+/// slash, then the first bad segment.
 pub fn check_path(p: &str) -> Result<(), PathProblem> {
     if p.is_empty() {
         return Err(PathProblem::Empty);
     }
-    if p.contains('\0') {
+    let (mut nul, mut control, mut quote, mut backslash) = (false, false, false, false);
+    let mut segment: Option<PathProblem> = None;
+    // The start of the segment being read (after its `/`).
+    let mut start = 1;
+    let bytes = p.as_bytes();
+    // Segments are read only of an absolute path (a relative one is refused
+    // before them, and its first byte may start a longer character).
+    let absolute = bytes[0] == b'/';
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            0 => nul = true,
+            b'"' => quote = true,
+            b'\\' => backslash = true,
+            0x01..=0x1f | 0x7f => control = true,
+            b'/' if absolute && i > 0 && segment.is_none() => {
+                segment = bad_segment(&p[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    // C1 controls (U+0080 to U+009F) are two bytes in UTF-8.
+    control |= !p.is_ascii() && p.chars().any(char::is_control);
+    if nul {
         return Err(PathProblem::Nul);
     }
-    if p.chars().any(char::is_control) {
+    if control {
         return Err(PathProblem::Control);
     }
-    if p.contains('"') {
+    if quote {
         return Err(PathProblem::Quote);
     }
-    if p.contains('\\') {
+    if backslash {
         return Err(PathProblem::Backslash);
     }
-    if !p.starts_with('/') {
+    if bytes[0] != b'/' {
         return Err(PathProblem::Relative);
     }
     if p.len() > MAX_LITERAL {
@@ -99,24 +125,34 @@ pub fn check_path(p: &str) -> Result<(), PathProblem> {
     if p.ends_with('/') {
         return Err(PathProblem::TrailingSlash);
     }
-    for seg in p[1..].split('/') {
-        match seg {
-            "" => return Err(PathProblem::DoubleSlash),
-            "." => return Err(PathProblem::DotSegment(".")),
-            ".." => return Err(PathProblem::DotSegment("..")),
-            _ => {}
-        }
+    match segment.or_else(|| bad_segment(&p[start..])) {
+        Some(problem) => Err(problem),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// What is wrong with one segment of a path, if anything.
+fn bad_segment(seg: &str) -> Option<PathProblem> {
+    match seg {
+        "" => Some(PathProblem::DoubleSlash),
+        "." => Some(PathProblem::DotSegment(".")),
+        ".." => Some(PathProblem::DotSegment("..")),
+        _ => None,
+    }
 }
 
 /// The `/private` spelling of a path under one of the macOS firmlinked roots
 /// `/tmp`, `/var` and `/etc`.
 pub fn macos_aliases(p: &str) -> Option<String> {
+    is_aliased(p).then(|| format!("/private{p}"))
+}
+
+/// `p` lies under one of the macOS firmlinked roots `/tmp`, `/var` and
+/// `/etc` (it has a `/private` spelling).
+pub fn is_aliased(p: &str) -> bool {
     ["/tmp", "/var", "/etc"]
         .iter()
         .any(|a| p == *a || (p.starts_with(a) && p.as_bytes().get(a.len()) == Some(&b'/')))
-        .then(|| format!("/private{p}"))
 }
 
 /// Lexical normalization: collapse `//`, `.` and `..`.
@@ -326,5 +362,58 @@ mod tests {
                 prop_assert_eq!(ps.covers_strictly(p), strictly, "{} strictly in {:?}", p, set);
             }
         });
+    }
+
+    /// The one-pass check answers as the plain sequence of checks does.
+    #[test]
+    fn check_path_answers_as_the_checks_in_order_would() {
+        use proptest::prelude::*;
+        fn slow(p: &str) -> Result<(), PathProblem> {
+            if p.is_empty() {
+                return Err(PathProblem::Empty);
+            }
+            if p.contains('\0') {
+                return Err(PathProblem::Nul);
+            }
+            if p.chars().any(char::is_control) {
+                return Err(PathProblem::Control);
+            }
+            if p.contains('"') {
+                return Err(PathProblem::Quote);
+            }
+            if p.contains('\\') {
+                return Err(PathProblem::Backslash);
+            }
+            if !p.starts_with('/') {
+                return Err(PathProblem::Relative);
+            }
+            if p.len() > MAX_LITERAL {
+                return Err(PathProblem::TooLong(p.len()));
+            }
+            if p == "/" {
+                return Ok(());
+            }
+            if p.ends_with('/') {
+                return Err(PathProblem::TrailingSlash);
+            }
+            for seg in p[1..].split('/') {
+                match seg {
+                    "" => return Err(PathProblem::DoubleSlash),
+                    "." => return Err(PathProblem::DotSegment(".")),
+                    ".." => return Err(PathProblem::DotSegment("..")),
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        let piece = prop::sample::select(vec![
+            "/", "a", ".", "..", "\"", "\\", "\0", "\n", "\u{85}", "é", "//", "x.y",
+        ]);
+        proptest!(|(parts in prop::collection::vec(piece, 0..10))| {
+            let p: String = parts.concat();
+            prop_assert_eq!(check_path(&p), slow(&p), "{:?}", p);
+        });
+        let long = format!("/{}", "a".repeat(MAX_LITERAL));
+        assert_eq!(check_path(&long), slow(&long));
     }
 }

@@ -28,6 +28,7 @@ use std::fmt::Write as _;
 
 use crate::diag::visible;
 use crate::ir::{is_within, macos_aliases, Ir, PathSet, Root, RootKind, Standing};
+use crate::paths::is_aliased;
 use crate::spec::{Base, NetMode};
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -398,31 +399,33 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
     else {
         return false;
     };
-    let path = |f: &Filter| match f {
-        Filter::Subpath(p) => Some((0, p.to_string())),
-        Filter::Literal(p) => Some((1, p.to_string())),
-        Filter::Raw(_) => None,
-    };
+    fn path<'f>(f: &'f Filter<'_>) -> Option<(u8, &'f str)> {
+        match f {
+            Filter::Subpath(p) => Some((0, p)),
+            Filter::Literal(p) => Some((1, p)),
+            Filter::Raw(_) => None,
+        }
+    }
     let ([f], [g]) = (&last.filters[..], &next.filters[..]) else {
         return false;
     };
     let (Some((kf, pf)), Some((kg, pg))) = (path(f), path(g)) else {
         return false;
     };
-    let paired =
-        |p: &str, q: &str| p.strip_prefix("/private") == Some(q) && macos_aliases(q).is_some();
+    let paired = |p: &str, q: &str| p.strip_prefix("/private") == Some(q) && is_aliased(q);
     if !std::ptr::eq(*a, *b)
         || sa != sb
         || last.action != next.action
         || last.ops != next.ops
         || kf != kg
-        || !(paired(&pf, &pg) || paired(&pg, &pf))
+        || !(paired(pf, pg) || paired(pg, pf))
     {
         return false;
     }
     // The comment names the spelling as written (or its realpath), the one
     // without `/private`.
-    let note = if paired(&pf, &pg) {
+    let pf_private = paired(pf, pg);
+    let note = if pf_private {
         *nb
     } else {
         match &last.comment {
@@ -439,7 +442,7 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
     };
     // The spelling as written first.
     let g = next.filters[0].clone();
-    if paired(&pf, &pg) {
+    if pf_private {
         last.filters.insert(0, g);
     } else {
         last.filters.push(g);
