@@ -61,6 +61,20 @@ fn the_files_are_where_the_architecture_says() {
         assert!(paths.contains(&want), "{want} is missing");
     }
     assert!(paths.contains(&"src/prove.rs".to_string()));
+    // The run's pipeline is the library's, its stages in one room; the
+    // command only parses, calls and prints.
+    for f in ["mod", "stages", "handed", "codex", "help"] {
+        let want = format!("src/run/{f}.rs");
+        assert!(paths.contains(&want), "{want} is missing");
+    }
+    let exec = all()
+        .into_iter()
+        .find(|(p, _)| p == "src/cli/exec.rs")
+        .map_or(0, |(_, t)| t.lines().count());
+    assert!(
+        exec < 200,
+        "src/cli/exec.rs is {exec} lines: the run belongs in src/run"
+    );
 }
 
 #[test]
@@ -82,6 +96,26 @@ fn only_the_cli_prints() {
         bad.is_empty(),
         "printing outside src/cli/:\n{}",
         bad.join("\n")
+    );
+}
+
+/// Why a run did not start travels as a typed `run::Refusal` (its phase,
+/// exit status, message and help), which the report records as it is: no
+/// module below the CLI writes an `error:` line, and nothing reads one
+/// back out of what was printed.
+#[test]
+fn refusals_are_typed_not_read_back_from_stderr() {
+    let written = offenders(|p| !p.starts_with("src/cli/"), &["\"error: "]);
+    assert!(
+        written.is_empty(),
+        "an `error:` line written below the CLI:\n{}",
+        written.join("\n")
+    );
+    let read_back = offenders(|_| true, &["strip_prefix(\"error", "find(\"error:"]);
+    assert!(
+        read_back.is_empty(),
+        "an `error:` line read back:\n{}",
+        read_back.join("\n")
     );
 }
 
