@@ -19,6 +19,8 @@
 //! `cargo test`, `npm`, `taplo`, `chmod`, `mdbook`) are not run. A renamed
 //! flag, a moved file or a command that no longer works fails here.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -526,6 +528,47 @@ fn every_synopsis_names_real_flags() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(lines >= 12, "only {lines} synopsis lines found");
+}
+
+/// `docs/commands.md` is each command's `--help`, generated from the clap
+/// definitions (`SEALC_BLESS=1 cargo test --test docs` writes it again).
+#[test]
+fn the_command_reference_is_the_help_of_each_command() {
+    let mut cache = HashMap::new();
+    let top = help(&mut cache, "");
+    let commands: Vec<String> = top
+        .split("\nCommands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect();
+    let mut page = String::from(
+        "# Command reference\n\n\
+         Each command's `--help`, as sealc prints it: generated from the command\n\
+         line's own definitions, and checked fresh by `tests/docs.rs`\n\
+         (`SEALC_BLESS=1 cargo test --test docs` writes it again). What each flag\n\
+         is for, with examples: [Using it](using-it.md).\n",
+    );
+    for cmd in std::iter::once(String::new()).chain(commands) {
+        let title = if cmd.is_empty() {
+            "sealc".to_string()
+        } else {
+            format!("sealc {cmd}")
+        };
+        page.push_str(&format!(
+            "\n## `{title}`\n\n```console\n{}```\n",
+            help(&mut cache, &cmd)
+        ));
+    }
+    let failures: Vec<String> =
+        common::check_golden(&root().join("docs/commands.md"), page.as_bytes())
+            .into_iter()
+            .collect();
+    common::assert_goldens(failures);
 }
 
 /// The codes a command's `--help` lists under "Exit codes:" (`N`, the
