@@ -32,10 +32,11 @@ mod mechanism;
 mod outcome;
 mod plan;
 mod wait;
+mod watch;
 
 pub use self::bridge::{cloexec_inherited, private_dir, serve_outer, Bridge};
 pub use self::mechanism::Mechanism;
-use self::outcome::{children_cpu, classify, cpu_ticks, sandbox_members, seconds, usage};
+use self::outcome::{children_cpu, classify, sandbox_members, seconds};
 #[cfg(test)]
 use self::outcome::{classify_signal, signaled_line};
 pub use self::outcome::{exit_code, exit_code_of, RunResult};

@@ -127,7 +127,6 @@ pub fn run(
     bridge: Option<&Bridge>,
 ) -> io::Result<RunResult> {
     use std::process::Stdio;
-    use std::sync::{Arc, Mutex};
     cloexec_inherited()?;
     // sealc's own proxy (mode `allowlist`) stops when this returns.
     let mut own_proxy = None;
@@ -337,42 +336,17 @@ pub fn run(
             let _ = rustix::process::kill_process(pid, sig);
         }
     };
-    // The watcher: resident memory and processes of the sandbox.
-    let peak = Arc::new(Mutex::new((0u64, 0u64)));
-    // CPU ticks last seen per process of the sandbox (a process killed at a
-    // limit is never waited for by sealc, so its time would be lost).
-    let ticks = Arc::new(Mutex::new(std::collections::BTreeMap::<i32, u64>::new()));
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if inside {
-        let (peak, done, tx, ticks) = (peak.clone(), done.clone(), tx.clone(), ticks.clone());
-        let memory_kib = plan.limits.memory_mib.map(|m| m * 1024);
-        std::thread::spawn(move || {
-            loop {
-                // First sleep: a short run costs the watcher nothing.
-                std::thread::sleep(Duration::from_millis(50));
-                if done.load(std::sync::atomic::Ordering::Relaxed) {
-                    return;
-                }
-                let pids = members();
-                if let Ok(mut t) = ticks.lock() {
-                    for p in &pids {
-                        let (own, _) = cpu_ticks(&p.to_string());
-                        let e = t.entry(*p).or_default();
-                        *e = (*e).max(own);
-                    }
-                }
-                let (rss, n) = usage(&pids);
-                if let Ok(mut p) = peak.lock() {
-                    p.0 = p.0.max(rss);
-                    p.1 = p.1.max(n);
-                }
-                if memory_kib.is_some_and(|m| rss > m) {
-                    let _ = tx.send(Event::Stop(Stop::Memory));
-                    return;
-                }
-            }
-        });
-    }
+    // The watcher: resident memory, processes and CPU of the sandbox.
+    let watch = inside.then(|| {
+        let tx = tx.clone();
+        super::watch::spawn(
+            members,
+            plan.limits.memory_mib.map(|m| m * 1024),
+            move || {
+                let _ = tx.send(Event::Stop(Stop::Memory));
+            },
+        )
+    });
     let handle = signals.handle();
     let sig_tx = tx.clone();
     std::thread::spawn(move || {
@@ -449,7 +423,7 @@ pub fn run(
             }
         }
     };
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let watched = watch.map(super::watch::Watch::finish).unwrap_or_default();
     handle.close();
     // Whatever is left does not outlive sealc.
     deliver(rustix::process::Signal::KILL);
@@ -488,10 +462,9 @@ pub fn run(
             })
         }
     };
-    let (peak_kib, most) = peak.lock().map(|p| *p).unwrap_or_default();
+    let (peak_kib, most) = (watched.peak_rss_kib, watched.most_processes);
     let waited = children_cpu();
-    let watched = seconds(ticks.lock().map(|t| t.values().sum()).unwrap_or(0));
-    let cpu = waited.max(watched);
+    let cpu = waited.max(seconds(watched.cpu_ticks));
     let mut limits_reached = Vec::new();
     if plan.limits.processes.is_some_and(|n| most >= n) {
         limits_reached.push(crate::limit::Limit::Processes);
