@@ -156,16 +156,16 @@ fn recorded_now(d: diag::Diagnostic, spec: &spec::Spec, facts: &Facts) -> diag::
         Some(Some(_)) => diag::Diagnostic {
             label: Some(format!(
                 "its value is recorded in {env}, {rec} and {codex}, written readable by you only (mode 0600)"
-            )),
+            ).into()),
             help: Some(format!(
                 "list `{name}` under `env.secret` instead (the runner supplies it, nothing records it), compile again, and delete copies of these files made meanwhile"
-            )),
+            ).into()),
             ..d
         },
         _ => diag::Diagnostic {
             label: Some(format!(
                 "not set while compiling, so nothing was recorded; once set, its value would be written to {env}, {rec} and {codex}"
-            )),
+            ).into()),
             ..d
         },
     }

@@ -4,6 +4,7 @@
 //! The table [`CODES`] is the catalogue of every code sealc can emit. A code is
 //! part of the interface: harnesses match on it, so codes are never reused.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -43,8 +44,10 @@ pub struct Diagnostic {
     pub severity: Severity,
     pub message: String,
     pub span: Option<Span>,
-    pub label: Option<String>,
-    pub help: Option<String>,
+    /// Most labels and helps are fixed text: borrowed, not copied into
+    /// each of 10,000 diagnostics of one kind.
+    pub label: Option<Cow<'static, str>>,
+    pub help: Option<Cow<'static, str>>,
 }
 
 impl Diagnostic {
@@ -87,12 +90,12 @@ impl Diagnostic {
         self
     }
 
-    pub fn label(mut self, label: impl Into<String>) -> Self {
+    pub fn label(mut self, label: impl Into<Cow<'static, str>>) -> Self {
         self.label = Some(label.into());
         self
     }
 
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub fn help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
         self.help = Some(help.into());
         self
     }
@@ -131,7 +134,8 @@ impl miette::Diagnostic for Diagnostic {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         let span = self.span.clone()?;
-        let label = miette::LabeledSpan::new_with_span(self.label.clone(), span);
+        let label =
+            miette::LabeledSpan::new_with_span(self.label.as_deref().map(str::to_string), span);
         Some(Box::new(std::iter::once(label)))
     }
 }

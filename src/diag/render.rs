@@ -360,7 +360,10 @@ impl miette::Diagnostic for Shown<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         let e = self.excerpt.as_ref()?;
-        let label = miette::LabeledSpan::new_with_span(self.d.label.clone(), e.label.clone());
+        let label = miette::LabeledSpan::new_with_span(
+            self.d.label.as_deref().map(str::to_string),
+            e.label.clone(),
+        );
         Some(Box::new(std::iter::once(label)))
     }
 }

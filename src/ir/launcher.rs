@@ -88,7 +88,7 @@ impl Lower<'_> {
                 );
                 continue;
             }
-            let mut spellings = BTreeSet::from([link.path.clone()]);
+            let mut spellings = Spellings::one(link.path.clone());
             if self.platform(spec) == Platform::Macos {
                 spellings.extend(macos_aliases(&link.path));
             }

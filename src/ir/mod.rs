@@ -12,6 +12,8 @@ mod launcher;
 mod network;
 mod roots;
 mod run;
+mod spellings;
+pub use spellings::Spellings;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,7 +62,7 @@ pub struct Root {
     /// The path as written, after `${var}` substitution.
     pub path: String,
     /// The path as written, its recorded realpath, and the macOS aliases of both.
-    pub spellings: BTreeSet<String>,
+    pub spellings: Spellings,
     /// The recorded realpath, when the root exists on the compiling host.
     pub real: Option<String>,
     /// What the realpath is (recorded for a Linux target only).
@@ -129,7 +131,7 @@ pub struct Pin {
     /// Its realpath (or, made by `sealc exec`, its place).
     pub path: String,
     /// Its realpath, as written below its write root, and their aliases.
-    pub spellings: BTreeSet<String>,
+    pub spellings: Spellings,
     /// Made by `sealc exec` before the run (the Codex home and the
     /// directories above it), not there when compiled.
     pub made: bool,
@@ -143,7 +145,7 @@ pub struct Pin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LauncherEntry {
     pub path: String,
-    pub spellings: BTreeSet<String>,
+    pub spellings: Spellings,
     pub kind: LinkKind,
     /// For a symlink, the recorded link text.
     pub target: Option<String>,
@@ -546,7 +548,7 @@ fn pins(roots: &[Root], platform: Platform) -> Vec<Pin> {
                 break;
             }
             let pin = out.entry(up.to_string()).or_insert_with(|| {
-                let mut spellings = BTreeSet::from([up.to_string()]);
+                let mut spellings = Spellings::one(up.to_string());
                 spellings.insert(below_as_written(&p.write_root, &p.within, up));
                 if platform == Platform::Macos {
                     let extra: Vec<String> =

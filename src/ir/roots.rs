@@ -21,7 +21,7 @@ impl Lower<'_> {
             (RootKind::Write, &fs.write),
             (RootKind::WriteDevice, &fs.write_devices),
         ];
-        let mut out: Vec<Root> = Vec::new();
+        let mut out: Vec<Root> = Vec::with_capacity(lists.iter().map(|(_, l)| l.len()).sum());
         for (kind, list) in lists {
             for entry in list {
                 let Some(path) = self.path(entry, format_args!("`{}` entry", kind.key())) else {
@@ -39,7 +39,7 @@ impl Lower<'_> {
                     );
                     continue;
                 }
-                let mut spellings = BTreeSet::from([path.clone()]);
+                let mut spellings = Spellings::one(path.clone());
                 let mut real = self.facts.realpaths.get(&path).cloned();
                 let mut host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
                 // A write root that does not exist yet is made when the seal
@@ -329,7 +329,7 @@ impl Lower<'_> {
             }
             // Its spellings: where it is, as written below its write root,
             // the path as named, and their macOS aliases.
-            let mut spellings = BTreeSet::from([real.clone()]);
+            let mut spellings = Spellings::one(real.clone());
             spellings.insert(below_as_written(&w.path, &within, &real));
             if !spellings.iter().any(|sp| is_within(&path, sp)) {
                 spellings.insert(path.clone());
@@ -429,7 +429,7 @@ impl Lower<'_> {
         if check_path(&config).is_err() || check_path(&real).is_err() {
             return;
         }
-        let mut spellings = BTreeSet::from([config.clone(), real.clone()]);
+        let mut spellings = Spellings::from([config.clone(), real.clone()]);
         if self.platform(spec) == Platform::Macos {
             let extra: Vec<String> = spellings.iter().filter_map(|s| macos_aliases(s)).collect();
             spellings.extend(extra.into_iter().filter(|a| check_path(a).is_ok()));
@@ -494,7 +494,7 @@ impl Lower<'_> {
                         quote(&r.path),
                         quote(&w)
                     ),
-                    label.to_string(),
+                    label,
                     "make it before compiling (an empty directory will do), so it is hidden from the first run; otherwise correct the path",
                 )
             } else if r.made {
@@ -504,7 +504,7 @@ impl Lower<'_> {
                         quote(&r.path),
                         quote(r.real.as_deref().unwrap_or(&r.path))
                     ),
-                    "absent when compiled; made as a directory when the seal starts".to_string(),
+                    "absent when compiled; made as a directory when the seal starts",
                     "nothing to do if that is meant; otherwise correct the path",
                 )
             } else if r.real.is_none() && !provided {
@@ -518,7 +518,7 @@ impl Lower<'_> {
                         r.kind.key(),
                         quote(&r.path)
                     ),
-                    label.to_string(),
+                    label,
                     "correct the path, or make it before compiling if it should exist",
                 )
             } else {
@@ -535,7 +535,7 @@ impl Lower<'_> {
 
     pub(super) fn add_aliases(
         &mut self,
-        spellings: &mut BTreeSet<String>,
+        spellings: &mut Spellings,
         entry: &Spanned<String>,
         platform: Platform,
     ) -> Option<()> {
@@ -611,8 +611,11 @@ impl Lower<'_> {
                     let meet = if first.path == second.path {
                         String::new()
                     } else {
-                        let common: Vec<&String> =
-                            first.spellings.intersection(&second.spellings).collect();
+                        let common: Vec<&String> = first
+                            .spellings
+                            .iter()
+                            .filter(|s| second.spellings.contains(s))
+                            .collect();
                         let at = common
                             .iter()
                             .find(|s| ***s == first.path || ***s == second.path)

@@ -144,7 +144,7 @@ pub(super) fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
             filters,
         });
     }
-    let mut reallowed: Vec<(String, &BTreeSet<String>)> = Vec::new();
+    let mut reallowed: Vec<(String, &crate::ir::Spellings)> = Vec::new();
     for root in &ir.roots {
         if matches!(
             root.kind,
