@@ -874,3 +874,56 @@ fn the_walks_of_a_write_root_are_bounded() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// A run refused before its sandbox could start leaves nothing it made:
+/// a write root absent when compiled (made by `sealc exec` for the run) is
+/// taken away again when the walk bound stops the run, so neither a later
+/// run nor a recompile meets a directory no run used.
+#[test]
+#[cfg_attr(any(sealc_not_root, sealc_no_bwrap), ignore = "needs root, bubblewrap")]
+fn a_refused_run_takes_away_the_write_roots_it_made() {
+    if !root_with_bwrap() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir(t.join("ws")).unwrap();
+    for i in 0..60 {
+        std::fs::write(t.join(format!("ws/f{i}")), "").unwrap();
+    }
+    chown(&t.join("ws"), OWNER);
+    let spec = format!(
+        "version = 1\nname = \"made\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\", \"{made}\"]\n[network]\nmode = \"none\"\n",
+        ws = t.join("ws").display(),
+        made = t.join("out/run1").display(),
+    );
+    std::fs::write(t.join("spec.toml"), spec).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&t)
+        .env_clear()
+        .args(["compile", "spec.toml", "--out", "seal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!t.join("out").exists());
+    let lab = Lab { _tmp: tmp, t };
+    let out = lab
+        .start(&["--walk-limit", "50"], "echo RAN")
+        .wait_with_output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(122), "{said}");
+    assert!(said.contains("more than 50"), "{said}");
+    assert!(
+        !lab.p("out").exists(),
+        "a refused run left the write root it made:\n{said}"
+    );
+    // Within the bound it runs, and the root made for it stays.
+    let out = lab
+        .start(&["--walk-limit", "1000"], "echo RAN")
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(lab.p("out/run1").is_dir(), "{}", text(&out));
+}

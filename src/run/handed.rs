@@ -33,15 +33,21 @@ pub(super) fn confine_and_wait(
             bridge_dir: b.dir.path(),
             ..rt
         };
-        crate::exec::plan(ir, &checked.command, &|n| std::env::var_os(n), &rt).map_err(|d| {
-            Refusal::new(
-                crate::exec::SANDBOX_FAILED,
-                format!(
-                    "the plan with the proxy bridge cannot be made: {}",
-                    d.message
-                ),
-            )
-        })?
+        match crate::exec::plan(ir, &checked.command, &|n| std::env::var_os(n), &rt) {
+            Ok(plan) => plan,
+            Err(d) => {
+                // Nothing started: the bridge's directory goes too (a
+                // later run's sweep would take it only once this pid is gone).
+                b.remove();
+                return Err(Refusal::new(
+                    crate::exec::SANDBOX_FAILED,
+                    format!(
+                        "the plan with the proxy bridge cannot be made: {}",
+                        d.message
+                    ),
+                ));
+            }
+        }
     } else {
         plan
     };

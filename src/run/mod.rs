@@ -169,15 +169,18 @@ struct Ctx {
     codex_left: Option<crate::exec::codex_home::Left>,
     /// The stand-ins of protected paths made for this run, until removed.
     stand_ins: Option<crate::absent::StandIns>,
+    /// Write roots absent when compiled and made for this run, until the
+    /// sandbox may start: a run refused before that takes them away again
+    /// (empty ones only), so nothing it was refused leaves a trace that a
+    /// later run, or a recompile, would take for the host's.
+    made_roots: Vec<String>,
 }
 
-/// Before anything started: take away what was made for the run (the
-/// stand-ins first: they lie in the write roots).
-fn undo_made(ctx: &mut Ctx, made_roots: &[String]) {
-    if let Some(s) = ctx.stand_ins.take() {
-        s.remove();
-    }
-    crate::absent::unmake(made_roots);
+/// Refused before the sandbox could start: the write roots made for the
+/// run are taken away (after the stand-ins and the Codex home, which lie in
+/// them).
+fn unmake_unstarted(ctx: &mut Ctx) {
+    crate::absent::unmake(&std::mem::take(&mut ctx.made_roots));
 }
 
 /// Once nothing of the sandbox is left: the stand-ins made for the run are
@@ -219,6 +222,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         codex_home: None,
         codex_left: None,
         stand_ins: None,
+        made_roots: Vec::new(),
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -258,6 +262,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     let keep = target.as_ref().filter(|_| !ctx.report_refused);
     codex::finish_codex_home(&mut ctx, keep, notes);
     finish_stand_ins(&mut ctx, notes);
+    unmake_unstarted(&mut ctx);
     let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
         return Ended::Status(code);
     };

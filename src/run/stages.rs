@@ -97,6 +97,9 @@ pub(super) fn run(
             .in_phase(Phase::Prepare));
         }
     }
+    // From here the sandbox may start: what the run makes in the write
+    // roots made for it is its output, and they stay.
+    ctx.made_roots.clear();
     let code = super::handed::confine_and_wait(
         ir,
         plan,
@@ -346,7 +349,9 @@ fn prepare(
         return Err(r);
     }
     // Write roots absent when compiled: made now, where the seal mounts them.
-    let made_roots = crate::absent::make_write_roots(ir).map_err(|e| {
+    // Taken away again (`unmake_unstarted`) if the run is refused before
+    // the sandbox may start.
+    ctx.made_roots = crate::absent::make_write_roots(ir).map_err(|e| {
         Refusal::new(
             crate::exec::SANDBOX_FAILED,
             format!("{e}, so nothing was started"),
@@ -357,7 +362,6 @@ fn prepare(
     match crate::absent::make_stand_ins(ir) {
         Ok(s) => ctx.stand_ins = Some(s),
         Err(e) => {
-            crate::absent::unmake(&made_roots);
             return Err(Refusal::new(
                 crate::exec::SANDBOX_FAILED,
                 format!("{e}, so nothing was started"),
@@ -376,7 +380,6 @@ fn prepare(
             .iter()
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
-            undo_made(ctx, &made_roots);
             return Err(
                 Refusal::new(BAD_INPUT, format!("{e}, so nothing was started")).help(
                     "let that user search every directory above the write roots (`chmod o+x`), or pick another with `--user`",
@@ -394,7 +397,6 @@ fn prepare(
     let installs = codex_target(ir).is_some();
     if installs {
         if let Err(r) = prepare_codex_home(ir, &codex_config, opts.force, notes, ctx) {
-            undo_made(ctx, &made_roots);
             return Err(r);
         }
     }
