@@ -396,9 +396,7 @@ fn prepare(
         .unwrap_or_default();
     let installs = codex_target(ir).is_some();
     if installs {
-        if let Err(r) = prepare_codex_home(ir, &codex_config, opts.force, notes, ctx) {
-            return Err(r);
-        }
+        prepare_codex_home(ir, &codex_config, opts.force, notes, ctx)?;
     }
     // A `PATH` entry the agent's user cannot search: its commands will not run.
     if let Some(ids) = user {
