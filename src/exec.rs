@@ -43,10 +43,12 @@ pub use self::outcome::{exit_code, exit_code_of, RunResult};
 pub use self::plan::{
     plan, resolve_launcher, write_root_reaching, BridgePlan, FdSlot, FdSource, Plan, Runtime,
 };
+#[cfg(test)]
+use self::stdio::relay;
+#[cfg(test)]
+use self::wait::open_exact;
 pub use self::wait::run;
 use self::wait::Stop;
-#[cfg(test)]
-use self::wait::{open_exact, relay};
 
 pub mod codex_home;
 pub mod idmap;

@@ -11,10 +11,11 @@
 //! socket on stdin (made in the caller's network namespace) is relayed
 //! through a pipe too.
 //!
-//! Relayed back, the command's stdout and stderr reach a file, a pipe or a
+//! Relayed back ([`relay`]), the command's stdout and stderr reach a file, a pipe or a
 //! socket byte for byte; a terminal gets them through the terminal filter
 //! ([`super::terminal`]), unless `--raw-terminal` ([`deliveries`]).
 
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
 /// How one standard descriptor reaches the command.
@@ -112,6 +113,69 @@ pub fn ways() -> Result<[Way; 3], String> {
         way(1, std::io::stdout().as_fd())?,
         way(2, std::io::stderr().as_fd())?,
     ])
+}
+
+/// Copy until the end with plain `read` and `write`: each `write` moves a
+/// shared file position under the kernel's lock, so stdout and stderr sent
+/// to one file (`> log 2>&1`) keep every byte (`io::copy` would splice, which
+/// can race on the position, and hold a pipe's lock while it waits). Past
+/// `cap` bytes the rest is read and dropped, and `over` is called once.
+/// To a terminal (`Delivery::Filtered`) what is read goes through the
+/// [`super::terminal::Filter`] (the cap still counts the bytes read), and a reset
+/// of the text attributes follows if the command's last SGR left them set.
+pub(super) fn relay(
+    mut from: impl io::Read,
+    mut to: impl io::Write,
+    cap: Option<u64>,
+    over: &dyn Fn(),
+    delivery: Delivery,
+) -> super::report::Stream {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = super::report::Stream {
+        terminal: delivery.as_report(),
+        ..Default::default()
+    };
+    let mut filter = (delivery == Delivery::Filtered).then(super::terminal::Filter::new);
+    let mut shown = Vec::new();
+    let mut open = true;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = cap
+            .map_or(n as u64, |c| c.saturating_sub(out.bytes))
+            .min(n as u64) as usize;
+        if room < n && !out.truncated {
+            out.truncated = true;
+            over();
+        }
+        if open && room > 0 {
+            let bytes = match &mut filter {
+                None => &buf[..room],
+                Some(f) => {
+                    shown.clear();
+                    f.feed(&buf[..room], &mut shown);
+                    &shown[..]
+                }
+            };
+            if !bytes.is_empty() && to.write_all(bytes).is_err() {
+                open = false; // the caller stopped reading: drain, so nothing inside blocks
+            } else {
+                out.bytes += room as u64;
+            }
+        }
+    }
+    if let Some(mut f) = filter {
+        f.finish();
+        if open && f.styled() {
+            let _ = to.write_all(super::terminal::RESET);
+        }
+        out.controls_dropped = f.dropped();
+    }
+    out
 }
 
 #[cfg(test)]

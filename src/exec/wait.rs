@@ -1,5 +1,6 @@
-//! Confine and wait: start the sandbox, relay its standard streams, watch
-//! its limits and signals, and end it.
+//! Confine and wait: start the sandbox, relay its standard streams (with
+//! [`stdio::relay`]), watch its limits (with [`super::watch`]) and signals,
+//! and end it.
 
 use super::*;
 
@@ -41,69 +42,6 @@ pub(super) fn open_exact(path: &str, kind: PathKind) -> io::Result<OwnedFd> {
         )));
     }
     Ok(fd)
-}
-
-/// Copy until the end with plain `read` and `write`: each `write` moves a
-/// shared file position under the kernel's lock, so stdout and stderr sent
-/// to one file (`> log 2>&1`) keep every byte (`io::copy` would splice, which
-/// can race on the position, and hold a pipe's lock while it waits). Past
-/// `cap` bytes the rest is read and dropped, and `over` is called once.
-/// To a terminal (`Delivery::Filtered`) what is read goes through the
-/// [`terminal::Filter`] (the cap still counts the bytes read), and a reset
-/// of the text attributes follows if the command's last SGR left them set.
-pub(super) fn relay(
-    mut from: impl io::Read,
-    mut to: impl io::Write,
-    cap: Option<u64>,
-    over: &dyn Fn(),
-    delivery: stdio::Delivery,
-) -> report::Stream {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut out = report::Stream {
-        terminal: delivery.as_report(),
-        ..Default::default()
-    };
-    let mut filter = (delivery == stdio::Delivery::Filtered).then(terminal::Filter::new);
-    let mut shown = Vec::new();
-    let mut open = true;
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let room = cap
-            .map_or(n as u64, |c| c.saturating_sub(out.bytes))
-            .min(n as u64) as usize;
-        if room < n && !out.truncated {
-            out.truncated = true;
-            over();
-        }
-        if open && room > 0 {
-            let bytes = match &mut filter {
-                None => &buf[..room],
-                Some(f) => {
-                    shown.clear();
-                    f.feed(&buf[..room], &mut shown);
-                    &shown[..]
-                }
-            };
-            if !bytes.is_empty() && to.write_all(bytes).is_err() {
-                open = false; // the caller stopped reading: drain, so nothing inside blocks
-            } else {
-                out.bytes += room as u64;
-            }
-        }
-    }
-    if let Some(mut f) = filter {
-        f.finish();
-        if open && f.styled() {
-            let _ = to.write_all(terminal::RESET);
-        }
-        out.controls_dropped = f.dropped();
-    }
-    out
 }
 
 /// Let the sandbox's builder inherit `fd` (and return its number).
@@ -279,7 +217,7 @@ pub fn run(
                 .try_clone_to_owned()
                 .map(std::fs::File::from)
             {
-                relay(from, &mut to, None, &|| {}, stdio::Delivery::Bytes);
+                stdio::relay(from, &mut to, None, &|| {}, stdio::Delivery::Bytes);
             }
         });
     }
@@ -298,7 +236,7 @@ pub fn run(
             let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));
             };
-            relay(from, to, cap, &over, delivery)
+            stdio::relay(from, to, cap, &over, delivery)
         }));
     }
     if let Some(from) = child.stderr.take() {
@@ -309,7 +247,7 @@ pub fn run(
             let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));
             };
-            relay(from, to, cap, &over, delivery)
+            stdio::relay(from, to, cap, &over, delivery)
         }));
     }
     let group = rustix::process::Pid::from_child(&child);
