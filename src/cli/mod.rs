@@ -20,6 +20,7 @@ mod init;
 mod inside;
 mod lint;
 mod man;
+mod parse;
 mod schema;
 mod show;
 mod verify;
@@ -44,6 +45,15 @@ Example:
     after_help = AFTER_HELP
 )]
 struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The options every command takes.
+#[derive(clap::Args, Debug)]
+struct Globals {
     /// Colour in diagnostics: `auto` (when stderr is a terminal and
     /// `NO_COLOR` is not set), `always` or `never`.
     #[arg(
@@ -57,8 +67,6 @@ struct Cli {
     /// Print problems only: no list of files written, no summary.
     #[arg(long, short, global = true)]
     quiet: bool,
-    #[command(subcommand)]
-    command: Command,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -199,7 +207,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse::parse(args.into_iter().collect()) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { BAD_INPUT } else { OK };
@@ -214,13 +222,13 @@ pub fn run(
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
         || std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-    let color = match cli.color {
+    let color = match cli.globals.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
         ColorChoice::Auto => !no_color && std::io::stderr().is_terminal(),
     };
     COLOR.store(color, Ordering::Relaxed);
-    QUIET.store(cli.quiet, Ordering::Relaxed);
+    QUIET.store(cli.globals.quiet, Ordering::Relaxed);
     match cli.command {
         Command::Compile(a) => compile::run(a, out, err),
         Command::Verify(a) => verify::run(a, out, err),
