@@ -1,6 +1,7 @@
 //! Every exit status sealc gives, defined once: the code that returns a
-//! status names it from here, and `sealc exec --help` (whose table
-//! `docs/exit-codes.md` is tested against) is made from [`EXEC`].
+//! status names it from here, and each command's `--help` (and so
+//! `docs/commands.md`; `docs/exit-codes.md` is tested against [`EXEC`])
+//! lists its own from its table here.
 
 /// Success.
 pub const OK: i32 = 0;
@@ -73,8 +74,14 @@ pub const EXEC: &[(i32, &str)] = &[
 /// its meaning, wrapped under it.
 pub fn help_section(own: Option<&str>, table: &[(i32, &str)], footer: &str) -> String {
     let mut out = String::from("Exit codes:\n");
+    // The codes in a column as wide as the widest, two spaces after it.
+    let width = table
+        .iter()
+        .map(|(c, _)| c.to_string().len())
+        .max()
+        .unwrap_or(1);
     let mut line = |code: &str, meaning: &str| {
-        let mut cur = format!("  {code:<4} ");
+        let mut cur = format!("  {code:<width$}  ");
         let indent = cur.len();
         for word in meaning.split(' ') {
             if cur.len() + word.len() > 74 && cur.len() > indent {
@@ -97,6 +104,104 @@ pub fn help_section(own: Option<&str>, table: &[(i32, &str)], footer: &str) -> S
     out.push_str(footer);
     out
 }
+
+/// `sealc compile`'s statuses.
+pub const COMPILE: &[(i32, &str)] = &[
+    (OK, "written (or, with --check, what is on disk is what would be written)"),
+    (DIFFERS, "what is on disk differs: --check found a file that differs, is missing or is stale (the other platform's), or an existing output differs and --force was not given; nothing written"),
+    (BAD_INPUT, "bad input: the spec, a --var, a flag, or a file that cannot be read or written; nothing written"),
+];
+
+/// `sealc verify`'s statuses.
+pub const VERIFY: &[(i32, &str)] = &[
+    (OK, "verified"),
+    (DIFFERS, "drift: an artifact, the binding, an invariant, the sealc version, the --expect binding, a --live fact or the --codex-config differs"),
+    (BAD_INPUT, "unusable input: the record cannot be read or is not a canonical record"),
+];
+
+/// `sealc lint`'s statuses.
+pub const LINT: &[(i32, &str)] = &[
+    (OK, "no error (warnings and advice do not fail)"),
+    (DIFFERS, "the spec has errors"),
+    (BAD_INPUT, "bad input: the spec cannot be read, or a flag"),
+];
+
+/// `sealc explain`'s statuses.
+pub const EXPLAIN: &[(i32, &str)] = &[
+    (OK, "decided: allowed or denied (the answer is printed)"),
+    (
+        BAD_INPUT,
+        "bad input: the profile, the record, the operation or a path",
+    ),
+    (UNDECIDED, "ambiguous or undetermined"),
+];
+
+/// `sealc show`'s statuses.
+pub const SHOW: &[(i32, &str)] = &[
+    (OK, "shown, and the record verifies"),
+    (DIFFERS, "shown, but the record does not verify (the problems head the output)"),
+    (BAD_INPUT, "bad input: the record cannot be read, is not a record, or its spec does not compile with this sealc"),
+];
+
+/// `sealc diff`'s statuses.
+pub const DIFF: &[(i32, &str)] = &[
+    (OK, "the two seals allow the same"),
+    (DIFFERS, "they differ (each change is listed)"),
+    (BAD_INPUT, "bad input: a record cannot be read, is not a record, or its spec does not compile with this sealc"),
+];
+
+/// `sealc init`'s statuses.
+pub const INIT: &[(i32, &str)] = &[
+    (
+        OK,
+        "the spec was written (or the file already holds exactly this spec)",
+    ),
+    (
+        DIFFERS,
+        "the file exists and differs; nothing written (pass --force to replace it)",
+    ),
+    (
+        BAD_INPUT,
+        "bad input: a flag, or a file that cannot be written",
+    ),
+];
+
+/// `sealc schema`'s statuses.
+pub const SCHEMA: &[(i32, &str)] = &[
+    (OK, "the schema was printed"),
+    (BAD_INPUT, "bad input: an unknown schema name"),
+];
+
+/// `sealc completions`'s statuses.
+pub const COMPLETIONS: &[(i32, &str)] = &[
+    (OK, "the script was written to stdout"),
+    (
+        BAD_INPUT,
+        "bad input: an unknown shell, or stdout cannot be written",
+    ),
+];
+
+/// `sealc man`'s statuses.
+pub const MAN: &[(i32, &str)] = &[
+    (OK, "the page was written to stdout, or every page to --dir"),
+    (
+        BAD_INPUT,
+        "bad input: an unknown command, or a page that cannot be written",
+    ),
+];
+
+/// `sealc` itself (its `--help`): what the codes mean across commands.
+pub const SEALC: &[(i32, &str)] = &[
+    (OK, "ok"),
+    (
+        DIFFERS,
+        "what is on disk differs, drift, or a spec with errors (lint)",
+    ),
+    (
+        BAD_INPUT,
+        "bad input: a flag, a spec, a record, a file that cannot be read or written",
+    ),
+];
 
 #[cfg(test)]
 mod tests {

@@ -8,22 +8,21 @@ use super::{Format, PlatformArg, BAD_INPUT, DIFFERS, OK};
 use crate::diag::{quote, Diagnostic, Diagnostics};
 use crate::facts::{parse_var_flag, RealHost, VarFlags};
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  written (or, with --check, what is on disk is what would be written)
-  1  what is on disk differs: --check found a file that differs, is missing
-     or is stale (the other platform's), or an existing output differs and
-     --force was not given; nothing written
-  2  bad input: the spec, a --var, a flag, or a file that cannot be read
-     or written; nothing written
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::COMPILE`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::COMPILE,
+        "
 Example:
-  sealc compile seal.toml --platform linux --var checkout=\"$PWD\" --out seal";
+  sealc compile seal.toml --platform linux --var checkout=\"$PWD\" --out seal",
+    )
+}
 
 /// Compile a spec: write seal.sb (macOS) or seal.bwrap.json (Linux),
 /// env.json, codex/config.toml, and the record seal.json.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The seal spec (TOML).
     spec: PathBuf,

@@ -6,17 +6,20 @@ use clap::CommandFactory;
 
 use super::{Cli, BAD_INPUT, OK};
 
-pub(super) const AFTER_HELP: &str = "\
-Exit codes:
-  0  the script was written to stdout
-  2  bad input: an unknown shell, or stdout cannot be written
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::COMPLETIONS`].
+pub(super) fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::COMPLETIONS,
+        "
 Example:
-  sealc completions bash > ~/.local/share/bash-completion/completions/sealc";
+  sealc completions bash > ~/.local/share/bash-completion/completions/sealc",
+    )
+}
 
 /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The shell.
     #[arg(value_enum)]

@@ -19,19 +19,20 @@ use crate::describe::{Change, Effect};
 use crate::diag::{render, visible};
 use crate::record::canonical_json;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  the two seals allow the same
-  1  they differ (each change is listed)
-  2  bad input: a record cannot be read, is not a record, or its spec
-     does not compile with this sealc
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::DIFF`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::DIFF,
+        "
 Example:
-  sealc diff old/seal.json seal/seal.json";
+  sealc diff old/seal.json seal/seal.json",
+    )
+}
 
 /// Compare what two seals allow: paths, hosts, ports, env names, limits, Codex settings.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The record before the change (seal.json).
     old: PathBuf,

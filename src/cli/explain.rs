@@ -13,18 +13,20 @@ use super::{Format, BAD_INPUT, OK, UNDECIDED};
 use crate::diag::quote;
 use crate::sbpl::eval::Target;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  decided: allowed or denied (the answer is printed)
-  2  bad input: the profile, the record, the operation or a path
-  3  ambiguous or undetermined
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::EXPLAIN`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::EXPLAIN,
+        "
 Example:
-  sealc explain seal/seal.bwrap.json --op file-write-data \"$PWD/notes.md\"";
+  sealc explain seal/seal.bwrap.json --op file-write-data \"$PWD/notes.md\"",
+    )
+}
 
 /// Which rule of a seatbelt profile (or step of a seal.bwrap.json) decides an operation on a path or endpoint.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The seal: a seatbelt profile (SBPL) or a seal.bwrap.json.
     #[arg(required_unless_present = "list_ops")]

@@ -27,19 +27,21 @@ const HOST_PLATFORM: &str = if cfg!(target_os = "macos") {
     "linux"
 };
 
-pub(super) const AFTER_HELP: &str = "\
-Exit codes:
-  0  the spec was written (or the file already holds exactly this spec)
-  1  the file exists and differs; nothing written (pass --force to replace it)
-  2  bad input: a flag, or a file that cannot be written
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::INIT`].
+pub(super) fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::INIT,
+        "
 Example:
-  sealc init --agent codex && sealc lint seal.toml --platform both";
+  sealc init --agent codex && sealc lint seal.toml --platform both",
+    )
+}
 
 /// Write a commented starter spec: an agent in one checkout, its
 /// credentials denied, an env allowlist and limits.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The agent the seal is for: `codex` adds its launcher, the
     /// `api.openai.com:443` allowlist, the `OPENAI_API_KEY` secret and a

@@ -7,18 +7,20 @@ use super::render_diagnostics;
 use super::{Format, PlatformSel, BAD_INPUT, DIFFERS, OK};
 use crate::diag::{quote, Diagnostic};
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  no error (warnings and advice do not fail)
-  1  the spec has errors
-  2  bad input: the spec cannot be read, or a flag
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::LINT`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::LINT,
+        "
 Example:
-  sealc lint seal.toml --platform both";
+  sealc lint seal.toml --platform both",
+    )
+}
 
 /// Check a spec without a host: the JSON Schema, the compiler's checks, and advice.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The seal spec (TOML).
     spec: PathBuf,

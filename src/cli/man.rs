@@ -10,18 +10,21 @@ use clap_mangen::roff::{roman, Roff};
 use super::{render_diagnostics, Cli, BAD_INPUT, OK};
 use crate::diag::{quote, Diagnostic};
 
-pub(super) const AFTER_HELP: &str = "\
-Exit codes:
-  0  the page was written to stdout, or every page to --dir
-  2  bad input: an unknown command, or a page that cannot be written
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::MAN`].
+pub(super) fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::MAN,
+        "
 Example:
-  sealc man --dir ~/.local/share/man/man1 && man sealc-compile";
+  sealc man --dir ~/.local/share/man/man1 && man sealc-compile",
+    )
+}
 
 /// Print the manual page of sealc (or of one command) as roff, or write
 /// every page to a directory.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// The command whose page to print (default: sealc's own).
     command: Option<String>,

@@ -27,22 +27,20 @@ mod verify;
 
 pub use crate::exit::{BAD_INPUT, DIFFERS, OK, UNDECIDED};
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  ok
-  1  what is on disk differs, drift, or a spec with errors (lint)
-  2  bad input: a flag, a spec, a record, a file that cannot be read or written
-  Each command's --help lists its own; `exec` passes its command's through.
+/// `--help`'s closing sections: the exit codes from [`crate::exit::SEALC`].
+fn after_help() -> String {
+    crate::exit::help_section(None, crate::exit::SEALC, "  Each command's --help lists its own; `exec` passes its command's through.
 
 Example:
-  sealc init && sealc lint seal.toml --platform both && sealc compile seal.toml --var checkout=\"$PWD\"";
+  sealc init && sealc lint seal.toml --platform both && sealc compile seal.toml --var checkout=\"$PWD\"")
+}
 
 #[derive(Parser, Debug)]
 #[command(
     name = "sealc",
     version,
     about = "Compile seal specs to sandbox profiles, env allowlists and Codex configs",
-    after_help = AFTER_HELP
+    after_help = after_help()
 )]
 struct Cli {
     #[command(flatten)]

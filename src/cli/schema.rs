@@ -4,17 +4,20 @@ use std::io::Write;
 
 use super::OK;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  the schema was printed
-  2  bad input: an unknown schema name
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::SCHEMA`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::SCHEMA,
+        "
 Example:
-  sealc schema spec > seal-spec.schema.json";
+  sealc schema spec > seal-spec.schema.json",
+    )
+}
 
 /// Print a JSON Schema (also committed under schemas/).
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     /// Which schema.
     #[arg(value_enum, default_value = "spec")]

@@ -16,19 +16,20 @@ use crate::diag::{quote, render, visible, Diagnostic};
 use crate::record::{canonical_json, Record};
 use crate::verify::Status;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  shown, and the record verifies
-  1  shown, but the record does not verify (the problems head the output)
-  2  bad input: the record cannot be read, is not a record, or its spec
-     does not compile with this sealc
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::SHOW`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::SHOW,
+        "
 Example:
-  sealc show seal/seal.json";
+  sealc show seal/seal.json",
+    )
+}
 
 /// Show what a seal allows: reads, writes, network, env, limits and Codex, in plain words.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     #[command(flatten)]
     seal: super::SealArgs,

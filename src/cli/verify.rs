@@ -7,19 +7,20 @@ use super::{parse_expect, Format};
 use crate::diag::quote;
 use crate::facts::RealHost;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  verified
-  1  drift: an artifact, the binding, an invariant, the sealc version, the
-     --expect binding, a --live fact or the --codex-config differs
-  2  unusable input: the record cannot be read or is not a canonical record
-
+/// `--help`'s closing sections: the exit codes from [`crate::exit::VERIFY`].
+fn after_help() -> String {
+    crate::exit::help_section(
+        None,
+        crate::exit::VERIFY,
+        "
 Example:
-  sealc verify seal/seal.json --expect sha256:<the binding you reviewed>";
+  sealc verify seal/seal.json --expect sha256:<the binding you reviewed>",
+    )
+}
 
 /// Recompile a record and compare: digests, binding, invariants, and the artifact files.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct Args {
     #[command(flatten)]
     seal: super::SealArgs,
