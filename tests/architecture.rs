@@ -119,6 +119,18 @@ fn refusals_are_typed_not_read_back_from_stderr() {
     );
 }
 
+/// Exit codes are listed once (`src/exit.rs`): no command writes its own
+/// "Exit codes:" section by hand.
+#[test]
+fn every_exit_code_table_is_made_from_src_exit_rs() {
+    let by_hand = offenders(|p| p != "src/exit.rs", &["Exit codes:"]);
+    assert!(
+        by_hand.is_empty(),
+        "an exit code section written by hand:\n{}",
+        by_hand.join("\n")
+    );
+}
+
 #[test]
 fn the_pure_stages_read_nothing_from_the_host() {
     let pure = |p: &str| {
