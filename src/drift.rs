@@ -22,6 +22,9 @@ use crate::facts::{ChainLink, Host, Identity, LinkKind, PathKind};
 use crate::ir::is_within;
 use crate::record::Record;
 
+mod now;
+pub use now::{absent_write_now, made_since, stand_in_now, AbsentWriteNow, StandInNow};
+
 /// What kind of change a drift is; it decides the advice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum DriftKind {
@@ -260,13 +263,7 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
             continue;
         }
         let (was, now) = (recorded.kinds.get(real), here.kinds.get(real));
-        let made = was.is_none()
-            && (now == Some(&PathKind::Dir) && recorded.absent_writes.values().any(|a| a == real)
-                || recorded
-                    .stand_ins
-                    .values()
-                    .any(|s| s.kind == PathKind::Dir && is_within(real, &s.at) && dir_at(&s.at)));
-        if was != now && !made {
+        if was != now && !made_since(recorded, real, now.copied(), &dir_at) {
             let show = |k: Option<&PathKind>| {
                 k.map_or("nothing".to_string(), |k| format!("a {}", k.as_str()))
             };
@@ -285,23 +282,15 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     // Protected paths absent when compiled: held by the same stand-in (or
     // object on the way), or inside a directory made at the stand-in's place.
     for (p, was) in &recorded.stand_ins {
-        let now = here.stand_ins.get(p);
-        let ok = now == Some(was)
-            || was.kind == PathKind::Dir
-                && dir_at(&was.at)
-                && (now.is_some_and(|n| n.kind == PathKind::Dir && is_within(&n.at, &was.at))
-                    || here.realpaths.get(p).is_some_and(|r| is_within(r, &was.at)));
-        if ok {
-            continue;
-        }
         let held = |s: &crate::facts::StandIn| match s.kind {
             PathKind::Dir => format!("a stand-in at {}", quote(&s.at)),
             k => format!("the {} {} on the way", k.as_str(), quote(&s.at)),
         };
-        let now = match (now, here.realpaths.get(p)) {
-            (Some(n), _) => format!("held by {}", held(n)),
-            (None, Some(r)) => format!("it is there, at {}", quote(r)),
-            (None, None) => "it has no place in a write root".to_string(),
+        let now = match stand_in_now(p, was, &here, &dir_at) {
+            n if n.holds() => continue,
+            StandInNow::HeldBy(n) => format!("held by {}", held(n)),
+            StandInNow::There(r) => format!("it is there, at {}", quote(r)),
+            _ => "it has no place in a write root".to_string(),
         };
         drift.push(Drift::new(
             DriftKind::Host,
@@ -316,12 +305,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
     // Write roots absent when compiled: still to be made at the same place,
     // or made there.
     for (p, at) in &recorded.absent_writes {
-        let still = here.absent_writes.get(p) == Some(at);
-        let made = here.realpaths.get(p) == Some(at);
-        if !still && !made && !here.realpaths.contains_key(p) {
-            let now = here.absent_writes.get(p).map_or(
+        // There elsewhere: told above, by its realpath.
+        if let AbsentWriteNow::MadeElsewhere(now) = absent_write_now(p, at, &here) {
+            let now = now.map_or(
                 "nowhere (nothing can be made under its nearest existing ancestor)".to_string(),
-                |a| quote(a),
+                quote,
             );
             drift.push(Drift::new(
                 DriftKind::Host,

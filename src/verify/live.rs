@@ -59,19 +59,21 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
             None => rep.push(subject, Status::Absent, "does not exist here"),
         }
     }
+    // Read as `sealc exec`'s host check reads them (`drift::now`).
+    use crate::drift::{AbsentWriteNow, StandInNow};
     for (path, at) in &recorded.absent_writes {
         let subject = format!("live absent write root {path}");
-        match host.canonicalize(path) {
-            Some(r) if &r == at => rep.push(subject, Status::Ok, "made where the record says"),
-            Some(r) => rep.push(
+        match crate::drift::absent_write_now(path, at, &here) {
+            AbsentWriteNow::Made => rep.push(subject, Status::Ok, "made where the record says"),
+            AbsentWriteNow::There(r) => rep.push(
                 subject,
                 Status::Drift,
-                format!("record made at {}, here {}", quote(at), quote(&r)),
+                format!("record made at {}, here {}", quote(at), quote(r)),
             ),
-            None if crate::facts::would_be(path, host).as_ref() == Some(at) => {
+            AbsentWriteNow::ToBeMade => {
                 rep.push(subject, Status::Absent, "absent here, as when compiled")
             }
-            None => rep.push(
+            AbsentWriteNow::MadeElsewhere(_) => rep.push(
                 subject,
                 Status::Drift,
                 format!(
@@ -84,31 +86,19 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
     // Protected paths absent when compiled: what holds their place. A
     // directory made at a stand-in's place since is used, as `exec` does.
     let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
-    let dir_stand_in = |s: &crate::facts::StandIn| s.kind == crate::facts::PathKind::Dir;
-    let in_stand_in = |p: &str| {
-        recorded
-            .stand_ins
-            .values()
-            .any(|s| dir_stand_in(s) && crate::ir::is_within(p, &s.at) && dir_at(&s.at))
-    };
     for (path, was) in &recorded.stand_ins {
         let subject = format!("live stand-in {path}");
-        let place_ok = dir_stand_in(was) && dir_at(&was.at);
-        let (status, what) = match (here.stand_ins.get(path), here.realpaths.get(path)) {
-            (Some(now), _) if now == was => (Status::Ok, "absent here, as when compiled".into()),
-            (Some(now), _)
-                if place_ok && dir_stand_in(now) && crate::ir::is_within(&now.at, &was.at) =>
-            {
-                (
-                    Status::Ok,
-                    "a directory is at the stand-in's place: it is used".into(),
-                )
-            }
-            (None, Some(r)) if place_ok && crate::ir::is_within(r, &was.at) => (
+        let (status, what) = match crate::drift::stand_in_now(path, was, &here, &dir_at) {
+            StandInNow::Same => (Status::Ok, "absent here, as when compiled".into()),
+            StandInNow::DirAtPlace => (
+                Status::Ok,
+                "a directory is at the stand-in's place: it is used".into(),
+            ),
+            StandInNow::InsidePlace => (
                 Status::Ok,
                 "there here, inside the stand-in's place: it is used".into(),
             ),
-            (Some(now), _) => (
+            StandInNow::HeldBy(now) => (
                 Status::Drift,
                 format!(
                     "record held at {}, here at {}",
@@ -116,7 +106,7 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
                     quote(&now.at)
                 ),
             ),
-            (None, Some(r)) => (
+            StandInNow::There(r) => (
                 Status::Drift,
                 format!(
                     "record held by a stand-in at {}, here {} is there, not in a directory at its place",
@@ -124,7 +114,7 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
                     quote(r)
                 ),
             ),
-            (None, None) => (
+            StandInNow::Nowhere => (
                 Status::Drift,
                 format!(
                     "record held at {}, here nowhere it can be kept",
@@ -137,9 +127,7 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
     let reals: std::collections::BTreeSet<&String> =
         recorded.kinds.keys().chain(here.kinds.keys()).collect();
     for real in reals {
-        if !recorded.kinds.contains_key(real)
-            && (recorded.absent_writes.values().any(|a| a == real) || in_stand_in(real))
-        {
+        if crate::drift::made_since(recorded, real, here.kinds.get(real).copied(), &dir_at) {
             continue; // a made write root, or a stand-in's place: reported above
         }
         let subject = format!("live kind {real}");
@@ -351,6 +339,49 @@ pub(super) fn diff_tables(
             (Some(_), None) => out.push(format!("`{path}` was removed")),
             (None, Some(b)) => out.push(format!("`{path}` was added: `{b}`")),
             (None, None) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::FakeHost;
+
+    /// `verify --live` and `sealc exec`'s host check read a write root made
+    /// for the run alike (`drift::now`): wherever one sees drift, so does
+    /// the other. Before, a file at a made root's place passed `--live`
+    /// (its kind was skipped as "made") while `exec` refused it.
+    #[test]
+    fn live_and_the_host_check_agree_on_a_write_root_made_for_the_run() {
+        let spec = "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/w\", \"/r/new/ws\"]\n";
+        let h = FakeHost::new()
+            .dir("/w")
+            .dir("/r")
+            .file("/usr/bin/bwrap", b"bwrap")
+            .file("/usr/bin/env", b"env");
+        let r = crate::compile("m.toml", spec, &Vec::new(), &h)
+            .expect("compiles")
+            .record;
+        for (what, host, drifts) in [
+            ("still absent", h.clone(), false),
+            ("made where recorded", h.clone().dir("/r/new/ws"), false),
+            (
+                "a file in its place",
+                h.clone().file("/r/new/ws", b"x"),
+                true,
+            ),
+            (
+                "made elsewhere, through a link",
+                h.clone().dir("/elsewhere").link("/r/new", "/elsewhere"),
+                true,
+            ),
+        ] {
+            let exec = !crate::drift::host_drift(&r, &host).is_empty();
+            let mut rep = Report::default();
+            live_facts(&r, &host, &mut rep);
+            let live = rep.checks.iter().any(|c| c.status == Status::Drift);
+            assert_eq!((exec, live), (drifts, drifts), "{what}: {:?}", rep.checks);
         }
     }
 }
