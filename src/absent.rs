@@ -22,16 +22,16 @@ use crate::ir::Ir;
 
 /// Make every write root of `ir` that was absent when compiled (and is
 /// still absent: one made by an earlier run is simply there). Returns the
-/// directories it made, deepest last, so a caller that then refuses to
-/// start can take them away again ([`unmake`]).
-pub fn make_write_roots(ir: &Ir) -> Result<Vec<String>, String> {
-    let mut made = Vec::new();
+/// directories it made, so a caller that then refuses to start can take
+/// them away again ([`MadeRoots::remove`]).
+pub fn make_write_roots(ir: &Ir) -> Result<MadeRoots, String> {
+    let mut made = MadeRoots::default();
     for root in ir.roots.iter().filter(|r| r.made) {
         let Some(at) = root.real.as_deref() else {
             continue;
         };
-        if let Err(e) = make_dir(at, &mut made) {
-            unmake(&made);
+        if let Err(e) = make_dir(at, &mut made.made) {
+            made.remove();
             return Err(format!(
                 "cannot make the write root {} at {}: {e}",
                 quote(&root.path),
@@ -42,11 +42,39 @@ pub fn make_write_roots(ir: &Ir) -> Result<Vec<String>, String> {
     Ok(made)
 }
 
-/// Remove directories [`make_write_roots`] made (empty ones only), deepest
-/// first.
-pub fn unmake(made: &[String]) {
-    for d in made.iter().rev() {
-        let _ = std::fs::remove_dir(d);
+/// The directories [`make_write_roots`] made for one run, each held by its
+/// parent's descriptor, its name and its identity (device, inode).
+#[derive(Debug, Default)]
+pub struct MadeRoots {
+    made: Vec<Made>,
+}
+
+impl MadeRoots {
+    /// Remove them, deepest first: each only if it is still the directory
+    /// made, by the descriptor of the directory it was made in (no path is
+    /// walked again, so a link put above it since leads nowhere), and only
+    /// if it is empty.
+    pub fn remove(self) {
+        for m in self.made.iter().rev() {
+            if rustix::fs::statat(
+                &m.parent,
+                m.name.as_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .is_ok_and(|st| (st.st_dev, st.st_ino) == m.id)
+            {
+                let _ = rustix::fs::unlinkat(
+                    &m.parent,
+                    m.name.as_str(),
+                    rustix::fs::AtFlags::REMOVEDIR,
+                );
+            }
+        }
+    }
+
+    /// Where they are, as made (for tests and messages).
+    pub fn paths(&self) -> Vec<&str> {
+        self.made.iter().map(|m| m.path.as_str()).collect()
     }
 }
 
@@ -62,7 +90,7 @@ const WALK: OFlags = OFlags::RDONLY;
 /// `fs.protected_symlinks` refuses their links there: made before the
 /// first run by someone else, it would be their directory the agent works
 /// in (started by root, writing as its owner: as them).
-fn make_dir(path: &str, made: &mut Vec<String>) -> Result<(), String> {
+fn make_dir(path: &str, made: &mut Vec<Made>) -> Result<(), String> {
     let dir_flags = WALK | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let e = |e: Errno| e.to_string();
     let me = rustix::process::geteuid().as_raw();
@@ -72,7 +100,16 @@ fn make_dir(path: &str, made: &mut Vec<String>) -> Result<(), String> {
         at.push('/');
         at.push_str(c);
         match rustix::fs::mkdirat(&fd, c, Mode::from_raw_mode(0o755)) {
-            Ok(()) => made.push(at.clone()),
+            Ok(()) => {
+                let st =
+                    rustix::fs::statat(&fd, c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).map_err(e)?;
+                made.push(Made {
+                    path: at.clone(),
+                    parent: fd.try_clone().map_err(|err| err.to_string())?,
+                    name: c.to_string(),
+                    id: (st.st_dev, st.st_ino),
+                });
+            }
             Err(Errno::EXIST) => {
                 let parent = rustix::fs::fstat(&fd).map_err(e)?;
                 let st =
@@ -381,7 +418,7 @@ mod tests {
         let mut again = Vec::new();
         make_dir(&at, &mut again).unwrap();
         assert!(again.is_empty());
-        unmake(&made);
+        MadeRoots { made }.remove();
         assert!(!real.join("a").exists());
         // A symlink on the way is not followed.
         std::fs::create_dir(real.join("elsewhere")).unwrap();

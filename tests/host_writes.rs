@@ -722,3 +722,104 @@ fn a_write_root_another_user_made_first_is_refused() {
     });
     v.done();
 }
+
+/// A run refused before its sandbox started takes away the write roots it
+/// made for the run, but through the descriptors it made them by: a local
+/// user who owns a directory above a made root, and swaps it for a link
+/// (to a root-owned folder holding an empty directory of the same name)
+/// while root's sealc runs, gets nothing of theirs removed. Before, the
+/// removal walked the path again and took the victim's directory.
+#[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_cannot_become = "sealc-rival"),
+    ignore = "needs root, bubblewrap, setpriv and the user sealc-rival"
+)]
+fn a_link_swapped_above_a_made_root_does_not_steer_its_removal() {
+    if !common::ready_as_root_with(&[RIVAL]) {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    chmod(&t, 0o755);
+    // The rival's checkout, with a write root holding more entries than the
+    // walk bound below: every run is refused after its roots are made.
+    let alice = t.join("alice");
+    std::fs::create_dir_all(alice.join("ws")).unwrap();
+    for i in 0..60 {
+        std::fs::write(alice.join(format!("ws/f{i}")), "").unwrap();
+    }
+    let victim = t.join("victim");
+    let spec = format!(
+        "version = 1\nname = \"made\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{a}/ws\", \"{a}/proj/out\"]\n[network]\nmode = \"none\"\n",
+        a = alice.display()
+    );
+    std::fs::write(t.join("spec.toml"), spec).unwrap();
+    std::fs::create_dir(alice.join("proj")).unwrap();
+    let o = output({
+        let mut c = Command::new(SEALC);
+        c.current_dir(&t)
+            .env_clear()
+            .args(["compile", "spec.toml", "--out", "seal"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut v = Verdict::default();
+    let mut raced = 0;
+    for _ in 0..20 {
+        // A fresh round: the real folder back, the victim's empty `out`.
+        let _ = std::fs::remove_file(alice.join("proj"));
+        let _ = std::fs::remove_dir_all(alice.join("proj"));
+        let _ = std::fs::remove_dir_all(alice.join("proj.old"));
+        std::fs::create_dir(alice.join("proj")).unwrap();
+        let _ = std::fs::remove_dir_all(&victim);
+        std::fs::create_dir_all(victim.join("out")).unwrap();
+        for p in [&alice, &alice.join("proj"), &alice.join("ws")] {
+            chown(p, RIVAL);
+        }
+        let script = format!(
+            "cd {a} && while [ ! -d proj/out ]; do :; done; mv proj proj.old && ln -s {v} proj && echo SWAPPED",
+            a = alice.display(),
+            v = victim.display()
+        );
+        let mut racer = as_user(Some(RIVAL), &["/bin/sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let o = output({
+            let mut c = Command::new(SEALC);
+            c.current_dir(&t).env_clear().args([
+                "exec",
+                "--walk-limit",
+                "50",
+                "seal/seal.json",
+                "--",
+                "/bin/true",
+            ]);
+            c
+        });
+        v.check(o.status.code() != Some(0), || {
+            format!("a run over the walk bound started: {}", text(&o))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = racer.kill();
+        let swapped = racer.wait_with_output().unwrap();
+        if String::from_utf8_lossy(&swapped.stdout).contains("SWAPPED") {
+            raced += 1;
+            v.check(!alice.join("proj.old/out").exists(), || {
+                "the directory sealc made (moved away by the rival) was left".into()
+            });
+        }
+        v.check(victim.join("out").is_dir(), || {
+            format!(
+                "root's sealc removed the victim's directory through the rival's link:\n{}",
+                text(&o)
+            )
+        });
+    }
+    v.check(raced > 0, || {
+        "the rival never swapped the folder in time: the race was not run".into()
+    });
+    v.done();
+}

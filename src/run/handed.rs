@@ -58,6 +58,9 @@ pub(super) fn confine_and_wait(
     let (ways, deliveries) = (checked.ways, checked.deliveries);
     let code = match crate::exec::run(&plan, ways, deliveries, &ctx.trees, bridge.as_ref()) {
         Ok(result) => {
+            // The sandbox started: what the run made in the write roots
+            // made for it is its output, and they stay.
+            ctx.made_roots = Default::default();
             use crate::exec::report::Outcome;
             let said = match &result.outcome {
                 Some(Outcome::WallTimeout) => Some("the wall-clock limit".to_string()),

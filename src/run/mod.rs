@@ -170,17 +170,18 @@ struct Ctx {
     /// The stand-ins of protected paths made for this run, until removed.
     stand_ins: Option<crate::absent::StandIns>,
     /// Write roots absent when compiled and made for this run, until the
-    /// sandbox may start: a run refused before that takes them away again
-    /// (empty ones only), so nothing it was refused leaves a trace that a
-    /// later run, or a recompile, would take for the host's.
-    made_roots: Vec<String>,
+    /// sandbox has started: a run refused before that takes them away
+    /// again (each by descriptor, still the directory made, and empty), so
+    /// nothing it was refused leaves a trace that a later run, or a
+    /// recompile, would take for the host's.
+    made_roots: crate::absent::MadeRoots,
 }
 
 /// Refused before the sandbox could start: the write roots made for the
 /// run are taken away (after the stand-ins and the Codex home, which lie in
 /// them).
 fn unmake_unstarted(ctx: &mut Ctx) {
-    crate::absent::unmake(&std::mem::take(&mut ctx.made_roots));
+    std::mem::take(&mut ctx.made_roots).remove();
 }
 
 /// Once nothing of the sandbox is left: the stand-ins made for the run are
@@ -222,7 +223,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         codex_home: None,
         codex_left: None,
         stand_ins: None,
-        made_roots: Vec::new(),
+        made_roots: Default::default(),
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.

@@ -97,9 +97,6 @@ pub(super) fn run(
             .in_phase(Phase::Prepare));
         }
     }
-    // From here the sandbox may start: what the run makes in the write
-    // roots made for it is its output, and they stay.
-    ctx.made_roots.clear();
     let code = super::handed::confine_and_wait(
         ir,
         plan,
