@@ -71,11 +71,6 @@ impl MadeRoots {
             }
         }
     }
-
-    /// Where they are, as made (for tests and messages).
-    pub fn paths(&self) -> Vec<&str> {
-        self.made.iter().map(|m| m.path.as_str()).collect()
-    }
 }
 
 /// A directory opened only to walk on from it (`O_PATH` where there is one).

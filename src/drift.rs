@@ -287,10 +287,10 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
             k => format!("the {} {} on the way", k.as_str(), quote(&s.at)),
         };
         let now = match stand_in_now(p, was, &here, &dir_at) {
-            n if n.holds() => continue,
+            StandInNow::Same | StandInNow::DirAtPlace | StandInNow::InsidePlace => continue,
             StandInNow::HeldBy(n) => format!("held by {}", held(n)),
             StandInNow::There(r) => format!("it is there, at {}", quote(r)),
-            _ => "it has no place in a write root".to_string(),
+            StandInNow::Nowhere => "it has no place in a write root".to_string(),
         };
         drift.push(Drift::new(
             DriftKind::Host,

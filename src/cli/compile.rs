@@ -13,7 +13,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::COMPILE,
-        "
+        "\n\
 Example:
   sealc compile seal.toml --platform linux --var checkout=\"$PWD\" --out seal",
     )

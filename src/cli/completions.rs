@@ -11,7 +11,7 @@ pub(super) fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::COMPLETIONS,
-        "
+        "\n\
 Example:
   sealc completions bash > ~/.local/share/bash-completion/completions/sealc",
     )

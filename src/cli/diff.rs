@@ -24,7 +24,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::DIFF,
-        "
+        "\n\
 Example:
   sealc diff old/seal.json seal/seal.json",
     )

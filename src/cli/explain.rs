@@ -18,7 +18,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::EXPLAIN,
-        "
+        "\n\
 Example:
   sealc explain seal/seal.bwrap.json --op file-write-data \"$PWD/notes.md\"",
     )

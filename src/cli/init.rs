@@ -32,7 +32,7 @@ pub(super) fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::INIT,
-        "
+        "\n\
 Example:
   sealc init --agent codex && sealc lint seal.toml --platform both",
     )

@@ -12,7 +12,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::LINT,
-        "
+        "\n\
 Example:
   sealc lint seal.toml --platform both",
     )

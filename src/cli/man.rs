@@ -15,7 +15,7 @@ pub(super) fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::MAN,
-        "
+        "\n\
 Example:
   sealc man --dir ~/.local/share/man/man1 && man sealc-compile",
     )

@@ -9,7 +9,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::SCHEMA,
-        "
+        "\n\
 Example:
   sealc schema spec > seal-spec.schema.json",
     )

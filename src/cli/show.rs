@@ -21,7 +21,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::SHOW,
-        "
+        "\n\
 Example:
   sealc show seal/seal.json",
     )

@@ -12,7 +12,7 @@ fn after_help() -> String {
     crate::exit::help_section(
         None,
         crate::exit::VERIFY,
-        "
+        "\n\
 Example:
   sealc verify seal/seal.json --expect sha256:<the binding you reviewed>",
     )

@@ -26,16 +26,6 @@ pub enum StandInNow<'a> {
     Nowhere,
 }
 
-impl StandInNow<'_> {
-    /// The seal's stand-in mount still means what was compiled.
-    pub fn holds(self) -> bool {
-        matches!(
-            self,
-            StandInNow::Same | StandInNow::DirAtPlace | StandInNow::InsidePlace
-        )
-    }
-}
-
 /// Where the protected path `p` (held by `was` when compiled) stands in
 /// the facts gathered now; `dir_at` says whether a directory is at a path.
 pub fn stand_in_now<'a>(
@@ -93,13 +83,6 @@ pub enum AbsentWriteNow<'a> {
     /// Still absent, and would be made elsewhere (`None`: nowhere, as
     /// nothing can be made under its nearest existing ancestor).
     MadeElsewhere(Option<&'a str>),
-}
-
-impl AbsentWriteNow<'_> {
-    /// The seal's mount of it still means what was compiled.
-    pub fn holds(self) -> bool {
-        matches!(self, AbsentWriteNow::ToBeMade | AbsentWriteNow::Made)
-    }
 }
 
 /// Where the write root `p`, absent when compiled and to be made at `at`,

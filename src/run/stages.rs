@@ -347,7 +347,7 @@ fn prepare(
     }
     // Write roots absent when compiled: made now, where the seal mounts them.
     // Taken away again (`unmake_unstarted`) if the run is refused before
-    // the sandbox may start.
+    // the sandbox has started.
     ctx.made_roots = crate::absent::make_write_roots(ir).map_err(|e| {
         Refusal::new(
             crate::exec::SANDBOX_FAILED,

@@ -2,6 +2,7 @@
 //! read back after a run.
 
 use super::*;
+use crate::drift::{AbsentWriteNow, StandInNow};
 
 /// Re-resolve the facts on a host and compare them, fact by fact, with the
 /// record: `ok` (checked), `drift` (differs, both values shown) or
@@ -60,7 +61,6 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
         }
     }
     // Read as `sealc exec`'s host check reads them (`drift::now`).
-    use crate::drift::{AbsentWriteNow, StandInNow};
     for (path, at) in &recorded.absent_writes {
         let subject = format!("live absent write root {path}");
         match crate::drift::absent_write_now(path, at, &here) {
