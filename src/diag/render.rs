@@ -368,6 +368,27 @@ impl miette::Diagnostic for Shown<'_> {
     }
 }
 
+/// The width diagnostics are rendered to; miette wraps messages and helps
+/// to two columns less.
+const WIDTH: usize = 100;
+/// Columns before a message's first line (`  × `) and a help's (`  help: `).
+const MESSAGE_INDENT: usize = 4;
+const HELP_INDENT: usize = 8;
+
+/// Whether textwrap would print `text` as it is, each line behind the
+/// indent: every line printable ASCII (one column a byte), with no space at
+/// either end, and short enough to fit.
+fn fits(text: &str, indent: usize) -> bool {
+    !text.is_empty()
+        && text.split('\n').all(|line| {
+            !line.is_empty()
+                && line.len() + indent <= WIDTH - 2
+                && line.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+                && !line.starts_with(' ')
+                && !line.ends_with(' ')
+        })
+}
+
 /// How diagnostics are rendered.
 pub struct Render<'a> {
     pub file: &'a str,
@@ -389,8 +410,25 @@ impl Render<'_> {
             miette::GraphicalTheme::unicode_nocolor()
         };
         let handler = miette::GraphicalReportHandler::new_themed(theme)
-            .with_width(100)
+            .with_width(WIDTH)
             .with_links(false);
+        // The same handler without textwrap: it prints each line as it is,
+        // which is what wrapping prints for lines that fit (`fits`; a
+        // property test holds the two to the same bytes). Wrapping was a
+        // fifth of a compile's own time on a spec with a few warnings.
+        let straight = handler.clone().with_wrap_lines(false);
+        let pick = |shown: &Shown<'_>| {
+            let help_fits = shown
+                .d
+                .help
+                .as_deref()
+                .is_none_or(|h| fits(&plain(h, shown.all_in), HELP_INDENT));
+            if help_fits && fits(&shown.to_string(), MESSAGE_INDENT) {
+                &straight
+            } else {
+                &handler
+            }
+        };
         let lines = Lines::new(self.src);
         let mut count: BTreeMap<(&str, Severity), usize> = BTreeMap::new();
         for d in &diags.0 {
@@ -416,18 +454,17 @@ impl Render<'_> {
                 .filter(|_| !self.src.is_empty())
                 .map(|span| Excerpt::new(&lines, self.file, span));
             let all_in = self.all_in;
-            let _ = handler.render_report(&mut s, &Shown { d, excerpt, all_in });
+            let shown = Shown { d, excerpt, all_in };
+            let _ = pick(&shown).render_report(&mut s, &shown);
         }
         for ((code, severity), ds) in hidden {
             let summary = self.summary(&lines, code, severity, &ds);
-            let _ = handler.render_report(
-                &mut s,
-                &Shown {
-                    d: &summary,
-                    excerpt: None,
-                    all_in: self.all_in,
-                },
-            );
+            let shown = Shown {
+                d: &summary,
+                excerpt: None,
+                all_in: self.all_in,
+            };
+            let _ = pick(&shown).render_report(&mut s, &shown);
         }
         s
     }
@@ -526,6 +563,59 @@ mod tests {
         assert_eq!(tail("abc", 3), ("abc", false));
         assert_eq!(tail("abc", 0), ("", true));
         assert_eq!(tail("", 0), ("", false));
+    }
+
+    /// Both handlers of [`Render::render`] on one diagnostic.
+    fn both(message: &str, help: &str, color: bool) -> (String, String) {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let wrapping = miette::GraphicalReportHandler::new_themed(theme)
+            .with_width(WIDTH)
+            .with_links(false);
+        let straight = wrapping.clone().with_wrap_lines(false);
+        let d = Diagnostic::warning(crate::diag::code::ROOT_ABSENT, message.to_string())
+            .help(help.to_string());
+        let shown = Shown {
+            d: &d,
+            excerpt: None,
+            all_in: None,
+        };
+        let (mut a, mut b) = (String::new(), String::new());
+        let _ = wrapping.render_report(&mut a, &shown);
+        let _ = straight.render_report(&mut b, &shown);
+        (a, b)
+    }
+
+    #[test]
+    fn a_line_that_fits_is_printed_as_wrapping_prints_it() {
+        for n in [1, 60, 93, 94] {
+            let m = "m".repeat(n);
+            let (a, b) = both(&m, &"h".repeat(n.saturating_sub(4).max(1)), false);
+            assert!(fits(&m, MESSAGE_INDENT));
+            assert_eq!(a, b, "{n}");
+        }
+        // One more column and wrapping breaks it; `fits` says so.
+        let m = format!("{} {}", "m".repeat(60), "m".repeat(34));
+        assert!(!fits(&m, MESSAGE_INDENT));
+        let (a, b) = both(&m, "h", false);
+        assert_ne!(a, b);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fits_means_wrapping_changes_nothing(
+            message in "[a-z `/.-]{1,40}(\n[a-z `/.-]{1,30})?[a-z]{0,70}",
+            help in "[a-z `/.-]{1,50}[a-z ]{0,50}",
+            color: bool,
+        ) {
+            let (a, b) = both(&message, &help, color);
+            if fits(&message, MESSAGE_INDENT) && fits(&help, HELP_INDENT) {
+                proptest::prop_assert_eq!(a, b);
+            }
+        }
     }
 
     #[test]
