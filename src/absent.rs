@@ -18,13 +18,14 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::diag::quote;
+use crate::failure::Failure;
 use crate::ir::Ir;
 
 /// Make every write root of `ir` that was absent when compiled (and is
 /// still absent: one made by an earlier run is simply there). Returns the
 /// directories it made, so a caller that then refuses to start can take
 /// them away again ([`MadeRoots::remove`]).
-pub fn make_write_roots(ir: &Ir) -> Result<MadeRoots, String> {
+pub fn make_write_roots(ir: &Ir) -> Result<MadeRoots, Failure> {
     let mut made = MadeRoots::default();
     for root in ir.roots.iter().filter(|r| r.made) {
         let Some(at) = root.real.as_deref() else {
@@ -32,11 +33,11 @@ pub fn make_write_roots(ir: &Ir) -> Result<MadeRoots, String> {
         };
         if let Err(e) = make_dir(at, &mut made.made) {
             made.remove();
-            return Err(format!(
-                "cannot make the write root {} at {}: {e}",
+            return Err(e.within(format!(
+                "cannot make the write root {} at {}",
                 quote(&root.path),
                 quote(at)
-            ));
+            )));
         }
     }
     Ok(made)
@@ -85,42 +86,39 @@ const WALK: OFlags = OFlags::RDONLY;
 /// `fs.protected_symlinks` refuses their links there: made before the
 /// first run by someone else, it would be their directory the agent works
 /// in (started by root, writing as its owner: as them).
-fn make_dir(path: &str, made: &mut Vec<Made>) -> Result<(), String> {
+fn make_dir(path: &str, made: &mut Vec<Made>) -> Result<(), Failure> {
     let dir_flags = WALK | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let e = |e: Errno| e.to_string();
     let me = rustix::process::geteuid().as_raw();
-    let mut fd: OwnedFd = rustix::fs::open("/", dir_flags, Mode::empty()).map_err(e)?;
+    let mut fd: OwnedFd = rustix::fs::open("/", dir_flags, Mode::empty())?;
     let mut at = String::new();
     for c in path.split('/').filter(|c| !c.is_empty()) {
         at.push('/');
         at.push_str(c);
         match rustix::fs::mkdirat(&fd, c, Mode::from_raw_mode(0o755)) {
             Ok(()) => {
-                let st =
-                    rustix::fs::statat(&fd, c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).map_err(e)?;
+                let st = rustix::fs::statat(&fd, c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
                 made.push(Made {
                     path: at.clone(),
-                    parent: fd.try_clone().map_err(|err| err.to_string())?,
+                    parent: fd.try_clone()?,
                     name: c.to_string(),
                     id: (st.st_dev, st.st_ino),
                 });
             }
             Err(Errno::EXIST) => {
-                let parent = rustix::fs::fstat(&fd).map_err(e)?;
-                let st =
-                    rustix::fs::statat(&fd, c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).map_err(e)?;
+                let parent = rustix::fs::fstat(&fd)?;
+                let st = rustix::fs::statat(&fd, c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
                 let shared = parent.st_mode & 0o1002 == 0o1002;
                 if shared && st.st_uid != me && st.st_uid != 0 && st.st_uid != parent.st_uid {
-                    return Err(format!(
+                    return Err(Failure::new(format!(
                         "{} is there already, made by another user (uid {}) in a folder any user may write, since the seal was compiled",
                         quote(&at),
                         st.st_uid
-                    ));
+                    )));
                 }
             }
-            Err(err) => return Err(e(err)),
+            Err(err) => return Err(err.into()),
         }
-        fd = rustix::fs::openat(&fd, c, dir_flags, Mode::empty()).map_err(e)?;
+        fd = rustix::fs::openat(&fd, c, dir_flags, Mode::empty())?;
     }
     Ok(())
 }
@@ -164,7 +162,7 @@ fn open_dir(path: &str) -> Result<OwnedFd, Errno> {
 /// is the owner's of the write root it lies in. A name there already is
 /// used when it is a directory and refused otherwise; on a refusal what
 /// was made is removed again.
-pub fn make_stand_ins(ir: &Ir) -> Result<StandIns, String> {
+pub fn make_stand_ins(ir: &Ir) -> Result<StandIns, Failure> {
     let mut out = StandIns::default();
     for (at, within) in ir.stand_ins() {
         if let Err(e) = make_stand_in(at, within, &mut out) {
@@ -175,12 +173,18 @@ pub fn make_stand_ins(ir: &Ir) -> Result<StandIns, String> {
     Ok(out)
 }
 
-fn make_stand_in(at: &str, within: &str, out: &mut StandIns) -> Result<(), String> {
-    let fail = |what: &str, e: Errno| format!("cannot {what} the stand-in {}: {e}", quote(at));
+fn make_stand_in(at: &str, within: &str, out: &mut StandIns) -> Result<(), Failure> {
+    let fail =
+        |what: &str, e: Errno| Failure::os(format!("cannot {what} the stand-in {}", quote(at)), e);
     let (dir, name) = match at.rsplit_once('/') {
         Some(("", n)) => ("/", n),
         Some((d, n)) => (d, n),
-        None => return Err(format!("the stand-in {} is not absolute", quote(at))),
+        None => {
+            return Err(Failure::new(format!(
+                "the stand-in {} is not absolute",
+                quote(at)
+            )))
+        }
     };
     let parent = open_dir(dir).map_err(|e| fail("reach the directory of", e))?;
     // Started by root: what sealc makes is the write root's owner's.
@@ -197,10 +201,10 @@ fn make_stand_in(at: &str, within: &str, out: &mut StandIns) -> Result<(), Strin
             let st = rustix::fs::statat(&parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| fail("inspect", e))?;
             if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
-                return Err(format!(
+                return Err(Failure::new(format!(
                     "the stand-in {} is there already, and is not a directory",
                     quote(at)
-                ));
+                )));
             }
             out.found.push(at.to_string());
             return Ok(());
@@ -290,7 +294,7 @@ const CHECK_BOUNDS: crate::hostfs::Bounds = crate::hostfs::Bounds {
 /// follow it to what the agent writes: a `.git/hooks/pre-commit` linked to
 /// a script of the checkout). Nothing is followed; a tree past the bounds
 /// is refused too.
-pub fn check_protected(ir: &Ir) -> Result<(), String> {
+pub fn check_protected(ir: &Ir) -> Result<(), Failure> {
     use crate::ir::{is_within, RootKind, Standing};
     use rustix::fs::FileType;
     let protected = ir.protected();
@@ -314,10 +318,10 @@ pub fn check_protected(ir: &Ir) -> Result<(), String> {
             continue;
         }
         let linked = |p: &str| {
-            format!(
+            Failure::new(format!(
                 "the protected {} has another hard link, a name the agent could write it through (made before it was protected?)",
                 quote(p)
-            )
+            ))
         };
         // Where a symlink at `p` (text `text`) leads, when that is a
         // place the agent may write.
@@ -335,12 +339,12 @@ pub fn check_protected(ir: &Ir) -> Result<(), String> {
                 .and_then(|r| r.into_os_string().into_string().ok())
                 .unwrap_or(to);
             writable(&real).then(|| {
-                format!(
+                Failure::new(format!(
                     "{} in the protected {} is a symlink to {}, which the agent may write: your tools would run or read what it puts there",
                     quote(p),
                     quote(at),
                     quote(&real)
-                )
+                ))
             })
         };
         let (dir, name) = match at.rsplit_once('/') {
@@ -348,16 +352,22 @@ pub fn check_protected(ir: &Ir) -> Result<(), String> {
             Some((d, n)) => (d, n),
             None => continue,
         };
-        let parent = open_dir(dir).map_err(|e| format!("cannot reach {}: {e}", quote(at)))?;
+        let parent =
+            open_dir(dir).map_err(|e| Failure::os(format!("cannot reach {}", quote(at)), e))?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = match rustix::fs::openat(&parent, name, flags, Mode::empty()) {
             Ok(fd) => fd,
             // A special file that cannot be opened: there is nothing in it.
             Err(Errno::NXIO | Errno::OPNOTSUPP) => continue,
-            Err(e) => return Err(format!("cannot open the protected {}: {e}", quote(at))),
+            Err(e) => {
+                return Err(Failure::os(
+                    format!("cannot open the protected {}", quote(at)),
+                    e,
+                ))
+            }
         };
-        let st =
-            rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect {}: {e}", quote(at)))?;
+        let st = rustix::fs::fstat(&fd)
+            .map_err(|e| Failure::os(format!("cannot inspect {}", quote(at)), e))?;
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile if st.st_nlink > 1 => return Err(linked(at)),
             FileType::Directory => {
@@ -385,7 +395,7 @@ pub fn check_protected(ir: &Ir) -> Result<(), String> {
                     },
                     &mut |_| Ok(()),
                 )
-                .map_err(|e| format!("cannot check the protected {}: {e}", quote(at)))?;
+                .map_err(|e| Failure::os(format!("cannot check the protected {}", quote(at)), e))?;
                 if let Some(why) = found {
                     return Err(why);
                 }
@@ -441,16 +451,16 @@ mod tests {
                 .unwrap()
                 .ir
         };
-        assert_eq!(check_protected(&ir(&w)), Ok(()));
+        assert_eq!(check_protected(&ir(&w)).map_err(|e| e.to_string()), Ok(()));
         // A second name of the config, in the write root.
         std::fs::hard_link(w.join(".git/config"), w.join("notes.txt")).unwrap();
-        let e = check_protected(&ir(&w)).unwrap_err();
+        let e = check_protected(&ir(&w)).unwrap_err().to_string();
         assert!(e.contains("another hard link"), "{e}");
         std::fs::remove_file(w.join("notes.txt")).unwrap();
         // A hook that is a link to a script the agent writes.
         std::fs::remove_file(w.join(".git/hooks/pre-commit")).unwrap();
         std::os::unix::fs::symlink("../../tool.sh", w.join(".git/hooks/pre-commit")).unwrap();
-        let e = check_protected(&ir(&w)).unwrap_err();
+        let e = check_protected(&ir(&w)).unwrap_err().to_string();
         assert!(
             e.contains("is a symlink to") && e.contains("tool.sh"),
             "{e}"
@@ -458,7 +468,7 @@ mod tests {
         // To a place outside the write roots: fine.
         std::fs::remove_file(w.join(".git/hooks/pre-commit")).unwrap();
         std::os::unix::fs::symlink("/bin/true", w.join(".git/hooks/pre-commit")).unwrap();
-        assert_eq!(check_protected(&ir(&w)), Ok(()));
+        assert_eq!(check_protected(&ir(&w)).map_err(|e| e.to_string()), Ok(()));
     }
 
     #[test]

@@ -21,6 +21,7 @@
 #![deny(unsafe_code)]
 
 pub mod absent;
+pub mod audit;
 pub mod backend;
 pub mod canonical;
 pub mod cli;
@@ -31,6 +32,7 @@ pub mod drift;
 pub mod exec;
 pub mod exit;
 pub mod facts;
+pub mod failure;
 pub mod hostfs;
 pub mod ipc;
 pub mod ir;
@@ -47,7 +49,6 @@ pub mod proxy;
 pub mod query;
 pub mod record;
 pub mod refusals;
-pub mod report;
 pub mod run;
 pub mod sbpl;
 pub mod spec;

@@ -119,6 +119,22 @@ fn refusals_are_typed_not_read_back_from_stderr() {
     );
 }
 
+/// The run's mechanisms (`src/exec/`, `src/absent.rs`, `src/run/`) fail
+/// with `failure::Failure`, which keeps the OS's or the library's error as
+/// its cause: no error of theirs is a bare string.
+#[test]
+fn the_runtime_fails_with_typed_errors() {
+    let bad = offenders(
+        |p| p.starts_with("src/exec") || p.starts_with("src/run/") || p == "src/absent.rs",
+        &[", String>", ", String> {"],
+    );
+    assert!(
+        bad.is_empty(),
+        "a runtime error as a bare string:\n{}",
+        bad.join("\n")
+    );
+}
+
 /// Exit codes are listed once (`src/exit.rs`): no command writes its own
 /// "Exit codes:" section by hand.
 #[test]
@@ -128,6 +144,43 @@ fn every_exit_code_table_is_made_from_src_exit_rs() {
         by_hand.is_empty(),
         "an exit code section written by hand:\n{}",
         by_hand.join("\n")
+    );
+}
+
+/// Each document sealc writes has one schema tag, spelt once: the module
+/// that defines the document's type (no second module can drift from it).
+#[test]
+fn each_schema_tag_is_spelt_in_one_file() {
+    let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (path, text) in all() {
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            let mut rest = code;
+            while let Some(at) = rest.find("\"sealc.") {
+                let tag: String = rest[at + 1..].chars().take_while(|c| *c != '"').collect();
+                rest = &rest[at + 1 + tag.len()..];
+                if tag.contains("/v") {
+                    let files = found.entry(tag).or_default();
+                    if !files.contains(&path) {
+                        files.push(path.clone());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.contains_key("sealc.run/v1"),
+        "no run report tag: {found:?}"
+    );
+    let twice: Vec<String> = found
+        .iter()
+        .filter(|(_, files)| files.len() > 1)
+        .map(|(tag, files)| format!("{tag}: {}", files.join(", ")))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "a schema tag spelt in more than one file:\n{}",
+        twice.join("\n")
     );
 }
 

@@ -26,6 +26,7 @@
 
 mod review;
 use self::review::{copy_for_review, list};
+use crate::failure::Failure;
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -462,17 +463,21 @@ pub fn prepare(
 impl Home {
     /// The home at its name now, if it is still the directory made (the
     /// agent may have renamed it away and made another).
-    fn current(&self) -> Result<(), String> {
+    fn current(&self) -> Result<(), Failure> {
         match rustix::fs::statat(&self.parent, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if (st.st_dev, st.st_ino) == self.id => Ok(()),
-            Ok(_) => Err(format!(
+            Ok(_) => Err(Failure::new(format!(
                 "{} was replaced during the run (another object is at its name)",
                 quote(&self.path)
+            ))),
+            Err(rustix::io::Errno::NOENT) => Err(Failure::new(format!(
+                "{} was removed during the run",
+                quote(&self.path)
+            ))),
+            Err(e) => Err(Failure::os(
+                format!("cannot inspect {}", quote(&self.path)),
+                e,
             )),
-            Err(rustix::io::Errno::NOENT) => {
-                Err(format!("{} was removed during the run", quote(&self.path)))
-            }
-            Err(e) => Err(format!("cannot inspect {}: {e}", quote(&self.path))),
         }
     }
 
@@ -482,22 +487,27 @@ impl Home {
     /// record its workspace's trust, by writing a new file); `Err(why)` when
     /// it is drift whatever its bytes: removed, a link, or changed and put
     /// back to the verified bytes.
-    pub fn config_after(&self, generated: &[u8]) -> Result<(Vec<u8>, bool), String> {
+    pub fn config_after(&self, generated: &[u8]) -> Result<(Vec<u8>, bool), Failure> {
         self.current()?;
         let file = format!("{}/{CONFIG}", self.path);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = match rustix::fs::openat(&self.dir, CONFIG, flags, Mode::empty()) {
             Ok(fd) => fd,
-            Err(rustix::io::Errno::NOENT) => return Err(format!("{} was removed", quote(&file))),
-            Err(rustix::io::Errno::LOOP) => {
-                return Err(format!("{} is a symlink, not the config", quote(&file)))
+            Err(rustix::io::Errno::NOENT) => {
+                return Err(Failure::new(format!("{} was removed", quote(&file))))
             }
-            Err(e) => return Err(format!("cannot open {}: {e}", quote(&file))),
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(Failure::new(format!(
+                    "{} is a symlink, not the config",
+                    quote(&file)
+                )))
+            }
+            Err(e) => return Err(Failure::os(format!("cannot open {}", quote(&file)), e)),
         };
-        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect the config: {e}"))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Failure::os("cannot inspect the config", e))?;
         let changed = self.config.changed(&Stamp::of(&st));
         let bytes = crate::hostfs::read_bounded(fd, MAX_CONFIG)
-            .map_err(|e| format!("cannot read {}: {e}", quote(&file)))?;
+            .map_err(|e| Failure::os(format!("cannot read {}", quote(&file)), e))?;
         let settings = |b: &[u8]| {
             std::str::from_utf8(b)
                 .ok()
@@ -510,12 +520,14 @@ impl Home {
             // a copy), which a check of bytes or settings misses. The one
             // change Codex makes itself adds a setting (its workspace's
             // trust), judged by the caller.
-            Some(why) if bytes == generated => Err(format!("{}: {why}", quote(&file))),
+            Some(why) if bytes == generated => {
+                Err(Failure::new(format!("{}: {why}", quote(&file))))
+            }
             Some(why) if settings(&bytes).is_some() && settings(&bytes) == settings(generated) => {
-                Err(format!(
+                Err(Failure::new(format!(
                     "{}: {why}, and rewritten with the same settings",
                     quote(&file)
-                ))
+                )))
             }
             Some(_) => Ok((bytes, true)),
         }
@@ -531,7 +543,7 @@ impl Home {
             ..Left::default()
         };
         if let Err(why) = self.current() {
-            left.problems.push(why);
+            left.problems.push(why.to_string());
         }
         // The credentials' copy, compared (never written back), then
         // removed first, whatever happens to the rest.
@@ -593,18 +605,18 @@ impl Home {
             }
         }
         if let Err(e) = self.remove_checked() {
-            left.problems.push(e);
+            left.problems.push(e.to_string());
         }
         left
     }
 
     /// Remove the home (everything in it, at any depth, then it), if it is
     /// still the one made.
-    fn remove_checked(&self) -> Result<(), String> {
+    fn remove_checked(&self) -> Result<(), Failure> {
         self.current()?;
         crate::hostfs::remove_tree(&self.parent, self.name.as_ref(), MAX_REMOVED)
             .map(|_| ())
-            .map_err(|e| format!("cannot remove {}: {e}", quote(&self.path)))
+            .map_err(|e| Failure::os(format!("cannot remove {}", quote(&self.path)), e))
     }
 
     /// Remove the home, as far as it goes (nothing ran in it yet).

@@ -22,6 +22,7 @@
 //! `ramfs`), nothing has been changed and the caller falls back to handing
 //! the roots over by `chown`.
 
+use crate::failure::Failure;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -69,14 +70,14 @@ pub struct Tree {
 /// Idmapped trees of the write roots in `owners` that the agent does not
 /// own already: in each, the owner's uid and gid are the agent's. `Err`
 /// (with why) when any of them cannot be made; nothing has changed then.
-pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, String> {
+pub fn trees(owners: &[Owner], agent: Ids) -> Result<Vec<Tree>, Failure> {
     let table = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read the mount table: {e}"))?;
+        .map_err(|e| Failure::os("cannot read the mount table", e))?;
     for o in owners.iter().filter(|o| o.ids != agent) {
         // Its files would be the agent's to write too, beyond the walks
         // that clear set-id bits (they stay on one filesystem).
         if let Some(why) = mounted_inside(&table, &o.root) {
-            return Err(why);
+            return Err(Failure::new(why));
         }
     }
     let mut spaces: std::collections::BTreeMap<(u32, u32), OwnedFd> = Default::default();
@@ -133,10 +134,10 @@ fn mount_inside(table: &str, root: &str) -> Option<String> {
 }
 
 /// The idmapped clone of `o`'s root, checked to be the object recorded.
-fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
+fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, Failure> {
     let root = &o.root;
     let at = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
-        .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
+        .map_err(|e| Failure::os(format!("cannot open write root `{root}`"), e))?;
     let empty = c"";
     // SAFETY: `open_tree` reads the NUL-terminated empty path and returns a
     // new descriptor (or -1), which is owned from here on.
@@ -152,20 +153,21 @@ fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
         )
     };
     if fd < 0 {
-        return Err(format!(
-            "cannot clone `{root}`: {}",
-            io::Error::last_os_error()
+        return Err(Failure::os(
+            format!("cannot clone `{root}`"),
+            io::Error::last_os_error(),
         ));
     }
     // SAFETY: `fd` was just returned by the kernel and nothing else owns it.
     #[allow(unsafe_code)]
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect `{root}`: {e}"))?;
+    let st =
+        rustix::fs::fstat(&fd).map_err(|e| Failure::os(format!("cannot inspect `{root}`"), e))?;
     let (dev, ino) = o.id();
     if (st.st_dev, st.st_ino) != (dev, ino) {
-        return Err(format!(
+        return Err(Failure::new(format!(
             "write root `{root}` is no longer the object inspected (something was put in its place)"
-        ));
+        )));
     }
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -187,9 +189,9 @@ fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
         )
     };
     if r < 0 {
-        return Err(format!(
-            "cannot idmap `{root}`: {}",
-            io::Error::last_os_error()
+        return Err(Failure::os(
+            format!("cannot idmap `{root}`"),
+            io::Error::last_os_error(),
         ));
     }
     Ok(Tree {
@@ -203,8 +205,10 @@ fn tree(o: &Owner, ns: &OwnedFd) -> Result<Tree, String> {
 /// A user namespace in which `owner`'s uid and gid are `agent`'s, and
 /// nothing else is mapped. Made by a child that unshares it and waits while
 /// the maps are written and the namespace opened, then ends.
-fn userns(owner: Ids, agent: Ids) -> Result<OwnedFd, String> {
-    let why = |what: &str, e: io::Error| format!("cannot make a user namespace ({what}: {e})");
+fn userns(owner: Ids, agent: Ids) -> Result<OwnedFd, Failure> {
+    let why = |what: &str, e: io::Error| {
+        Failure::new(format!("cannot make a user namespace ({what}: {e})"))
+    };
     let (ready_r, ready_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| why("pipe", e.into()))?;
     let (hold_r, hold_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)

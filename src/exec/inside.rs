@@ -11,6 +11,7 @@
 //! `__confine` adds the Landlock layer and the command's seccomp filter, then
 //! becomes the command.
 
+use crate::failure::Failure;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -260,7 +261,7 @@ fn confine_and_exec(
 /// watcher enforces itself and names).
 pub fn rlimits(
     limits: &[(crate::limit::Limit, u64)],
-) -> Result<Vec<(rustix::process::Resource, rustix::process::Rlimit)>, String> {
+) -> Result<Vec<(rustix::process::Resource, rustix::process::Rlimit)>, Failure> {
     use crate::limit::Limit;
     use rustix::process::{Resource, Rlimit};
     limits
@@ -273,7 +274,10 @@ pub fn rlimits(
                 Limit::OpenFiles => (Resource::Nofile, *v, *v),
                 Limit::FileSizeMib => (Resource::Fsize, v << 20, v << 20),
                 Limit::WallSeconds | Limit::OutputBytes => {
-                    return Err(format!("`{}` is not a resource limit", k.key()))
+                    return Err(Failure::new(format!(
+                        "`{}` is not a resource limit",
+                        k.key()
+                    )))
                 }
             };
             Ok((
@@ -287,16 +291,16 @@ pub fn rlimits(
         .collect()
 }
 
-fn set_limits(limits: &[(crate::limit::Limit, u64)]) -> Result<(), String> {
+fn set_limits(limits: &[(crate::limit::Limit, u64)]) -> Result<(), Failure> {
     for (res, lim) in rlimits(limits)? {
         rustix::process::setrlimit(res, lim)
-            .map_err(|e| format!("cannot set the limit {res:?}: {e}"))?;
+            .map_err(|e| Failure::os(format!("cannot set the limit {res:?}"), e))?;
     }
     Ok(())
 }
 
 /// Read the environment from the pipe `sealc exec` made, and close it.
-fn read_env(fd: i32) -> Result<Vec<(OsString, OsString)>, String> {
+fn read_env(fd: i32) -> Result<Vec<(OsString, OsString)>, Failure> {
     let mut bytes = Vec::new();
     // SAFETY: `fd` is the read end of the pipe `sealc exec` made and named
     // on this process's command line; nothing else in this process owns it,
@@ -305,7 +309,7 @@ fn read_env(fd: i32) -> Result<Vec<(OsString, OsString)>, String> {
     let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
     std::fs::File::from(pipe)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the environment: {e}"))?;
+        .map_err(|e| Failure::os("cannot read the environment", e))?;
     Ok(decode_env(&bytes))
 }
 
@@ -358,14 +362,14 @@ pub fn init_main(
     status_fd: Option<i32>,
     bridge: Option<(&str, &Path)>,
     command: &[OsString],
-) -> Result<i32, String> {
+) -> Result<i32, Failure> {
     // Not dumpable: nothing inside (same uid) can ptrace it or read its
     // memory, e.g. to use the unix sockets it keeps for the bridge.
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-        .map_err(|e| format!("cannot make itself non-dumpable: {e}"))?;
+        .map_err(|e| Failure::os("cannot make itself non-dumpable", e))?;
     // Whatever else crossed (bubblewrap's descriptors) does not reach the
     // command; the environment's pipe goes on to `__confine`.
-    super::cloexec_inherited().map_err(|e| format!("cannot close inherited descriptors: {e}"))?;
+    super::cloexec_inherited().map_err(|e| Failure::os("cannot close inherited descriptors", e))?;
     for fd in std::iter::once(env_fd).chain(status_fd) {
         // SAFETY: `fd` is a pipe `sealc exec` made and named on this
         // process's command line; it is only borrowed to clear its
@@ -373,15 +377,15 @@ pub fn init_main(
         #[allow(unsafe_code)]
         let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         rustix::io::fcntl_setfd(pipe, rustix::io::FdFlags::empty())
-            .map_err(|e| format!("cannot hand on descriptor {fd}: {e}"))?;
+            .map_err(|e| Failure::os(format!("cannot hand on descriptor {fd}"), e))?;
     }
     // The init's own filter: the rules every process inside has (the
     // command's file size rules come with `__confine`, after it has set the
     // limit, which they would refuse).
     install(Refusals::default())?;
     if let Some((listen, socket)) = bridge {
-        let listener =
-            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let listener = TcpListener::bind(listen)
+            .map_err(|e| Failure::os(format!("cannot listen on {listen}"), e))?;
         let socket = socket.to_path_buf();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
@@ -401,7 +405,7 @@ pub fn init_main(
         .args(args)
         .env_clear()
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+        .map_err(|e| Failure::os(format!("cannot start {}", program.to_string_lossy()), e))?;
     let main = rustix::process::Pid::from_child(&child);
     // Reap every orphan until the command itself ends; then pid 1 exits and
     // the kernel ends whatever is left in the namespace. The command is
@@ -410,14 +414,14 @@ pub fn init_main(
         let pid = match next_exited() {
             Ok(pid) => pid,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            Err(e) => return Err(format!("cannot wait for the command: {e}")),
+            Err(e) => return Err(Failure::os("cannot wait for the command", e)),
         };
         let Some(pid) = rustix::process::Pid::from_raw(pid) else {
             // No pid said (never on Linux): reap whichever it is.
             match rustix::process::wait(rustix::process::WaitOptions::empty()) {
                 Ok(Some((p, status))) if p == main => break (status, None),
                 Ok(_) | Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(format!("cannot wait for the command: {e}")),
+                Err(e) => return Err(Failure::os("cannot wait for the command", e)),
             }
         };
         if pid != main {
@@ -429,7 +433,7 @@ pub fn init_main(
         let own = prof_clock_ns(pid.as_raw_nonzero().get());
         match reap(main) {
             Ok(status) => break (status, own),
-            Err(e) => return Err(format!("cannot wait for the command: {e}")),
+            Err(e) => return Err(Failure::os("cannot wait for the command", e)),
         }
     };
     if let Some(fd) = status_fd {

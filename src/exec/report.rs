@@ -154,7 +154,7 @@ pub struct Report {
     /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).
     pub limits_reached: Vec<crate::limit::Limit>,
     /// Each connection to sealc's own proxy (network `allowlist`), in the order opened.
-    pub network: Vec<crate::report::Connection>,
+    pub network: Vec<crate::audit::Connection>,
     /// Connections past the report's cap, counted only.
     #[serde(skip_serializing_if = "is_zero")]
     pub network_omitted: u64,
@@ -202,29 +202,9 @@ pub fn limits(ir: &crate::ir::Ir) -> BTreeMap<&'static str, Limit> {
         .collect()
 }
 
-/// Seconds since the epoch as RFC 3339 (UTC, whole seconds).
+/// RFC 3339 in UTC, whole seconds: the report's start and end.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let secs = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    crate::audit::rfc3339(t, false)
 }
 
 /// The report's bytes: pretty JSON with a final newline.

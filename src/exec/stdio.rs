@@ -15,6 +15,7 @@
 //! socket byte for byte; a terminal gets them through the terminal filter
 //! ([`super::terminal`]), unless `--raw-terminal` ([`deliveries`]).
 
+use crate::failure::Failure;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -33,12 +34,12 @@ const NAMES: [&str; 3] = ["standard input", "standard output", "standard error"]
 
 /// Decide how descriptor `n` (0, 1 or 2) reaches the command, or say why
 /// it is refused.
-pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, String> {
+pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, Failure> {
     use rustix::fs::FileType;
     let st = match rustix::fs::fstat(fd) {
         Ok(st) => st,
         Err(rustix::io::Errno::BADF) => return Ok(Way::Null),
-        Err(e) => return Err(format!("cannot inspect {}: {e}", NAMES[n])),
+        Err(e) => return Err(Failure::os(format!("cannot inspect {}", NAMES[n]), e)),
     };
     let out = n > 0;
     let what = match FileType::from_raw_mode(st.st_mode) {
@@ -58,10 +59,10 @@ pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, String> {
         FileType::BlockDevice => "a block device",
         FileType::Symlink | FileType::Unknown => "a special file",
     };
-    Err(format!(
+    Err(Failure::new(format!(
         "{} is {what}, which the command could reach through `/proc/self/fd/{n}`, so nothing was started",
         NAMES[n]
-    ))
+    )))
 }
 
 /// How sealc writes the command's relayed stdout or stderr to its own.
@@ -107,7 +108,7 @@ pub fn deliveries(raw: bool) -> [Delivery; 2] {
 }
 
 /// [`way`] for this process's stdin, stdout and stderr.
-pub fn ways() -> Result<[Way; 3], String> {
+pub fn ways() -> Result<[Way; 3], Failure> {
     Ok([
         way(0, std::io::stdin().as_fd())?,
         way(1, std::io::stdout().as_fd())?,
@@ -185,7 +186,7 @@ mod tests {
     #[test]
     fn a_directory_is_refused_and_files_and_pipes_cross() {
         let dir = std::fs::File::open("/").unwrap();
-        let e = way(0, dir.as_fd()).unwrap_err();
+        let e = way(0, dir.as_fd()).unwrap_err().to_string();
         assert!(e.contains("standard input is a directory"), "{e}");
         let null = std::fs::File::open("/dev/null").unwrap();
         assert_eq!(way(0, null.as_fd()).unwrap(), Way::Inherit);

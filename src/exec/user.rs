@@ -10,6 +10,7 @@
 mod owners;
 use self::owners::MAX_PROBLEMS;
 pub use self::owners::{hand_back, owners, prepare, sweep_set_id, Owner, Unprepared};
+use crate::failure::Failure;
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -55,9 +56,11 @@ pub struct Dynamic {
 /// on disk (only the proxy bridge's directory in the temp directory, while
 /// the run lasts); a host process of the agent's user would own the
 /// sandbox's user namespace, and there is none.
-pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, String> {
+pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, Failure> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
-        format!("cannot allocate a uid of the run's own ({what}: {e})")
+        Failure::new(format!(
+            "cannot allocate a uid of the run's own ({what}: {e})"
+        ))
     };
     // Made one component at a time, no link followed; only root may have
     // made it, or changed it since (checked).
@@ -94,12 +97,12 @@ pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, String> {
 }
 
 /// Read `NAME`, `UID` or `UID:GID` against the text of `/etc/passwd`.
-pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
+pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, Failure> {
     let num = |s: &str| s.parse::<u32>().ok();
     let ids = if let Some((u, g)) = spec.split_once(':') {
         match (num(u), num(g)) {
             (Some(uid), Some(gid)) => Ids { uid, gid },
-            _ => return Err(format!("`--user {spec}` is not UID:GID")),
+            _ => return Err(Failure::new(format!("`--user {spec}` is not UID:GID"))),
         }
     } else if let Some(uid) = num(spec) {
         let gid = passwd
@@ -117,22 +120,26 @@ pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
         {
             Some(f) => match (num(f[2]), num(f[3])) {
                 (Some(uid), Some(gid)) => Ids { uid, gid },
-                _ => return Err(format!("`/etc/passwd` has no usable ids for `{spec}`")),
+                _ => {
+                    return Err(Failure::new(format!(
+                        "`/etc/passwd` has no usable ids for `{spec}`"
+                    )))
+                }
             },
             None if spec == DEFAULT_USER => NOBODY,
-            None => return Err(format!("no user `{spec}` in `/etc/passwd`")),
+            None => return Err(Failure::new(format!("no user `{spec}` in `/etc/passwd`"))),
         }
     };
     if (DYNAMIC_BASE..DYNAMIC_BASE + DYNAMIC_COUNT).contains(&ids.uid) {
-        return Err(format!(
+        return Err(Failure::new(format!(
             "`--user {spec}` is in sealc's range of run uids ({DYNAMIC_BASE}..{}), which it gives out itself",
             DYNAMIC_BASE + DYNAMIC_COUNT
-        ));
+        )));
     }
     if ids.uid == 0 || ids.gid == 0 {
-        return Err(format!(
+        return Err(Failure::new(format!(
             "`--user {spec}` is root, and the agent never runs as root"
-        ));
+        )));
     }
     Ok(ids)
 }
@@ -142,7 +149,7 @@ pub fn parse_user(spec: &str, passwd: &str) -> Result<Ids, String> {
 /// root's filesystem. A file linked elsewhere keeps its owner (it may be
 /// another path's file). Works on descriptors opened without following
 /// links, so nothing swapped in meanwhile is changed instead.
-pub fn hand_over(roots: &[String], ids: Ids, limit: u64) -> Result<(), String> {
+pub fn hand_over(roots: &[String], ids: Ids, limit: u64) -> Result<(), Failure> {
     for root in roots {
         let dir = match open_nofollow(
             root,
@@ -151,21 +158,22 @@ pub fn hand_over(roots: &[String], ids: Ids, limit: u64) -> Result<(), String> {
             Ok(d) => d,
             Err(rustix::io::Errno::NOTDIR) => {
                 let f = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
-                    .map_err(|e| format!("cannot open write root `{root}`: {e}"))?;
-                chown_single(&f, ids).map_err(|e| format!("cannot hand over `{root}`: {e}"))?;
+                    .map_err(|e| Failure::os(format!("cannot open write root `{root}`"), e))?;
+                chown_single(&f, ids)
+                    .map_err(|e| Failure::os(format!("cannot hand over `{root}`"), e))?;
                 continue;
             }
             Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => return Err(format!("cannot open write root `{root}`: {e}")),
+            Err(e) => return Err(Failure::os(format!("cannot open write root `{root}`"), e)),
         };
         let dev = rustix::fs::fstat(&dir)
-            .map_err(|e| format!("cannot inspect `{root}`: {e}"))?
+            .map_err(|e| Failure::os(format!("cannot inspect `{root}`"), e))?
             .st_dev;
         walk(dir, dev, ids, limit).map_err(|e| match e {
-            rustix::io::Errno::TOOBIG => format!(
+            rustix::io::Errno::TOOBIG => Failure::new(format!(
                 "cannot hand over `{root}`: it holds more than {limit} entries, more than sealc walks (`--walk-limit`)"
-            ),
-            e => format!("cannot hand over `{root}`: {e}"),
+            )),
+            e => Failure::os(format!("cannot hand over `{root}`"), e),
         })?;
     }
     Ok(())
@@ -194,7 +202,7 @@ pub fn open_nofollow(path: &str, flags: OFlags) -> rustix::io::Result<OwnedFd> {
 /// searchable by that user (by the mode bits: owner, group, other). Said
 /// before anything starts, since bubblewrap, running as that user, could not
 /// mount there and the agent could not reach it.
-pub fn reachable(path: &str, ids: Ids) -> Result<(), String> {
+pub fn reachable(path: &str, ids: Ids) -> Result<(), Failure> {
     use std::os::unix::fs::MetadataExt;
     let mut at = std::path::Path::new(path);
     while let Some(parent) = at.parent() {
@@ -209,12 +217,12 @@ pub fn reachable(path: &str, ids: Ids) -> Result<(), String> {
             0o001
         };
         if m.mode() & bit == 0 {
-            return Err(format!(
+            return Err(Failure::new(format!(
                 "the agent's user ({}:{}) cannot reach `{path}`: `{}` is not searchable by it",
                 ids.uid,
                 ids.gid,
                 parent.display()
-            ));
+            )));
         }
         at = parent;
     }
@@ -224,7 +232,7 @@ pub fn reachable(path: &str, ids: Ids) -> Result<(), String> {
 /// Can `ids` search the directory `dir` (list a name in it), and walk down
 /// to it? By the mode bits of `dir` and every directory above it. `Ok` for
 /// a directory that is absent or not absolute: nothing to warn of there.
-pub fn searchable(dir: &str, ids: Ids) -> Result<(), String> {
+pub fn searchable(dir: &str, ids: Ids) -> Result<(), Failure> {
     if !dir.starts_with('/') {
         return Ok(());
     }

@@ -62,7 +62,7 @@ impl Audit {
             state: Mutex::new(State::default()),
         });
         let mut all = lock(&self.0.conns);
-        if all.len() < report::MAX_CONNECTIONS {
+        if all.len() < crate::audit::MAX_CONNECTIONS {
             all.push(c.clone());
         } else {
             self.0.omitted.fetch_add(1, Ordering::Relaxed);
@@ -91,7 +91,7 @@ impl Audit {
     }
 
     /// Fill the network part of a run report.
-    pub fn fill(&self, r: &mut report::Report) {
+    pub fn fill(&self, r: &mut crate::audit::NetworkAudit) {
         r.network = self.connections();
         r.network_omitted = self.omitted();
         r.resolve_overrides = self.overrides();

@@ -50,7 +50,7 @@ impl Conn {
         let end = s.ended.unwrap_or_else(Instant::now);
         let ms = end.duration_since(self.start).as_micros() as f64 / 1000.0;
         Connection {
-            time: report::rfc3339(self.time),
+            time: crate::audit::rfc3339(self.time, true),
             protocol: s.protocol,
             host: s.host.clone(),
             port: s.port,

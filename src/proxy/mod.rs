@@ -58,7 +58,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::report::{self, Connection, Decision};
+use crate::audit::{Connection, Decision};
 use policy::{Host, Policy};
 
 /// How long a client has to send its whole request head.

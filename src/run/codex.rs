@@ -99,7 +99,11 @@ pub(super) fn codex_after(
         Ok((after, true)) => {
             crate::verify::check_codex_config(generated, &after, &workspaces, &mut report)
         }
-        Err(why) => report.push("codex config", crate::verify::Status::Drift, why),
+        Err(why) => report.push(
+            "codex config",
+            crate::verify::Status::Drift,
+            why.to_string(),
+        ),
     }
     if report.verdict() == crate::verify::Verdict::Verified {
         return code;

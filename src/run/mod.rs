@@ -146,7 +146,7 @@ pub enum Ended {
 /// What a run learns on its way, for the run report.
 struct Ctx {
     /// The network part: each connection through sealc's own proxy.
-    network: crate::report::Report,
+    network: crate::audit::NetworkAudit,
     codex_config: Option<&'static str>,
     binding: Option<String>,
     layers: serde_json::Value,
@@ -209,7 +209,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
     let mut ctx = Ctx {
-        network: crate::report::Report::default(),
+        network: crate::audit::NetworkAudit::default(),
         codex_config: None,
         binding: None,
         layers: serde_json::Value::Null,
@@ -320,7 +320,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
 fn exec_user(
     platform: crate::spec::Platform,
     user: Option<&str>,
-) -> Result<Option<crate::exec::Ids>, String> {
+) -> Result<Option<crate::exec::Ids>, crate::failure::Failure> {
     let root = rustix::process::geteuid().is_root();
     match (platform, root, user) {
         (crate::spec::Platform::Linux, true, u) => {
@@ -328,9 +328,9 @@ fn exec_user(
             crate::exec::user::parse_user(u.unwrap_or(crate::exec::user::DEFAULT_USER), &passwd)
                 .map(Some)
         }
-        (_, _, Some(u)) => Err(format!(
+        (_, _, Some(u)) => Err(crate::failure::Failure::new(format!(
             "`--user {u}` is for a Linux seal started by root; the agent runs as its caller here"
-        )),
+        ))),
         _ => Ok(None),
     }
 }

@@ -229,7 +229,8 @@ fn host_check(
     })?;
     // The command's output to a terminal goes through the terminal filter.
     let deliveries = crate::exec::stdio::deliveries(opts.raw_terminal);
-    let user = exec_user(ir.platform, opts.user).map_err(|e| Refusal::new(BAD_INPUT, e))?;
+    let user =
+        exec_user(ir.platform, opts.user).map_err(|e| Refusal::new(BAD_INPUT, e.to_string()))?;
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
     // sealc runs inside as pid 1 and before the command is confined: a copy
     // the agent can replace would run unconfined in the next run.
@@ -342,7 +343,10 @@ fn prepare(
             "a protected path could be written or run from a writable place all the same, so nothing was started",
         )
         .help("remove the other name (`find WRITE_ROOT -samefile PATH` finds a hard link), or protect where the link leads too, then run again");
-        r.drift = vec![format!("protect     {}", crate::diag::visible(&e))];
+        r.drift = vec![format!(
+            "protect     {}",
+            crate::diag::visible(&e.to_string())
+        )];
         return Err(r);
     }
     // Write roots absent when compiled: made now, where the seal mounts them.
@@ -518,7 +522,7 @@ fn hand_over_how(
             ));
         }
         Ok((_, _, Err(Unprepared::LinkOut(why)))) => why,
-        Err(why) => why,
+        Err(why) => why.to_string(),
     };
     notes.note(Note::Warning(format!(
         "the write roots cannot be idmapped here ({why}): they are handed to the agent's user ({}:{}) by chown for the run, and back after it",

@@ -95,14 +95,17 @@ fn a_config_changed_and_put_back_is_drift() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&cfg, "a = 2\n").unwrap();
     std::fs::write(&cfg, "a = 1\n").unwrap();
-    let e = home.config_after(b"a = 1\n").unwrap_err();
+    let e = home.config_after(b"a = 1\n").unwrap_err().to_string();
     assert!(e.contains("put back"), "{e}");
     home.remove();
     // Rewritten with the same settings in other bytes.
     let home = prepare(&ir, b"# generated\na = 1\n", None, false).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&cfg, "a = 1\n").unwrap();
-    let e = home.config_after(b"# generated\na = 1\n").unwrap_err();
+    let e = home
+        .config_after(b"# generated\na = 1\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("same settings"), "{e}");
     home.remove();
     // Replaced by a rename.
@@ -112,6 +115,7 @@ fn a_config_changed_and_put_back_is_drift() {
     assert!(home
         .config_after(b"a = 1\n")
         .unwrap_err()
+        .to_string()
         .contains("replaced"));
     home.remove();
     // The home itself renamed away and made again.
@@ -122,6 +126,7 @@ fn a_config_changed_and_put_back_is_drift() {
     assert!(home
         .config_after(b"a = 1\n")
         .unwrap_err()
+        .to_string()
         .contains("replaced"));
     let left = home.finish(None);
     assert!(
@@ -147,7 +152,7 @@ fn a_sparse_config_is_read_only_up_to_a_bound() {
         .unwrap()
         .set_len(3 << 30)
         .unwrap();
-    let e = home.config_after(b"a = 1\n").unwrap_err();
+    let e = home.config_after(b"a = 1\n").unwrap_err().to_string();
     assert!(e.contains("more than"), "{e}");
     home.remove();
 }

@@ -2,6 +2,7 @@
 //! that hold the filesystem when every other layer fails.
 
 use super::*;
+use crate::failure::Failure;
 
 /// Which Landlock ABI this kernel offers (0: none).
 #[allow(unsafe_code)]
@@ -21,13 +22,13 @@ pub fn landlock_abi() -> i32 {
 }
 
 /// Apply the Landlock layer to this process (and what it starts).
-pub(super) fn apply_landlock(c: &Confinement) -> Result<(), String> {
+pub(super) fn apply_landlock(c: &Confinement) -> Result<(), Failure> {
     use ::landlock::{
         AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
         RulesetAttr, RulesetCreatedAttr, Scope, ABI,
     };
     let abi = ABI::V7;
-    let err = |e: landlock::RulesetError| e.to_string();
+    let err = |e: landlock::RulesetError| Failure::of(e);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_write(abi))

@@ -2,6 +2,7 @@
 //! name, and the filters built from them.
 
 use super::*;
+use crate::failure::Failure;
 
 pub(super) const CLONE_NEW: [u64; 7] = [
     libc::CLONE_NEWNS as u64,
@@ -13,12 +14,12 @@ pub(super) const CLONE_NEW: [u64; 7] = [
     libc::CLONE_NEWNET as u64,
 ];
 
-pub(super) fn cond(arg: u8, len: Len, op: Op, value: u64) -> Result<Cond, String> {
-    Cond::new(arg, len, op, value).map_err(|e| e.to_string())
+pub(super) fn cond(arg: u8, len: Len, op: Op, value: u64) -> Result<Cond, Failure> {
+    Cond::new(arg, len, op, value).map_err(Failure::of)
 }
 
-pub(super) fn rule(conds: Vec<Cond>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conds).map_err(|e| e.to_string())
+pub(super) fn rule(conds: Vec<Cond>) -> Result<SeccompRule, Failure> {
+    SeccompRule::new(conds).map_err(Failure::of)
 }
 
 /// Which of the command's filter's conditional refusals apply.
@@ -116,12 +117,12 @@ pub(super) const X86_64_ONLY: [&str; 4] = ["chmod", "open", "creat", "mknod"];
 
 /// The rules of one part of an entry: its condition on the arguments (no
 /// rule: refused whatever they are).
-fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, String> {
+fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, Failure> {
     use crate::refusals::Cond;
     use Len::{Dword, Qword};
     // `SIGXCPU` or `SIGXFSZ` in argument `arg`, after the conditions `pre`
     // (each signal number compared as the kernel reads it, an `int`).
-    let limit_signal = |pre: &[Cond2], arg: u8| -> Result<Vec<SeccompRule>, String> {
+    let limit_signal = |pre: &[Cond2], arg: u8| -> Result<Vec<SeccompRule>, Failure> {
         LIMIT_SIGNALS
             .iter()
             .map(|s| {
@@ -218,7 +219,7 @@ type Cond2 = (u8, u64);
 
 /// The calls of the entries that apply to this seal and are answered
 /// `answer`, each with its number and rules.
-fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, String> {
+fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, Failure> {
     let mut v = Named::new();
     for entry in crate::refusals::applying(r.offline, r.file_size) {
         for part in entry.parts.iter().filter(|p| p.answer == answer) {
@@ -226,10 +227,10 @@ fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, Strin
                 if X86_64_ONLY.contains(&part.call) && !cfg!(target_arch = "x86_64") {
                     continue;
                 }
-                return Err(format!(
+                return Err(Failure::new(format!(
                     "the seccomp policy names `{}`, which has no number here",
                     part.call
-                ));
+                )));
             };
             v.push((part.call, nr, rules_of(part.cond)?));
         }
@@ -240,7 +241,7 @@ fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, Strin
 /// The calls refused with `EPERM`: the parts of [`crate::refusals::TABLE`]
 /// that apply. [`crate::backend::bwrap::refused_for`] lists the same
 /// entries' text.
-pub(super) fn named(r: Refusals) -> Result<Named, String> {
+pub(super) fn named(r: Refusals) -> Result<Named, Failure> {
     named_as(r, crate::refusals::Answer::Eperm)
 }
 
@@ -248,7 +249,7 @@ pub(super) fn named(r: Refusals) -> Result<Named, String> {
 /// `clone3` and `openat2` take their flags and mode in memory, which no
 /// filter reads, so libc falls back to `clone` and `openat`; with
 /// `file_size`, `timer_create` and `mq_notify` given a `sigevent`.
-pub(super) fn named_enosys(r: Refusals) -> Result<Named, String> {
+pub(super) fn named_enosys(r: Refusals) -> Result<Named, Failure> {
     named_as(r, crate::refusals::Answer::Enosys)
 }
 
@@ -278,7 +279,7 @@ pub(super) fn merged(named: &Named) -> BTreeMap<i64, Vec<SeccompRule>> {
 
 /// The rules of the first filter: each listed call (with its conditions)
 /// fails with `EPERM`. See [`named`].
-pub(super) fn rules(r: Refusals) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+pub(super) fn rules(r: Refusals) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Failure> {
     let mut rules = merged(&named(r)?);
     // x32's own numbers (512 to 547: its compat `ioctl`, `ptrace`,
     // `process_vm_readv`, `rt_sigqueueinfo`, `timer_create`, `mq_notify`,
@@ -303,18 +304,17 @@ pub(super) fn x32_bits() -> &'static [i64] {
 
 /// The seccomp filters for the architecture sealc runs on: the refused calls
 /// (`EPERM`, [`named`]), and those answered `ENOSYS` ([`named_enosys`]).
-pub fn filters(r: Refusals) -> Result<Vec<seccompiler::BpfProgram>, String> {
-    let arch =
-        seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let build = |rules, errno: i32| -> Result<seccompiler::BpfProgram, String> {
+pub fn filters(r: Refusals) -> Result<Vec<seccompiler::BpfProgram>, Failure> {
+    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(Failure::of)?;
+    let build = |rules, errno: i32| -> Result<seccompiler::BpfProgram, Failure> {
         let f = SeccompFilter::new(
             rules,
             SeccompAction::Allow,
             SeccompAction::Errno(errno as u32),
             arch,
         )
-        .map_err(|e| e.to_string())?;
-        seccompiler::BpfProgram::try_from(f).map_err(|e| e.to_string())
+        .map_err(Failure::of)?;
+        seccompiler::BpfProgram::try_from(f).map_err(Failure::of)
     };
     Ok(vec![
         build(rules(r)?, libc::EPERM)?,
@@ -322,9 +322,9 @@ pub fn filters(r: Refusals) -> Result<Vec<seccompiler::BpfProgram>, String> {
     ])
 }
 
-pub(super) fn install(r: Refusals) -> Result<(), String> {
+pub(super) fn install(r: Refusals) -> Result<(), Failure> {
     for f in filters(r)? {
-        seccompiler::apply_filter(&f).map_err(|e| e.to_string())?;
+        seccompiler::apply_filter(&f).map_err(Failure::of)?;
     }
     Ok(())
 }

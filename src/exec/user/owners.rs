@@ -2,9 +2,10 @@
 //! user for it and handed back after, with set-id bits swept.
 
 use super::*;
+use crate::failure::Failure;
 
 /// Why [`prepare`] refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Unprepared {
     /// A file has a hard link outside the write roots: something the host
     /// made, which the chowned hand-over handles (it leaves such files
@@ -13,7 +14,7 @@ pub enum Unprepared {
     /// The walk failed (a tree deeper than the walks go, a root replaced):
     /// nothing may start, since what the agent left must not choose the
     /// weaker chowned hand-over.
-    Failed(String),
+    Failed(Failure),
 }
 
 /// Before an idmapped run (see [`super::idmap`]), on each write root the
@@ -31,14 +32,15 @@ pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, 
     let mut links_bytes = 0;
     for o in owners.iter().filter(|o| o.ids != agent) {
         let root = &o.root;
-        let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
-            .map_err(|e| Unprepared::Failed(format!("cannot open write root `{root}`: {e}")))?;
+        let fd = open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC).map_err(
+            |e| Unprepared::Failed(Failure::os(format!("cannot open write root `{root}`"), e)),
+        )?;
         let st = rustix::fs::fstat(&fd)
-            .map_err(|e| Unprepared::Failed(format!("cannot inspect `{root}`: {e}")))?;
+            .map_err(|e| Unprepared::Failed(Failure::os(format!("cannot inspect `{root}`"), e)))?;
         if (st.st_dev, st.st_ino) != (o.dev, o.ino) {
-            return Err(Unprepared::Failed(format!(
+            return Err(Unprepared::Failed(Failure::new(format!(
                 "write root `{root}` is no longer the object inspected (something was put in its place)"
-            )));
+            ))));
         }
         let mut w = Walk::of_root(o, owners, Op::Prepare, &fd);
         w.links = std::mem::take(&mut links);
@@ -48,17 +50,17 @@ pub fn prepare(owners: &[Owner], agent: Ids, limit: u64) -> Result<Vec<String>, 
         let done = w.root(&fd, &st, root);
         if let Err(e) = done {
             let why = match e {
-                rustix::io::Errno::LOOP => format!(
+                rustix::io::Errno::LOOP => Failure::new(format!(
                     "a directory deeper than {MAX_DEPTH} levels (or a link put in place of one) is in it"
-                ),
-                rustix::io::Errno::TOOBIG => format!(
+                )),
+                rustix::io::Errno::TOOBIG => Failure::new(format!(
                     "the write roots hold more than {limit} entries, which sealc walks before and after a run started by root (set-id bits, file capabilities, hard links out; `--walk-limit` raises the bound)"
-                ),
-                e => format!("{e}"),
+                )),
+                e => Failure::from(e),
             };
-            return Err(Unprepared::Failed(format!(
-                "cannot prepare `{root}`: {why}"
-            )));
+            return Err(Unprepared::Failed(
+                why.within(format!("cannot prepare `{root}`")),
+            ));
         }
         cleared.extend(w.cleared);
         links = w.links;
@@ -96,15 +98,16 @@ impl Owner {
 
 /// The owner of each write root that exists (of the root's own object,
 /// opened without following a link).
-pub fn owners(roots: &[String]) -> Result<Vec<Owner>, String> {
+pub fn owners(roots: &[String]) -> Result<Vec<Owner>, Failure> {
     let mut out = Vec::new();
     for root in roots {
         let fd = match open_nofollow(root, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => return Err(format!("cannot open write root `{root}`: {e}")),
+            Err(e) => return Err(Failure::os(format!("cannot open write root `{root}`"), e)),
         };
-        let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot inspect `{root}`: {e}"))?;
+        let st = rustix::fs::fstat(&fd)
+            .map_err(|e| Failure::os(format!("cannot inspect `{root}`"), e))?;
         out.push(Owner {
             root: root.clone(),
             ids: Ids {

@@ -31,10 +31,17 @@ fn users_by_name_uid_or_both_never_root() {
     );
     assert_eq!(parse_user("5:6", PASSWD).unwrap(), Ids { uid: 5, gid: 6 });
     assert_eq!(parse_user("nobody", "").unwrap(), NOBODY);
-    assert!(parse_user("root", PASSWD).unwrap_err().contains("root"));
+    assert!(parse_user("root", PASSWD)
+        .unwrap_err()
+        .to_string()
+        .contains("root"));
     assert!(parse_user("0:5", PASSWD).is_err());
     assert!(parse_user("2146435072", PASSWD)
         .unwrap_err()
+        .to_string()
         .contains("range of run uids"));
-    assert!(parse_user("ghost", PASSWD).unwrap_err().contains("`ghost`"));
+    assert!(parse_user("ghost", PASSWD)
+        .unwrap_err()
+        .to_string()
+        .contains("`ghost`"));
 }

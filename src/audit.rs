@@ -1,57 +1,30 @@
-//! The run report: `sealc exec --report FILE` writes what happened during a
-//! run as JSON (schema [`SCHEMA`]), bound to the seal that ran by its
-//! binding digest. Today it holds the network audit of `allowlist` mode:
-//! one entry per connection to sealc's proxy, with its decision. It never
-//! holds a request or response body, a header value or a credential: only
-//! the host and port asked for, the address connected to, counts and times.
+//! The network audit of one run: one [`Connection`] per connection to
+//! sealc's proxy, with its decision, and the `--resolve` overrides in force.
+//! It never holds a request or response body, a header value or a
+//! credential: only the host and port asked for, the address connected to,
+//! counts and times. The run report (`crate::exec::report`, schema
+//! `sealc.run/v1`) carries it.
 //!
-//! Unlike the compiled artifacts this is a log of one run, so it reads the
-//! clock. `sealc exec` writes it ([`crate::exec::report`], through
-//! [`crate::hostfs`]), also when the run fails.
+//! Unlike the compiled artifacts this is a log of one run, so its times are
+//! read from the clock; [`rfc3339`] is the one formatter of them.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-/// The schema tag of a run report.
-pub const SCHEMA: &str = "sealc.run/v1";
-
-/// One run. New fields are added here (optional ones skipped when empty),
-/// so a reader of `sealc.run/v1` keeps working.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub schema: &'static str,
-    /// The binding (`sha256:...`) of the record that ran; `null` when the
-    /// record did not verify, so nothing was started.
-    pub binding: Option<String>,
+/// What the proxy saw during one run; the run report copies it.
+#[derive(Clone, Debug, Default)]
+pub struct NetworkAudit {
     /// Each connection to sealc's proxy, in the order they were opened.
     pub network: Vec<Connection>,
     /// Connections past the report's cap ([`MAX_CONNECTIONS`]), counted only.
-    #[serde(skip_serializing_if = "is_zero")]
     pub network_omitted: u64,
     /// `--resolve NAME=ADDR` overrides in force (a test run).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resolve_overrides: Vec<String>,
 }
 
 /// Most connections a report lists one by one.
 pub const MAX_CONNECTIONS: usize = 100_000;
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl Default for Report {
-    fn default() -> Self {
-        Report {
-            schema: SCHEMA,
-            binding: None,
-            network: Vec::new(),
-            network_omitted: 0,
-            resolve_overrides: Vec::new(),
-        }
-    }
-}
 
 /// What the proxy did with a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,28 +69,23 @@ pub struct Connection {
     pub cut: Option<&'static str>,
 }
 
-impl Report {
-    /// Canonical-looking pretty JSON with a final newline.
-    pub fn to_json(&self) -> Vec<u8> {
-        let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
-        out.push(b'\n');
-        out
-    }
-}
-
-/// RFC 3339 in UTC with milliseconds: `2026-11-01T09:30:00.123Z`.
-pub fn rfc3339(t: SystemTime) -> String {
+/// RFC 3339 in UTC, with milliseconds (`2026-11-01T09:30:00.123Z`, a
+/// connection's time) or in whole seconds (`2026-11-01T09:30:00Z`, the run
+/// report's start and end).
+pub fn rfc3339(t: SystemTime, millis: bool) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, day) = civil(days as i64);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let (h, min, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    if millis {
+        format!(
+            "{y:04}-{m:02}-{day:02}T{h:02}:{min:02}:{s:02}.{:03}Z",
+            d.subsec_millis()
+        )
+    } else {
+        format!("{y:04}-{m:02}-{day:02}T{h:02}:{min:02}:{s:02}Z")
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
@@ -142,10 +110,13 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
-        let at = |s: u64, ms: u64| rfc3339(UNIX_EPOCH + Duration::from_millis(s * 1000 + ms));
+        let at = |s: u64, ms: u64| rfc3339(UNIX_EPOCH + Duration::from_millis(s * 1000 + ms), true);
         assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
         assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
         assert_eq!(at(1_700_000_000, 999), "2023-11-14T22:13:20.999Z");
         assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000Z");
+        let whole = |s: u64| rfc3339(UNIX_EPOCH + Duration::from_millis(s * 1000 + 999), false);
+        assert_eq!(whole(0), "1970-01-01T00:00:00Z");
+        assert_eq!(whole(1_700_000_000), "2023-11-14T22:13:20Z");
     }
 }
