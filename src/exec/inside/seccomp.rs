@@ -43,6 +43,13 @@ pub(super) const LIMIT_SIGNALS: [i32; 2] = [libc::SIGXCPU, libc::SIGXFSZ];
 /// `O_ASYNC` descriptor, a lease or a dnotify watch delivers.
 pub(super) const F_SETSIG: u64 = 10;
 
+/// An ioctl request as the filter compares it: its low 32 bits (the
+/// kernel's `unsigned int cmd`), whatever type the C library gives it
+/// (`c_ulong` in glibc, `c_int` in musl).
+const fn request(r: libc::Ioctl) -> u64 {
+    r as u32 as u64
+}
+
 /// Each refused call with its name, its number, and its rules (any one
 /// matching refuses it; none: always). A call may appear more than once
 /// (`ioctl`, `clone`); [`merged`] joins them.
@@ -158,7 +165,7 @@ fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, Failure> {
             .collect::<Result<_, _>>()?,
         Cond::TerminalIoctl => [libc::TIOCSTI, libc::TIOCSCTTY, libc::TIOCLINUX]
             .iter()
-            .map(|c| rule(vec![cond(1, Dword, Op::Eq, *c)?]))
+            .map(|c| rule(vec![cond(1, Dword, Op::Eq, request(*c))?]))
             .collect::<Result<_, _>>()?,
         Cond::SetIdMode(arg) => [libc::S_ISUID, libc::S_ISGID]
             .iter()
@@ -178,7 +185,7 @@ fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, Failure> {
         Cond::LimitSignal(arg) => limit_signal(&[], arg)?,
         Cond::DeathSignal => limit_signal(&[(0, libc::PR_SET_PDEATHSIG as u64)], 1)?,
         Cond::SetSig => limit_signal(&[(1, F_SETSIG)], 2)?,
-        Cond::TermSignal => limit_signal(&[(1, libc::TIOCSIG)], 2)?,
+        Cond::TermSignal => limit_signal(&[(1, request(libc::TIOCSIG))], 2)?,
         // `clone`'s exit signal (the low byte of its flags) goes to the
         // parent when the child ends.
         Cond::ExitSignal => LIMIT_SIGNALS
