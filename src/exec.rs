@@ -53,6 +53,7 @@ use self::wait::Stop;
 pub mod codex_home;
 pub mod idmap;
 pub mod inside;
+pub mod probe;
 pub mod report;
 pub mod stdio;
 pub mod terminal;

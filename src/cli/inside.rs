@@ -1,5 +1,6 @@
 //! The hidden commands sealc runs inside its own Linux sandbox: `__init`
-//! (pid 1) and `__confine` (Landlock, seccomp and limits, then the command).
+//! (pid 1) and `__confine` (Landlock, seccomp and limits, then the command);
+//! and `__probe`, the steps of building one, tried when one could not be built.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -20,6 +21,20 @@ pub struct InitArgs {
     socket: Option<PathBuf>,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<OsString>,
+}
+
+/// Try the steps of building a Linux sandbox, one line each (`sealc exec` runs it when one could not be built).
+#[derive(clap::Args, Debug)]
+pub struct ProbeArgs {}
+
+pub(super) fn probe(out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match crate::exec::probe::probe_main(out) {
+        Ok(()) => crate::exit::OK,
+        Err(e) => {
+            let _ = writeln!(err, "sealc: the probe cannot report: {e}");
+            crate::exec::SANDBOX_FAILED
+        }
+    }
 }
 
 /// Inside a Linux sandbox: Landlock and the seccomp filter, then become the command.

@@ -103,6 +103,8 @@ enum Command {
     Init(inside::InitArgs),
     #[command(name = "__confine", hide = true)]
     Confine(inside::ConfineArgs),
+    #[command(name = "__probe", hide = true)]
+    Probe(inside::ProbeArgs),
     Lint(lint::Args),
     Explain(explain::Args),
     Schema(schema::Args),
@@ -233,6 +235,7 @@ pub fn run(
         Command::Exec(a) => exec::run(a, out, err),
         Command::Init(a) => inside::init(a, err),
         Command::Confine(a) => inside::confine(a, err),
+        Command::Probe(_) => inside::probe(out, err),
         Command::Lint(a) => lint::run(a, out, err),
         Command::Explain(a) => explain::run(a, out, err),
         Command::Schema(a) => schema::run(a, out, err),

@@ -33,6 +33,7 @@ const COMMANDS: &[(&str, Build)] = &[
     ("exec", super::exec::Args::augment_args),
     ("__init", super::inside::InitArgs::augment_args),
     ("__confine", super::inside::ConfineArgs::augment_args),
+    ("__probe", super::inside::ProbeArgs::augment_args),
     ("lint", super::lint::Args::augment_args),
     ("explain", super::explain::Args::augment_args),
     ("schema", super::schema::Args::augment_args),

@@ -363,6 +363,47 @@ pub fn init_main(
     bridge: Option<(&str, &Path)>,
     command: &[OsString],
 ) -> Result<i32, Failure> {
+    // The first line on the status pipe: bubblewrap built the sandbox and
+    // ran this init in it. Until sealc reads it, the sandbox does not count
+    // as built (bubblewrap reports its child on `--info-fd` before the
+    // child has mounted anything, and may still fail after).
+    say(status_fd, &format!("{INIT_LINE}\n"));
+    let r = init_run(env_fd, status_fd, bridge, command);
+    if let Err(e) = &r {
+        say(
+            status_fd,
+            &format!(
+                "start-failed {} {}\n",
+                StartFailure::Sandbox.as_str(),
+                e.to_string().replace('\n', " ")
+            ),
+        );
+    }
+    r
+}
+
+/// What the init writes first on the status pipe.
+pub const INIT_LINE: &str = "init";
+
+/// A line on the status pipe `fd`, while the pipe is still this process's
+/// (lines are shorter than `PIPE_BUF`, so whole on the pipe, whoever else
+/// writes to it).
+fn say(fd: Option<i32>, line: &str) {
+    if let Some(fd) = fd {
+        // SAFETY: the status pipe named on the command line; borrowed for
+        // one write, before the init hands it on or closes it.
+        #[allow(unsafe_code)]
+        let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let _ = rustix::io::write(pipe, line.as_bytes());
+    }
+}
+
+fn init_run(
+    env_fd: i32,
+    status_fd: Option<i32>,
+    bridge: Option<(&str, &Path)>,
+    command: &[OsString],
+) -> Result<i32, Failure> {
     // Not dumpable: nothing inside (same uid) can ptrace it or read its
     // memory, e.g. to use the unix sockets it keeps for the bridge.
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)

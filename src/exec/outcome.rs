@@ -111,9 +111,10 @@ pub(super) fn sandbox_members(bwrap: u32) -> Vec<i32> {
         .collect()
 }
 
-/// How the run ended, from what sealc saw and what the inside reported:
-/// bubblewrap's `--info-fd` (the sandbox was built), then the status pipe
-/// (`start-failed <why>` from `__confine`, `exited <code>` or
+/// How the run ended, from what sealc saw and what the inside reported on
+/// the status pipe: `init` first (the sandbox was built and sealc's init
+/// runs in it; bubblewrap's `--info-fd` only says how far it got when it
+/// is missing), then `start-failed <why>` from the init or `__confine`, `exited <code>` or
 /// `signaled <n> [cpu_ns <t>]` from the init, `t` the command's own CPU
 /// time). Without a sandbox (macOS), the command's own CPU time is taken
 /// from `children_cpu`, what sealc's waited-for children used.
@@ -134,13 +135,25 @@ pub(super) fn classify(
     }
     let mut code = exit_code(status);
     if plan.mechanism.has_init() {
-        if !info.contains("child-pid") {
+        // Built only once sealc's own init ran inside and said so: bubblewrap
+        // reports its child on `--info-fd` before that child has set up
+        // anything, and whatever it exits with after a failure (1 for a
+        // mount it was refused) is no outcome of the command's.
+        let mut lines = status_text.lines();
+        if lines.next() != Some(inside::INIT_LINE) {
+            let when = if info.contains("child-pid") {
+                "while it was building the sandbox"
+            } else {
+                "before it made the sandbox's namespaces"
+            };
             return O::CouldNotStart {
                 phase: report::Phase::SandboxStart,
-                message: format!("bubblewrap ended ({code}) before the sandbox was built"),
+                message: format!(
+                    "bubblewrap ended (exit {code}) {when}: nothing of the command ran"
+                ),
             };
         }
-        for line in status_text.lines() {
+        for line in lines {
             if let Some(rest) = line.strip_prefix("start-failed ") {
                 let (kind, why) = rest.split_once(' ').unwrap_or((rest, ""));
                 let kind =

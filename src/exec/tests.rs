@@ -268,3 +268,66 @@ fn a_root_is_opened_exactly_or_not_at_all() {
         "the kind is checked"
     );
 }
+
+/// Issue 26: the sandbox counts as built only once sealc's init said so on
+/// the status pipe; whatever bubblewrap exits with before that is no
+/// outcome of the command's.
+#[test]
+fn a_sandbox_is_built_only_when_the_init_says_so() {
+    use report::Outcome as O;
+    use std::os::unix::process::ExitStatusExt;
+    let plan = plan(
+        &ir(Platform::Linux),
+        &["cmd".into()],
+        &|_| Some("k".into()),
+        &rt(),
+    )
+    .unwrap();
+    let exit = |code: i32| ExitStatus::from_raw(code << 8);
+    let info = r#"{ "child-pid": 7 }"#;
+    let not_built = |o: O| {
+        matches!(
+            o,
+            O::CouldNotStart {
+                phase: report::Phase::SandboxStart,
+                ..
+            }
+        )
+    };
+    // bubblewrap's child failed to mount after reporting itself: exit 1,
+    // the status pipe empty.
+    assert!(not_built(classify(&plan, exit(1), None, info, "", 0.0)));
+    // Before any namespace: no child reported either.
+    assert!(not_built(classify(&plan, exit(1), None, "", "", 0.0)));
+    // A line that is not the init's first, whatever it says.
+    assert!(not_built(classify(
+        &plan,
+        exit(0),
+        None,
+        info,
+        "exited 0\n",
+        0.0
+    )));
+    assert!(not_built(classify(
+        &plan,
+        exit(0),
+        None,
+        info,
+        "x\ninit\nexited 0\n",
+        0.0
+    )));
+    // Built: the command's own end.
+    assert_eq!(
+        classify(&plan, exit(1), None, info, "init\nexited 3\n", 0.0),
+        O::Exited { code: 3 }
+    );
+    // The init's own set-up failed.
+    assert!(not_built(classify(
+        &plan,
+        exit(122),
+        None,
+        info,
+        "init\nstart-failed sandbox cannot listen\nexited 122\n",
+        0.0
+    )));
+}

@@ -70,13 +70,21 @@ pub(super) fn confine_and_wait(
                 Some(Outcome::FileSizeLimit) => Some("the file size limit".into()),
                 // Said from inside the sandbox (the status pipe): escaped.
                 Some(Outcome::CouldNotStart { phase, message }) => {
+                    // bubblewrap could not build the sandbox: why, as far
+                    // as its steps tried again one by one can tell.
+                    let help = if *phase == crate::exec::report::Phase::SandboxStart {
+                        let probe = crate::exec::probe::probe(plan.user.map(|i| (i.uid, i.gid)));
+                        super::help::sandbox_start_help(&probe)
+                    } else {
+                        Vec::new()
+                    };
                     notes.note(Note::Error {
                         message: format!(
                             "{} failed: {}",
                             phase.as_str(),
                             crate::diag::visible(message)
                         ),
-                        help: Vec::new(),
+                        help,
                     });
                     None
                 }
@@ -111,10 +119,17 @@ pub(super) fn confine_and_wait(
                 crate::exec::SANDBOX_FAILED,
                 format!("cannot start {}: {e}", quote(&plan.program)),
             );
-            if plan.mechanism == crate::exec::Mechanism::Bubblewrap
-                && std::fs::metadata(&plan.program).is_err()
-            {
-                r = r.help(super::help::no_bwrap_help(&plan.program));
+            if plan.mechanism == crate::exec::Mechanism::Bubblewrap {
+                if std::fs::metadata(&plan.program).is_err() {
+                    r = r.help(super::help::no_bwrap_help(&plan.program));
+                } else {
+                    // Refused on the way in (as root: the idmapped mounts
+                    // made for it): why, as far as the probe can tell.
+                    let probe = crate::exec::probe::probe(plan.user.map(|i| (i.uid, i.gid)));
+                    for h in super::help::sandbox_start_help(&probe) {
+                        r = r.help(h);
+                    }
+                }
             }
             Err(r)
         }

@@ -1,0 +1,384 @@
+//! Issue 26: where agents really run. Each environment that keeps
+//! bubblewrap from building a sandbox is made for real around `sealc exec`
+//! on this machine, once for a root caller (this process) and once for an
+//! unprivileged one (`sealc-test`, through `setpriv`):
+//!
+//! - **masked `/proc`**: runc's masked and read-only `/proc` paths (what a
+//!   Kubernetes pod with `procMount: Default` has), in a mount namespace of
+//!   the test's own;
+//! - **Docker's seccomp profile**: a filter with its rules for `unshare`,
+//!   `clone` with namespace flags, `clone3` (`ENOSYS`), `setns`, `mount`,
+//!   `umount2`, `pivot_root` and the new mount API, installed before sealc
+//!   starts;
+//! - **`max_user_namespaces` = 0**: sealc in a user namespace of the test's
+//!   (every id mapped to itself) whose limit is 0, a sandbox inside a
+//!   sandbox;
+//! - **mounts refused after `unshare`** (the shape of Ubuntu 24.04's
+//!   AppArmor restriction): a filter that refuses `mount` alone.
+//!
+//! In each, `sealc exec` must exit 122, report `could_not_start` in phase
+//! `sandbox_start` (never `exited` with bubblewrap's code), print a `help:`
+//! line naming the fix for that environment, and run nothing of the
+//! command; outside them, the same seal runs the command (so each case can
+//! fail).
+//!
+//! Without root, bubblewrap, setpriv, `unshare` or the `sealc-test` user
+//! these tests fail saying why (`common::ready_as_root_with`; under
+//! `SEALC_REQUIRE_BWRAP=1`, saying so); build.rs marks them ignored first.
+
+mod common;
+use common::{text, Caller, Verdict, CALLERS, USER};
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+const SEALC: &str = env!("CARGO_BIN_EXE_sealc");
+
+/// runc's default masked paths (bound over with `/dev/null`, or an empty
+/// read-only tmpfs for directories) and read-only paths.
+const MASK: &str = r#"
+set -e
+mount --make-rprivate /
+for p in /proc/asound /proc/acpi /proc/kcore /proc/keys /proc/latency_stats /proc/timer_list /proc/timer_stats /proc/sched_debug /proc/scsi; do
+  if [ -d "$p" ]; then mount -t tmpfs -o ro tmpfs "$p"; elif [ -e "$p" ]; then mount --bind /dev/null "$p"; fi
+done
+for p in /proc/bus /proc/fs /proc/irq /proc/sys /proc/sysrq-trigger; do
+  if [ -e "$p" ]; then mount --bind "$p" "$p"; mount -o remount,bind,ro "$p"; fi
+done
+exec "$@"
+"#;
+
+/// The environments, each with what its `help:` line must name.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    MaskedProc,
+    DockerSeccomp,
+    NoUserNamespaces,
+    MountsRefused,
+}
+
+impl Place {
+    const ALL: [Place; 4] = [
+        Place::MaskedProc,
+        Place::DockerSeccomp,
+        Place::NoUserNamespaces,
+        Place::MountsRefused,
+    ];
+
+    fn help(self) -> &'static str {
+        match self {
+            Place::MaskedProc => "procMount: Unmasked",
+            Place::DockerSeccomp => "--security-opt seccomp=unconfined",
+            Place::NoUserNamespaces => "user.max_user_namespaces",
+            // A seccomp filter is what refuses them here.
+            Place::MountsRefused => "seccomp filter on sealc refuses",
+        }
+    }
+}
+
+/// A filter returning `errno` for each call in `calls` (all of it) and for
+/// `clone` with any namespace flag when `clone_ns`.
+fn filter(calls: &[i64], clone_ns: bool, errno: i32) -> BpfProgram {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        calls.iter().map(|c| (*c, Vec::new())).collect();
+    if clone_ns {
+        let flags = [
+            libc::CLONE_NEWNS,
+            libc::CLONE_NEWUTS,
+            libc::CLONE_NEWIPC,
+            libc::CLONE_NEWUSER,
+            libc::CLONE_NEWPID,
+            libc::CLONE_NEWNET,
+            libc::CLONE_NEWCGROUP,
+        ];
+        let clone = flags
+            .iter()
+            .map(|f| {
+                let f = *f as u64;
+                SeccompRule::new(vec![SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(f),
+                    f,
+                )
+                .unwrap()])
+                .unwrap()
+            })
+            .collect();
+        rules.insert(libc::SYS_clone, clone);
+    }
+    SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap()
+    .try_into()
+    .unwrap()
+}
+
+/// Docker's default profile, as it treats a container without
+/// `CAP_SYS_ADMIN`: the namespace and mount calls refused (`EPERM`), and
+/// `clone3` said not to exist (`ENOSYS`, so that the C library falls back
+/// to `clone`, whose flags the filter can see).
+fn docker() -> Vec<BpfProgram> {
+    let refused = [
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+    ];
+    vec![
+        filter(&refused, true, libc::EPERM),
+        filter(&[libc::SYS_clone3], false, libc::ENOSYS),
+    ]
+}
+
+/// One caller's tree: a write root `ws`, the seal, and where the report
+/// goes.
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+    who: Caller,
+}
+
+impl Lab {
+    fn new(who: Caller) -> Lab {
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(t.join("ws")).unwrap();
+        std::fs::create_dir(t.join("out")).unwrap();
+        std::fs::set_permissions(t.join("out"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        if who == Caller::User {
+            let (uid, gid) = common::ids(USER);
+            std::os::unix::fs::chown(t.join("ws"), Some(uid), Some(gid)).unwrap();
+        }
+        let spec = format!(
+            "version = 1\nname = \"environments\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n[limits]\nwall_seconds = 30\n",
+            ws = t.join("ws").display()
+        );
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let out = Command::new(SEALC)
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["compile", "spec.toml", "--out", "seal", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "compile failed:\n{}", text(&out));
+        Lab { _tmp: tmp, t, who }
+    }
+
+    fn label(&self, place: Option<Place>, what: &str) -> String {
+        let who = match self.who {
+            Caller::Root => "root caller",
+            Caller::User => "unprivileged caller",
+        };
+        match place {
+            Some(p) => format!("[{who}, {p:?}] {what}"),
+            None => format!("[{who}, no restriction] {what}"),
+        }
+    }
+
+    fn ran(&self) -> PathBuf {
+        self.t.join("ws/ran")
+    }
+
+    /// `sealc exec --report` of a command that marks that it ran, as the
+    /// caller, in `place` (none: as the host is).
+    fn run(&self, place: Option<Place>) -> (Output, serde_json::Value) {
+        let report = self.t.join("out/report.json");
+        let _ = std::fs::remove_file(&report);
+        let _ = std::fs::remove_file(self.ran());
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(u) = self.who.user() {
+            argv.extend([
+                "/usr/bin/setpriv".to_string(),
+                format!("--reuid={u}"),
+                format!("--regid={u}"),
+                "--init-groups".to_string(),
+                "--".to_string(),
+            ]);
+        }
+        argv.extend([
+            SEALC.to_string(),
+            "exec".into(),
+            self.t.join("seal/seal.json").display().to_string(),
+            "--report".into(),
+            report.display().to_string(),
+            "--".into(),
+            "/bin/sh".into(),
+            "-c".into(),
+            format!("echo ran > {}", self.ran().display()),
+        ]);
+        let out = match place {
+            None => plain(&argv).output().unwrap(),
+            Some(Place::MaskedProc) => {
+                let mut c = plain(&["/usr/bin/unshare", "-m", "/bin/sh", "-c", MASK, "sh"]);
+                c.args(&argv);
+                c.output().unwrap()
+            }
+            Some(Place::DockerSeccomp) => with_filters(plain(&argv), docker()).output().unwrap(),
+            Some(Place::MountsRefused) => {
+                let f = vec![filter(&[libc::SYS_mount], false, libc::EACCES)];
+                with_filters(plain(&argv), f).output().unwrap()
+            }
+            Some(Place::NoUserNamespaces) => in_nested_userns(&argv),
+        };
+        let report = std::fs::read(&report)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null);
+        (out, report)
+    }
+}
+
+/// `argv` with a cleared environment but `PATH`, stdin null, in `/`.
+fn plain<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Command {
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..])
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null());
+    c
+}
+
+/// `cmd` started under `filters` (and `no_new_privs`, which they need).
+fn with_filters(mut cmd: Command, filters: Vec<BpfProgram>) -> Command {
+    // SAFETY: the closure runs in the child between fork and exec; it only
+    // installs filters compiled before the fork (`prctl` and `seccomp`),
+    // allocating nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            for f in &filters {
+                seccompiler::apply_filter(f).map_err(std::io::Error::other)?;
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// `argv` in a new user namespace where every id is itself and
+/// `user.max_user_namespaces` is 0: `unshare --user` waits on its stdin
+/// until this process (root, outside) has written the maps, then the shell
+/// starts again (as uid 0 of the namespace, so with its capabilities: the
+/// first one started unmapped, without them) to set the limit.
+fn in_nested_userns(argv: &[String]) -> Output {
+    let script = r#"read -r _; exec /bin/sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"' "$@" </dev/null"#;
+    let mut c = plain(&["/usr/bin/unshare", "--user", "/bin/sh", "-c", script, "sh"]);
+    c.args(argv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let pid = child.id();
+    let ours = std::fs::read_link("/proc/self/ns/user").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_link(format!("/proc/{pid}/ns/user")).is_ok_and(|ns| ns == ours) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "unshare --user never made its namespace"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for map in ["uid_map", "gid_map"] {
+        std::fs::write(format!("/proc/{pid}/{map}"), "0 0 4294967295").unwrap();
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// Everything the cases need, or the test fails saying what is missing.
+fn ready() {
+    common::ready_as_root_with(&[USER]);
+    if !Path::new("/usr/bin/unshare").exists() {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1, but /usr/bin/unshare (util-linux) is missing"
+        );
+        common::not_run("/usr/bin/unshare (util-linux) is missing");
+    }
+}
+
+/// Every environment, as root and as the unprivileged caller: exit 122,
+/// `could_not_start` in `sandbox_start`, the fix named, nothing of the
+/// command run; and the same seal runs the command where nothing stands
+/// in its way.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root: it runs sealc as root and as `sealc-test`"
+)]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn no_environment_gives_a_wrong_outcome() {
+    ready();
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let lab = Lab::new(who);
+        let (out, report) = lab.run(None);
+        v.check(out.status.code() == Some(0) && lab.ran().exists(), || {
+            lab.label(None, &format!("the command did not run\n{}", text(&out)))
+        });
+        v.check(report["outcome"]["kind"] == "exited", || {
+            lab.label(None, &format!("outcome {}", report["outcome"]))
+        });
+        for place in Place::ALL {
+            let (out, report) = lab.run(Some(place));
+            let all = || format!("{}\nreport: {report:#}", text(&out));
+            v.check(out.status.code() == Some(122), || {
+                lab.label(Some(place), &format!("not exit 122\n{}", all()))
+            });
+            v.check(
+                report["outcome"]["kind"] == "could_not_start"
+                    && report["outcome"]["phase"] == "sandbox_start",
+                || lab.label(Some(place), &format!("wrong outcome\n{}", all())),
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            v.check(
+                stderr
+                    .lines()
+                    .any(|l| l.starts_with("help: ") && l.contains(place.help())),
+                || {
+                    lab.label(
+                        Some(place),
+                        &format!("no help naming `{}`\n{}", place.help(), all()),
+                    )
+                },
+            );
+            v.check(!lab.ran().exists(), || {
+                lab.label(Some(place), &format!("the command ran\n{}", all()))
+            });
+        }
+    }
+    v.done();
+}
