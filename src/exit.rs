@@ -143,6 +143,16 @@ pub const SHOW: &[(i32, &str)] = &[
     (BAD_INPUT, "bad input: the record cannot be read, is not a record, or its spec does not compile with this sealc"),
 ];
 
+/// `sealc doctor`'s statuses.
+pub const DOCTOR: &[(i32, &str)] = &[
+    (OK, "a seal in the default mode (namespaces) can run here"),
+    (BAD_INPUT, "bad input: an unknown `--user`"),
+    (
+        SANDBOX_FAILED,
+        "it cannot: the first missing layer and its fix are printed",
+    ),
+];
+
 /// `sealc diff`'s statuses.
 pub const DIFF: &[(i32, &str)] = &[
     (OK, "the two seals allow the same"),

@@ -28,6 +28,7 @@ pub mod cli;
 pub mod describe;
 pub mod diag;
 pub mod digest;
+pub mod doctor;
 pub mod drift;
 pub mod exec;
 pub mod exit;

@@ -209,6 +209,30 @@ impl Lab {
         let report = self.t.join("out/report.json");
         let _ = std::fs::remove_file(&report);
         let _ = std::fs::remove_file(self.ran());
+        let seal = self.t.join("seal/seal.json");
+        let ran = format!("echo ran > {}", self.ran().display());
+        let out = self.sealc(
+            place,
+            &[
+                "exec",
+                &seal.display().to_string(),
+                "--report",
+                &report.display().to_string(),
+                "--",
+                "/bin/sh",
+                "-c",
+                &ran,
+            ],
+        );
+        let report = std::fs::read(&report)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null);
+        (out, report)
+    }
+
+    /// `sealc ARGS` as the caller, in `place`.
+    fn sealc(&self, place: Option<Place>, args: &[&str]) -> Output {
         let mut argv: Vec<String> = Vec::new();
         if let Some(u) = self.who.user() {
             argv.extend([
@@ -219,18 +243,9 @@ impl Lab {
                 "--".to_string(),
             ]);
         }
-        argv.extend([
-            SEALC.to_string(),
-            "exec".into(),
-            self.t.join("seal/seal.json").display().to_string(),
-            "--report".into(),
-            report.display().to_string(),
-            "--".into(),
-            "/bin/sh".into(),
-            "-c".into(),
-            format!("echo ran > {}", self.ran().display()),
-        ]);
-        let out = match place {
+        argv.push(SEALC.to_string());
+        argv.extend(args.iter().map(|a| a.to_string()));
+        match place {
             None => plain(&argv).output().unwrap(),
             Some(Place::MaskedProc) => {
                 let mut c = plain(&["/usr/bin/unshare", "-m", "/bin/sh", "-c", MASK, "sh"]);
@@ -243,12 +258,7 @@ impl Lab {
                 with_filters(plain(&argv), f).output().unwrap()
             }
             Some(Place::NoUserNamespaces) => in_nested_userns(&argv),
-        };
-        let report = std::fs::read(&report)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(serde_json::Value::Null);
-        (out, report)
+        }
     }
 }
 
@@ -352,6 +362,14 @@ fn no_environment_gives_a_wrong_outcome() {
         v.check(report["outcome"]["kind"] == "exited", || {
             lab.label(None, &format!("outcome {}", report["outcome"]))
         });
+        let doctor = lab.sealc(None, &["doctor", "--format", "json"]);
+        let json: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap_or_default();
+        v.check(
+            doctor.status.code() == Some(0)
+                && json["schema"] == "sealc.doctor/v1"
+                && json["modes"][0]["runs"] == true,
+            || lab.label(None, &format!("doctor:\n{}", text(&doctor))),
+        );
         for place in Place::ALL {
             let (out, report) = lab.run(Some(place));
             let all = || format!("{}\nreport: {report:#}", text(&out));
@@ -378,6 +396,35 @@ fn no_environment_gives_a_wrong_outcome() {
             v.check(!lab.ran().exists(), || {
                 lab.label(Some(place), &format!("the command ran\n{}", all()))
             });
+            // `sealc doctor` there: exit 122 and the same fix.
+            let doctor = lab.sealc(Some(place), &["doctor"]);
+            let said = String::from_utf8_lossy(&doctor.stdout);
+            v.check(
+                doctor.status.code() == Some(122)
+                    && said.contains("cannot run here")
+                    && said
+                        .lines()
+                        .any(|l| l.contains("fix: ") && l.contains(place.help())),
+                || lab.label(Some(place), &format!("doctor:\n{}", text(&doctor))),
+            );
+            // Compiling a Linux seal there warns, and points to the doctor.
+            let out_dir = lab.t.join(format!("out/seal-{place:?}-{who:?}"));
+            let compiled = lab.sealc(
+                Some(place),
+                &[
+                    "compile",
+                    &lab.t.join("spec.toml").display().to_string(),
+                    "--out",
+                    &out_dir.display().to_string(),
+                ],
+            );
+            let stderr = String::from_utf8_lossy(&compiled.stderr);
+            v.check(
+                compiled.status.success()
+                    && stderr.contains("sealc::exec::host-layers")
+                    && stderr.contains("sealc doctor"),
+                || lab.label(Some(place), &format!("compile:\n{}", text(&compiled))),
+            );
         }
     }
     v.done();

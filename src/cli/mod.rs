@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod compile;
 mod completions;
 mod diff;
+mod doctor;
 mod exec;
 mod explain;
 mod init;
@@ -105,6 +106,7 @@ enum Command {
     Confine(inside::ConfineArgs),
     #[command(name = "__probe", hide = true)]
     Probe(inside::ProbeArgs),
+    Doctor(doctor::Args),
     Lint(lint::Args),
     Explain(explain::Args),
     Schema(schema::Args),
@@ -236,6 +238,7 @@ pub fn run(
         Command::Init(a) => inside::init(a, err),
         Command::Confine(a) => inside::confine(a, err),
         Command::Probe(_) => inside::probe(out, err),
+        Command::Doctor(a) => doctor::run(a, out, err),
         Command::Lint(a) => lint::run(a, out, err),
         Command::Explain(a) => explain::run(a, out, err),
         Command::Schema(a) => schema::run(a, out, err),

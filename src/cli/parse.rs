@@ -34,6 +34,7 @@ const COMMANDS: &[(&str, Build)] = &[
     ("__init", super::inside::InitArgs::augment_args),
     ("__confine", super::inside::ConfineArgs::augment_args),
     ("__probe", super::inside::ProbeArgs::augment_args),
+    ("doctor", super::doctor::Args::augment_args),
     ("lint", super::lint::Args::augment_args),
     ("explain", super::explain::Args::augment_args),
     ("schema", super::schema::Args::augment_args),

@@ -24,6 +24,7 @@ pub const ENV_VALUE: &str = "sealc::env::value";
 pub const EXEC_COMMAND: &str = "sealc::exec::command";
 pub const EXEC_IN_WRITE_ROOT: &str = "sealc::exec::in-write-root";
 pub const EXEC_NO_BWRAP: &str = "sealc::exec::no-bwrap";
+pub const EXEC_HOST_LAYERS: &str = "sealc::exec::host-layers";
 pub const EXEC_SECRET: &str = "sealc::exec::secret";
 pub const IO_READ: &str = "sealc::io::read";
 pub const IO_WRITE: &str = "sealc::io::write";

@@ -314,6 +314,11 @@ deny_read = [\"${ws}/link\"]",
         "# on a Linux host without /usr/bin/bwrap: sealc compile spec.toml --platform linux",
     ),
     (
+        code::EXEC_HOST_LAYERS,
+        "a Linux seal is compiled on a Linux host that says it may refuse the sandbox (user namespaces switched off or restricted, a seccomp filter on sealc, a masked `/proc`, WSL 1): `sealc doctor` tries each layer (a warning)",
+        "# in a Kubernetes pod with procMount: Default: sealc compile spec.toml --platform linux",
+    ),
+    (
         code::CODEX_VERSION,
         "`codex.version` is not a tested Codex release or a range over them",
         "[codex]\nversion = \"0.150.0\"",

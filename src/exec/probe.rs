@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 
 use rustix::io::Errno;
 
+pub use crate::facts::layers::{Container, Environment};
+
 /// One step of building a sandbox, in the order bubblewrap takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Step {
@@ -59,49 +61,6 @@ impl Step {
     fn parse(s: &str) -> Option<Step> {
         Step::ALL.into_iter().find(|k| k.as_str() == s)
     }
-}
-
-/// The container or VM sealc finds itself in, from the marks each leaves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Container {
-    Docker,
-    Podman,
-    Kubernetes,
-    /// The `container` variable systemd-nspawn and LXC set.
-    Other(String),
-}
-
-impl Container {
-    pub fn name(&self) -> &str {
-        match self {
-            Container::Docker => "Docker",
-            Container::Podman => "Podman",
-            Container::Kubernetes => "Kubernetes",
-            Container::Other(s) => s,
-        }
-    }
-}
-
-/// What the host says about the layers a Linux seal needs.
-#[derive(Clone, Debug, Default)]
-pub struct Environment {
-    /// `/proc/sys/user/max_user_namespaces`.
-    pub max_user_namespaces: Option<u64>,
-    /// `/proc/sys/kernel/unprivileged_userns_clone` (Debian's older kernels).
-    pub unprivileged_userns_clone: Option<u64>,
-    /// `/proc/sys/kernel/apparmor_restrict_unprivileged_userns` (Ubuntu
-    /// 23.10 and later).
-    pub apparmor_restrict_userns: Option<u64>,
-    /// Seccomp filters on sealc itself (`Seccomp_filters` of
-    /// `/proc/self/status`; a container runtime's profile is one).
-    pub seccomp_filters: u64,
-    pub container: Option<Container>,
-    /// Mount points inside `/proc` (a container runtime masks paths such as
-    /// `/proc/kcore` so): with any, the kernel refuses a fresh `proc` in a
-    /// new user namespace.
-    pub proc_masks: Vec<String>,
-    /// WSL 1 (`Microsoft` in the kernel release), WSL 2 (`microsoft`).
-    pub wsl: Option<u8>,
 }
 
 /// What one probe found: the host's word, and each step tried with its
@@ -181,69 +140,49 @@ pub fn cause(p: &Probe) -> Option<Cause> {
     })
 }
 
-/// What the host says, read from `/proc` and the marks containers leave.
-pub fn environment() -> Environment {
-    let number = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let seccomp_filters = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Seccomp_filters:"))
-        .and_then(|v| v.trim().parse().ok())
-        // Kernels before 5.9 say only the mode (2: filtered).
-        .or_else(|| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Seccomp:"))
-                .map(|v| u64::from(v.trim() == "2"))
-        })
-        .unwrap_or(0);
-    let exists = |p: &str| std::fs::symlink_metadata(p).is_ok();
-    let container = if exists("/var/run/secrets/kubernetes.io")
-        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
-    {
-        Some(Container::Kubernetes)
-    } else if exists("/.dockerenv") {
-        Some(Container::Docker)
-    } else if exists("/run/.containerenv") {
-        Some(Container::Podman)
-    } else {
-        std::env::var("container")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map(Container::Other)
+/// What to do when bubblewrap could not build a sandbox, by the cause the
+/// probe found: the fix for this host or container.
+pub fn fix(p: &Probe) -> String {
+    let in_container = |c: &Option<Container>| {
+        c.as_ref()
+            .map(|c| format!("; this is a {} container", c.name()))
+            .unwrap_or_default()
     };
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut proc_masks: Vec<String> = mountinfo
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|m| m.starts_with("/proc/") && !m.starts_with("/proc/sys/fs/binfmt_misc"))
-        .map(String::from)
-        .collect();
-    proc_masks.sort();
-    proc_masks.dedup();
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let wsl = if release.contains("Microsoft") {
-        Some(1)
-    } else if release.contains("microsoft") {
-        Some(2)
-    } else {
-        None
+    let first = match cause(p) {
+        Some(Cause::Wsl1) => "this is WSL 1, which has no Linux namespaces: convert the distribution to WSL 2 (`wsl --set-version DISTRO 2` in Windows), then run again".to_string(),
+        Some(Cause::MaxUserNamespaces) => "user namespaces are switched off here (`user.max_user_namespaces` is 0, or their count is used up): as root on the host, `sysctl -w user.max_user_namespaces=15000`; inside a sandbox or container that set it to 0, run sealc outside it".to_string(),
+        Some(Cause::UnprivilegedUsernsClone) => "unprivileged user namespaces are switched off (`kernel.unprivileged_userns_clone` is 0): as root, `sysctl -w kernel.unprivileged_userns_clone=1`".to_string(),
+        Some(Cause::Seccomp { container }) => format!(
+            "a seccomp filter on sealc refuses the calls that make namespaces or mounts (as Docker's default profile does{}): start the container with `--security-opt seccomp=unconfined` (or a profile that allows `unshare`, `clone` with namespace flags, `clone3`, `setns` and `mount`); in Kubernetes, `securityContext.seccompProfile.type: Unconfined`",
+            in_container(&container)
+        ),
+        Some(Cause::AppArmorUserns) => "AppArmor restricts unprivileged user namespaces (`kernel.apparmor_restrict_unprivileged_userns` is 1, as on Ubuntu 24.04): give bubblewrap a profile that allows them (`/etc/apparmor.d/bwrap` holding `abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }`, loaded with `apparmor_parser -r /etc/apparmor.d/bwrap`), or as root `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`".to_string(),
+        Some(Cause::MaskedProc { masks, container }) => format!(
+            "this /proc has paths masked over it (`{}`{}{}), as container runtimes do, and the kernel refuses a fresh /proc in a new namespace under it: in Kubernetes, run the pod with `securityContext.procMount: Unmasked` (with `hostUsers: false`); in Docker, `--security-opt systempaths=unconfined`",
+            masks.first().map(String::as_str).unwrap_or_default(),
+            match masks.len() {
+                0 | 1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            },
+            in_container(&container)
+        ),
+        Some(Cause::Step(step, errno)) => format!(
+            "bubblewrap's own message is above; tried again step by step, `{}` failed here: {}",
+            step.as_str(),
+            std::io::Error::from(errno)
+        ),
+        None => match &p.not_run {
+            Some(why) => format!("bubblewrap's own message is above ({why})"),
+            None => "bubblewrap's own message is above; each step of building a sandbox worked when tried again alone".to_string(),
+        },
     };
-    Environment {
-        max_user_namespaces: number("/proc/sys/user/max_user_namespaces"),
-        unprivileged_userns_clone: number("/proc/sys/kernel/unprivileged_userns_clone"),
-        apparmor_restrict_userns: number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
-        seccomp_filters,
-        container,
-        proc_masks,
-        wsl,
-    }
+    first
 }
 
 /// Probe this host: its word, then the steps, tried by `sealc __probe` run
 /// from this very binary (`/proc/self/exe`) as `ids` (uid, gid) when given.
 pub fn probe(ids: Option<(u32, u32)>) -> Probe {
-    let env = environment();
+    let env = crate::facts::layers::environment(&crate::facts::RealHost);
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg("__probe")
         .env_clear()

@@ -8,6 +8,7 @@
 
 mod chain;
 mod host;
+pub mod layers;
 pub mod links;
 mod memo;
 mod protect;
@@ -339,6 +340,7 @@ pub fn gather_all(
     let builders = builders(spec, src, &vars, linux, host);
     if linux && host.platform() == Some(Platform::Linux) {
         no_bwrap(spec, &builders, &mut diags);
+        layers::warn_obstacles(host, &mut diags);
     }
 
     let mut launcher = Vec::new();

@@ -17,44 +17,13 @@ pub(super) fn no_bwrap_help(program: &str) -> String {
     )
 }
 
-/// What to do when bubblewrap could not build the sandbox, by the cause
-/// the probe found (`exec::probe`): the fix for this host or container.
+/// What to do when bubblewrap could not build the sandbox: the cause the
+/// probe found and its fix, and where to look at every layer.
 pub(super) fn sandbox_start_help(p: &crate::exec::probe::Probe) -> Vec<String> {
-    use crate::exec::probe::{cause, Cause, Container};
-    let in_container = |c: &Option<Container>| {
-        c.as_ref()
-            .map(|c| format!("; this is a {} container", c.name()))
-            .unwrap_or_default()
-    };
-    let first = match cause(p) {
-        Some(Cause::Wsl1) => "this is WSL 1, which has no Linux namespaces: convert the distribution to WSL 2 (`wsl --set-version DISTRO 2` in Windows), then run again".to_string(),
-        Some(Cause::MaxUserNamespaces) => "user namespaces are switched off here (`user.max_user_namespaces` is 0, or their count is used up): as root on the host, `sysctl -w user.max_user_namespaces=15000`; inside a sandbox or container that set it to 0, run sealc outside it".to_string(),
-        Some(Cause::UnprivilegedUsernsClone) => "unprivileged user namespaces are switched off (`kernel.unprivileged_userns_clone` is 0): as root, `sysctl -w kernel.unprivileged_userns_clone=1`".to_string(),
-        Some(Cause::Seccomp { container }) => format!(
-            "a seccomp filter on sealc refuses the calls that make namespaces or mounts (as Docker's default profile does{}): start the container with `--security-opt seccomp=unconfined` (or a profile that allows `unshare`, `clone` with namespace flags, `clone3`, `setns` and `mount`); in Kubernetes, `securityContext.seccompProfile.type: Unconfined`",
-            in_container(&container)
-        ),
-        Some(Cause::AppArmorUserns) => "AppArmor restricts unprivileged user namespaces (`kernel.apparmor_restrict_unprivileged_userns` is 1, as on Ubuntu 24.04): give bubblewrap a profile that allows them (`/etc/apparmor.d/bwrap` holding `abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }`, loaded with `apparmor_parser -r /etc/apparmor.d/bwrap`), or as root `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`".to_string(),
-        Some(Cause::MaskedProc { masks, container }) => format!(
-            "this /proc has paths masked over it (`{}`{}{}), as container runtimes do, and the kernel refuses a fresh /proc in a new namespace under it: in Kubernetes, run the pod with `securityContext.procMount: Unmasked` (with `hostUsers: false`); in Docker, `--security-opt systempaths=unconfined`",
-            masks.first().map(String::as_str).unwrap_or_default(),
-            match masks.len() {
-                0 | 1 => String::new(),
-                n => format!(" and {} more", n - 1),
-            },
-            in_container(&container)
-        ),
-        Some(Cause::Step(step, errno)) => format!(
-            "bubblewrap's own message is above; tried again step by step, `{}` failed here: {}",
-            step.as_str(),
-            std::io::Error::from(errno)
-        ),
-        None => match &p.not_run {
-            Some(why) => format!("bubblewrap's own message is above ({why})"),
-            None => "bubblewrap's own message is above; each step of building a sandbox worked when tried again alone".to_string(),
-        },
-    };
-    vec![first]
+    vec![
+        crate::exec::probe::fix(p),
+        "`sealc doctor` checks every layer a Linux seal uses on this host, and says what is missing".to_string(),
+    ]
 }
 
 /// What to do about host drift, by its kind. A denied root inside a write
