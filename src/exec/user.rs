@@ -7,7 +7,9 @@
 //! where a root cannot be idmapped they are handed to that user by chown for
 //! the run ([`hand_over`]) and back after it ([`hand_back`]).
 
+mod holds;
 mod owners;
+pub use self::holds::{hold, Holds};
 use self::owners::MAX_PROBLEMS;
 pub use self::owners::{hand_back, owners, prepare, sweep_set_id, Owner, Unprepared};
 use crate::failure::Failure;

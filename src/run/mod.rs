@@ -175,6 +175,9 @@ struct Ctx {
     /// nothing it was refused leaves a trace that a later run, or a
     /// recompile, would take for the host's.
     made_roots: crate::absent::MadeRoots,
+    /// Started by root: this run's locks on its write roots, from reading
+    /// their owners until they are handed back (`exec::user::hold`).
+    holds: Option<crate::exec::user::Holds>,
 }
 
 /// Refused before the sandbox could start: the write roots made for the
@@ -224,6 +227,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         codex_left: None,
         stand_ins: None,
         made_roots: Default::default(),
+        holds: None,
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.

@@ -415,7 +415,12 @@ fn prepare(
             }
         }
     }
-    // Who owned each write root, to hand it back after the run.
+    // Who owned each write root, to hand it back after the run: read
+    // while no other run of root's has handed it over (shared with the
+    // idmapped ones, which change no owner).
+    if user.is_some() {
+        ctx.holds = Some(hold(&roots, false, notes)?);
+    }
     let owners = user
         .map(|_| crate::exec::user::owners(&roots))
         .transpose()
@@ -434,8 +439,62 @@ fn prepare(
     };
     if let (Some(ids), Some(owners)) = (user, &prepared.owners) {
         prepared.own_uid = hand_over_how(opts, ids, owners, &prepared.roots, notes, ctx)?;
+        if ctx.write_roots == Some("chowned") {
+            // Handed over by chown: this run holds the roots alone, and
+            // reads their owners again under that hold (a run that took
+            // them in between has handed them back by then).
+            ctx.holds = None;
+            ctx.holds = Some(hold(&prepared.roots, true, notes)?);
+            prepared.owners = Some(crate::exec::user::owners(&prepared.roots).map_err(|e| {
+                Refusal::new(
+                    crate::exec::SANDBOX_FAILED,
+                    format!("{e}, so nothing was started"),
+                )
+            })?);
+        }
+        if let Some(owners) = &prepared.owners {
+            owned_already(owners, ids, notes);
+        }
     }
     Ok(prepared)
+}
+
+/// Lock the write roots, telling of each that another run holds.
+fn hold(
+    roots: &[String],
+    exclusive: bool,
+    notes: &mut dyn Notes,
+) -> Result<crate::exec::user::Holds, Refusal> {
+    crate::exec::user::hold(roots, exclusive, &mut |root| {
+        notes.note(Note::Said(format!(
+            "waiting for another sealc run to hand back write root {}",
+            quote(root)
+        )))
+    })
+    .map_err(|e| {
+        Refusal::new(
+            crate::exec::SANDBOX_FAILED,
+            format!("{e}, so nothing was started"),
+        )
+    })
+}
+
+/// A root the agent's user owns already is one an earlier run did not hand
+/// back (sealc killed between hand-over and hand-back): it stays the
+/// agent's after this run too, so say so.
+fn owned_already(
+    owners: &[crate::exec::user::Owner],
+    ids: crate::exec::Ids,
+    notes: &mut dyn Notes,
+) {
+    for o in owners.iter().filter(|o| o.ids.uid == ids.uid) {
+        notes.note(Note::Warning(format!(
+            "write root {} is owned by the agent's user ({}:{}) already (an earlier run that did not end?): it stays the agent's after this run; chown it back to its owner",
+            quote(&o.root),
+            ids.uid,
+            ids.gid
+        )));
+    }
 }
 
 /// Started by root: how the agent's user writes the write roots. Idmapped
@@ -451,17 +510,6 @@ fn hand_over_how(
     notes: &mut dyn Notes,
     ctx: &mut Ctx,
 ) -> Result<Option<crate::exec::user::Dynamic>, Refusal> {
-    // A root the agent's user owns already is one an earlier run did not
-    // hand back (sealc killed between hand-over and hand-back): it stays the
-    // agent's after this run too, so say so.
-    for o in owners.iter().filter(|o| o.ids.uid == ids.uid) {
-        notes.note(Note::Warning(format!(
-            "write root {} is owned by the agent's user ({}:{}) already (an earlier run that did not end?): it stays the agent's after this run; chown it back to its owner",
-            quote(&o.root),
-            ids.uid,
-            ids.gid
-        )));
-    }
     let own = if opts.user.is_none() {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
@@ -571,4 +619,6 @@ fn hand_back(
     for p in &ctx.hand_back {
         notes.note(Note::Said(format!("{what}: {p}")));
     }
+    // Handed back: the next run over these roots may read their owners.
+    ctx.holds = None;
 }
