@@ -34,6 +34,9 @@ pub struct Policy {
     pub platform: String,
     /// `allow-default` or `deny-default`.
     pub base: String,
+    /// Linux: the sandbox's `/proc` (`exec.proc`), in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proc: Option<String>,
     pub filesystem: Filesystem,
     pub network: Network,
     pub env: Env,
@@ -201,12 +204,22 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         description: ir.description.clone(),
         platform: ir.platform.as_str().to_string(),
         base: ir.base.as_str().to_string(),
+        proc: (ir.platform == Platform::Linux).then(|| proc_words(ir.exec.proc).to_string()),
         filesystem: filesystem(ir),
         network: network(ir),
         env: env(ir, facts),
         limits: limits(ir),
         codex: codex(ir),
         ipc: ipc(ir),
+    }
+}
+
+/// [`Policy::proc`].
+pub fn proc_words(p: crate::spec::ProcMode) -> &'static str {
+    match p {
+        crate::spec::ProcMode::Fresh => "fresh: only the sandbox's own processes",
+        crate::spec::ProcMode::None => "none: an empty /proc (programs that read it fail)",
+        crate::spec::ProcMode::Host => "host: the host's /proc, read-only: every process of the host shows (names, command lines), Landlock keeps the agent out of their entries",
     }
 }
 

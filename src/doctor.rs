@@ -117,7 +117,11 @@ pub fn checkup(bwrap: &str, agent: crate::exec::Ids) -> Checkup {
     layers.push(landlock());
     layers.push(seccomp(&p));
     layers.push(cgroup());
-    let modes = vec![namespaces(&p, &layers)];
+    let modes = vec![
+        namespaces(&p, &layers),
+        other_proc(&p, &layers, crate::spec::ProcMode::None),
+        other_proc(&p, &layers, crate::spec::ProcMode::Host),
+    ];
     let env = p.env;
     Checkup {
         schema: SCHEMA,
@@ -404,6 +408,59 @@ fn namespaces(p: &Probe, layers: &[Layer]) -> Mode {
         name: "namespaces",
         default: true,
         runs: bwrap_ok && steps_ok,
+        gets,
+        lacks,
+        fix,
+    }
+}
+
+/// The namespaces mode with a `/proc` other than a fresh one
+/// (`exec.proc`): it needs every step but the fresh `/proc`; `host` also
+/// needs Landlock.
+fn other_proc(p: &Probe, layers: &[Layer], proc: crate::spec::ProcMode) -> Mode {
+    let fresh = namespaces(p, layers);
+    let bwrap_ok = layers
+        .iter()
+        .any(|l| l.name == "bubblewrap" && l.state == State::Yes);
+    let failed = p.failed().map(|(s, _)| s);
+    let steps_ok =
+        p.not_run.is_none() && p.env.wsl != Some(1) && matches!(failed, None | Some(Step::Proc));
+    let landlock = layers
+        .iter()
+        .any(|l| l.name == "Landlock" && l.state == State::Yes);
+    let needs_landlock = proc == crate::spec::ProcMode::Host;
+    let runs = bwrap_ok && steps_ok && (landlock || !needs_landlock);
+    let mut gets = Vec::new();
+    if steps_ok {
+        gets.push("user, mount, pid and network namespaces".to_string());
+        gets.push(crate::describe::proc_words(proc).to_string());
+    }
+    gets.extend(
+        fresh
+            .gets
+            .iter()
+            .filter(|g| !g.contains("namespaces") && g.as_str() != "a fresh /proc")
+            .cloned(),
+    );
+    let mut lacks = fresh.lacks.clone();
+    if proc != crate::spec::ProcMode::Fresh {
+        lacks.push("bubblewrap's switch-off of nested user namespaces (the seccomp filter still refuses them)".to_string());
+    }
+    let fix = if runs {
+        None
+    } else if !landlock && needs_landlock && bwrap_ok && steps_ok {
+        Some("`exec.proc = \"host\"` needs Landlock, which keeps the agent out of other processes' /proc entries".to_string())
+    } else {
+        fresh.fix.clone()
+    };
+    Mode {
+        name: match proc {
+            crate::spec::ProcMode::None => "namespaces, exec.proc = \"none\"",
+            crate::spec::ProcMode::Host => "namespaces, exec.proc = \"host\"",
+            crate::spec::ProcMode::Fresh => "namespaces",
+        },
+        default: false,
+        runs,
         gets,
         lacks,
         fix,

@@ -162,19 +162,27 @@ struct Lab {
 
 impl Lab {
     fn new(who: Caller) -> Lab {
+        Lab::with(who, "")
+    }
+
+    /// A lab whose spec ends with `extra` (an `[exec]` table).
+    fn with(who: Caller, extra: &str) -> Lab {
         let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let t = tmp.path().canonicalize().unwrap();
         std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::create_dir(t.join("ws")).unwrap();
         std::fs::create_dir(t.join("out")).unwrap();
+        // A directory the seal denies (a victim's, in one test).
+        std::fs::create_dir(t.join("victim")).unwrap();
         std::fs::set_permissions(t.join("out"), std::fs::Permissions::from_mode(0o1777)).unwrap();
         if who == Caller::User {
             let (uid, gid) = common::ids(USER);
             std::os::unix::fs::chown(t.join("ws"), Some(uid), Some(gid)).unwrap();
         }
         let spec = format!(
-            "version = 1\nname = \"environments\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n[limits]\nwall_seconds = 30\n",
-            ws = t.join("ws").display()
+            "version = 1\nname = \"environments\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{ws}\"]\ndeny_read = [\"{victim}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n[limits]\nwall_seconds = 30\n{extra}",
+            ws = t.join("ws").display(),
+            victim = t.join("victim").display()
         );
         std::fs::write(t.join("spec.toml"), spec).unwrap();
         let out = Command::new(SEALC)
@@ -233,6 +241,11 @@ impl Lab {
 
     /// `sealc ARGS` as the caller, in `place`.
     fn sealc(&self, place: Option<Place>, args: &[&str]) -> Output {
+        self.sealc_with(place, &[], args)
+    }
+
+    /// `sealc ARGS` as the caller, in `place`, with `env` besides `PATH`.
+    fn sealc_with(&self, place: Option<Place>, env: &[(&str, &str)], args: &[&str]) -> Output {
         let mut argv: Vec<String> = Vec::new();
         if let Some(u) = self.who.user() {
             argv.extend([
@@ -243,6 +256,8 @@ impl Lab {
                 "--".to_string(),
             ]);
         }
+        argv.push("/usr/bin/env".to_string());
+        argv.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
         argv.push(SEALC.to_string());
         argv.extend(args.iter().map(|a| a.to_string()));
         match place {
@@ -489,5 +504,99 @@ fn concurrent_chowned_runs_take_turns() {
     v.check(matches!(owner, Ok(0)), || {
         format!("`ws` is owned by {owner:?} after the runs")
     });
+    v.done();
+}
+
+/// Issue 26: in a pod whose `/proc` is masked, a seal that asks for no
+/// `/proc` (`exec.proc = "none"`) or for the pod's own, read-only
+/// (`"host"`), runs, as root and as the unprivileged caller. With the
+/// host's `/proc`, the agent sees every process of the host, and must still
+/// not reach into any outside the sandbox: not sealc's environment (a
+/// variable the seal does not pass), nor a host process's environment,
+/// working directory or root (its `/proc` links), whether that process is
+/// the caller's user or not.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root: it runs sealc as root and as `sealc-test`"
+)]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn a_masked_proc_runs_with_no_proc_or_the_hosts() {
+    ready();
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        // `none`: an empty /proc.
+        let lab = Lab::with(who, "[exec]\nproc = \"none\"\n");
+        let script = format!(
+            "test -z \"$(ls -A /proc)\" && echo ran > {}",
+            lab.ran().display()
+        );
+        let seal = lab.t.join("seal/seal.json").display().to_string();
+        let out = lab.sealc(
+            Some(Place::MaskedProc),
+            &["exec", &seal, "--", "/bin/sh", "-c", &script],
+        );
+        v.check(out.status.success() && lab.ran().exists(), || {
+            lab.label(
+                Some(Place::MaskedProc),
+                &format!("proc none:\n{}", text(&out)),
+            )
+        });
+
+        // `host`: the pod's own /proc, read-only, and a victim beside it.
+        let lab = Lab::with(who, "[exec]\nproc = \"host\"\n");
+        // Denied by the seal, and the victim's working directory.
+        let secret_dir = lab.t.join("victim");
+        std::fs::write(secret_dir.join("s"), "victim-file-2f9c\n").unwrap();
+        std::fs::set_permissions(&secret_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut victim = match who.user() {
+            Some(u) => {
+                let (uid, gid) = common::ids(u);
+                std::os::unix::fs::chown(&secret_dir, Some(uid), Some(gid)).unwrap();
+                std::os::unix::fs::chown(secret_dir.join("s"), Some(uid), Some(gid)).unwrap();
+                common::as_user(Some(u), &["/bin/sleep", "30"])
+            }
+            None => common::as_user(None, &["/bin/sleep", "30"]),
+        };
+        let victim = victim
+            .current_dir(&secret_dir)
+            .env("VICTIM_SECRET", "victim-env-8d1e")
+            .spawn()
+            .unwrap();
+        let probe = format!(
+            r#"n=0; for p in /proc/[0-9]*; do
+  grep -aq -e victim-env-8d1e -e sealc-env-51ab "$p/environ" 2>/dev/null && {{ echo "environ $p"; n=1; }}
+  grep -q victim-file-2f9c "$p/cwd/s" 2>/dev/null && {{ echo "cwd $p"; n=1; }}
+  grep -q victim-file-2f9c "$p/root{dir}/s" 2>/dev/null && {{ echo "root $p"; n=1; }}
+done
+test -e /proc/{victim}/cmdline || {{ echo "the victim is not shown"; n=1; }}
+test $n = 0 && echo ran > {ran}"#,
+            dir = secret_dir.display(),
+            victim = victim.id(),
+            ran = lab.ran().display(),
+        );
+        let seal = lab.t.join("seal/seal.json").display().to_string();
+        let out = lab.sealc_with(
+            Some(Place::MaskedProc),
+            &[("SEALC_ENV_SECRET", "sealc-env-51ab")],
+            &["exec", &seal, "--", "/bin/sh", "-c", &probe],
+        );
+        let mut victim = victim;
+        let _ = victim.kill();
+        let _ = victim.wait();
+        v.check(out.status.success() && lab.ran().exists(), || {
+            lab.label(
+                Some(Place::MaskedProc),
+                &format!("proc host:\n{}", text(&out)),
+            )
+        });
+    }
     v.done();
 }

@@ -289,24 +289,41 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
             format!("the host's {p}, read-only, when present: {why}"),
         ));
     }
-    out.push(step(
-        Op::Proc("/proc".into()),
-        "a fresh /proc: only this sandbox's processes; /proc/self/root is the sandbox's root"
-            .into(),
-    ));
-    for d in PROC_READ_ONLY {
+    match ir.exec.proc {
+        crate::spec::ProcMode::Fresh => out.push(step(
+            Op::Proc("/proc".into()),
+            "a fresh /proc: only this sandbox's processes; /proc/self/root is the sandbox's root"
+                .into(),
+        )),
+        crate::spec::ProcMode::None => {
+            out.push(step(
+                Op::Tmpfs("/proc".into()),
+                "exec.proc = \"none\": an empty /proc (programs that read it fail)".into(),
+            ));
+            out.push(step(
+                Op::RemountRo("/proc".into()),
+                "the empty /proc stays empty".into(),
+            ));
+        }
+        crate::spec::ProcMode::Host => out.push(step(
+            Op::bind(Bind::ReadOnly, false, "/proc", "/proc"),
+            "exec.proc = \"host\": the host's (or the container's) /proc, read-only, as it is: every process of the host shows, not only the sandbox's".into(),
+        )),
+    }
+    let masked = ir.exec.proc != crate::spec::ProcMode::None;
+    for d in PROC_READ_ONLY.iter().filter(|_| masked) {
         out.push(step(
             Op::bind(Bind::ReadOnly, true, d, d),
             "host-global /proc entry, read-only (as container runtimes do)".into(),
         ));
     }
-    for f in PROC_MASKED_FILES {
+    for f in PROC_MASKED_FILES.iter().filter(|_| masked) {
         out.push(step(
             Op::bind(Bind::ReadOnly, true, EMPTY_FILE, f),
             "host-global /proc entry, masked (as container runtimes do)".into(),
         ));
     }
-    for d in PROC_MASKED_DIRS {
+    for d in PROC_MASKED_DIRS.iter().filter(|_| masked) {
         out.push(step(
             Op::Tmpfs(d.to_string()),
             "host-global /proc directory, masked (as container runtimes do)".into(),
@@ -594,10 +611,16 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
         Op::Flag(Flag::UnshareUser),
         "own user namespace: no capability counts on the host's files (`sealc exec` never starts bubblewrap as root)".into(),
     ));
-    out.push(step(
-        Op::Flag(Flag::DisableUserns),
-        "no further user namespace inside, so no new mount or network namespace either".into(),
-    ));
+    // bubblewrap switches further user namespaces off through the
+    // sandbox's /proc/sys, which only a fresh /proc gives it writable;
+    // without, the seccomp filter's refusal of `unshare`, `setns` and
+    // `clone` with a namespace flag is the one layer left.
+    if ir.exec.proc == crate::spec::ProcMode::Fresh {
+        out.push(step(
+            Op::Flag(Flag::DisableUserns),
+            "no further user namespace inside, so no new mount or network namespace either".into(),
+        ));
+    }
     out.push(step(
         Op::CapDrop("ALL".into()),
         "no capabilities, even inside the sandbox's own user namespace".into(),

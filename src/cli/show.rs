@@ -205,6 +205,9 @@ fn to_text(l: &Loaded) -> String {
         "platform {} ({artifact}), base {}\n",
         p.platform, p.base
     ));
+    if let Some(proc) = &p.proc {
+        out.push_str(&format!("/proc {proc}\n"));
+    }
 
     let fs = &p.filesystem;
     out.push_str("\ncan read:\n");

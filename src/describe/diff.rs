@@ -130,6 +130,31 @@ pub(super) fn diff_seal(old: &Policy, new: &Policy, out: &mut Vec<Change>) {
             format!("platform {} (was {})", new.platform, old.platform),
         );
     }
+    if old.proc != new.proc {
+        // What the agent sees: none < fresh < host.
+        let rank = |p: &Option<String>| {
+            let p = p.as_deref()?;
+            ["none", "fresh", "host"]
+                .iter()
+                .position(|m| p.starts_with(m))
+        };
+        let effect = match (rank(&old.proc), rank(&new.proc)) {
+            (Some(a), Some(b)) if b > a => Effect::More,
+            (Some(a), Some(b)) if b < a => Effect::Less,
+            _ => Effect::Changed,
+        };
+        push(
+            out,
+            effect,
+            Section::Seal,
+            "proc",
+            format!(
+                "/proc {} (was {})",
+                new.proc.as_deref().unwrap_or("-"),
+                old.proc.as_deref().unwrap_or("-")
+            ),
+        );
+    }
     if old.base != new.base {
         let effect = if new.base == Base::DenyDefault.as_str() {
             Effect::Less

@@ -19,6 +19,7 @@ fn policy() -> Policy {
         description: None,
         platform: "macos".into(),
         base: "allow-default".into(),
+        proc: None,
         filesystem: Filesystem {
             base_reads: String::new(),
             system_base: Vec::new(),
@@ -148,4 +149,36 @@ fn an_env_name_moving_lists_is_a_change() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].effect, Effect::Changed);
     assert!(d[0].text.starts_with("`PATH` is set (was passed"));
+}
+
+/// Issue 26: a seal's `/proc` changing is told, and which way: the host's
+/// shows more than a fresh one, which shows more than none.
+#[test]
+fn a_changed_proc_is_told_more_or_less() {
+    use crate::spec::ProcMode;
+    let with = |m: ProcMode| Policy {
+        platform: "linux".into(),
+        proc: Some(proc_words(m).to_string()),
+        ..policy()
+    };
+    let effect = |a: ProcMode, b: ProcMode| {
+        let mut out = Vec::new();
+        super::diff::diff_seal(&with(a), &with(b), &mut out);
+        out.into_iter()
+            .find(|c| c.subject == "proc")
+            .map(|c| c.effect)
+    };
+    assert_eq!(
+        effect(ProcMode::Fresh, ProcMode::Host),
+        Some(super::diff::Effect::More)
+    );
+    assert_eq!(
+        effect(ProcMode::None, ProcMode::Fresh),
+        Some(super::diff::Effect::More)
+    );
+    assert_eq!(
+        effect(ProcMode::Host, ProcMode::None),
+        Some(super::diff::Effect::Less)
+    );
+    assert_eq!(effect(ProcMode::Fresh, ProcMode::Fresh), None);
 }

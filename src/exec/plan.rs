@@ -285,7 +285,9 @@ pub(super) fn linux(
         };
         match by_fd {
             // A root bound onto itself: through a descriptor.
-            Some((opt, src, dst)) if src == dst && src != "/" => {
+            // (`/proc`, with `exec.proc = "host"`, is the kernel's, by path:
+            // no caller can put another in its place.)
+            Some((opt, src, dst)) if src == dst && src != "/" && src != "/proc" => {
                 args.push(opt.into());
                 let Some((kind, within)) = kind_at(ir, src) else {
                     return Err(Diagnostic::error(

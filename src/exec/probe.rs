@@ -158,7 +158,7 @@ pub fn fix(p: &Probe) -> String {
         ),
         Some(Cause::AppArmorUserns) => "AppArmor restricts unprivileged user namespaces (`kernel.apparmor_restrict_unprivileged_userns` is 1, as on Ubuntu 24.04): give bubblewrap a profile that allows them (`/etc/apparmor.d/bwrap` holding `abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=(unconfined) { userns, }`, loaded with `apparmor_parser -r /etc/apparmor.d/bwrap`), or as root `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`".to_string(),
         Some(Cause::MaskedProc { masks, container }) => format!(
-            "this /proc has paths masked over it (`{}`{}{}), as container runtimes do, and the kernel refuses a fresh /proc in a new namespace under it: in Kubernetes, run the pod with `securityContext.procMount: Unmasked` (with `hostUsers: false`); in Docker, `--security-opt systempaths=unconfined`",
+            "this /proc has paths masked over it (`{}`{}{}), as container runtimes do, and the kernel refuses a fresh /proc in a new namespace under it: in Kubernetes, run the pod with `securityContext.procMount: Unmasked` (with `hostUsers: false`); in Docker, `--security-opt systempaths=unconfined`; or compile the seal with `exec.proc = \"none\"` (no /proc) or `\"host\"` (this /proc, read-only)",
             masks.first().map(String::as_str).unwrap_or_default(),
             match masks.len() {
                 0 | 1 => String::new(),

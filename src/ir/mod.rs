@@ -186,6 +186,8 @@ pub struct ExecIr {
     pub bwrap: String,
     pub timeout: Option<(String, u64)>,
     pub limits: LimitsIr,
+    /// The Linux sandbox's `/proc` (`exec.proc`).
+    pub proc: crate::spec::ProcMode,
 }
 
 /// The run's limits (`[limits]`), each checked to be in range. The wall

@@ -36,6 +36,7 @@ impl Lower<'_> {
             bwrap,
             timeout,
             limits,
+            proc: x.proc.as_ref().map(|p| p.value).unwrap_or_default(),
         }
     }
 

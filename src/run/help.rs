@@ -162,6 +162,7 @@ pub(super) fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> se
     serde_json::json!({
         "landlock": { "abi": abi, "applied": applied, "policy": landlock },
         "namespaces": "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`",
+        "proc": crate::describe::proc_words(ir.exec.proc),
         "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
         "seccomp": crate::backend::bwrap::refused(ir),
         "skipped": plan.skipped,

@@ -221,6 +221,30 @@ fn host_check(
         r.help = drift_help(&drift, rec, opts.record);
         return Err(r);
     }
+    // The host's /proc shows every process of the host: Landlock is what
+    // keeps the sandbox's processes from opening another's `root`, `cwd`,
+    // `fd` or `environ` there (it refuses them as it refuses ptrace of a
+    // process outside its domain). Without it, nothing starts.
+    if ir.platform == crate::spec::Platform::Linux
+        && ir.exec.proc == crate::spec::ProcMode::Host
+        && !opts.dry_run
+    {
+        if crate::exec::landlock_abi() < 1 {
+            return Err(Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                "this seal binds the host's /proc (`exec.proc = \"host\"`), and this kernel has no Landlock to keep the agent out of other processes' entries there (their root, working directory, descriptors and environment), so nothing was started",
+            )
+            .help("run it on a kernel with Landlock (Linux 5.13 or newer, `landlock` in the `lsm=` list), or compile it with `exec.proc = \"none\"`; `sealc doctor` says what this host has"));
+        }
+        // And sealc's own entries stay closed to processes of its user.
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            .map_err(|e| {
+                Refusal::new(
+                    crate::exec::SANDBOX_FAILED,
+                    format!("cannot make sealc non-dumpable ({e}), so nothing was started"),
+                )
+            })?;
+    }
     // `codex` (the launcher's name) runs the recorded, checked launcher.
     let command = crate::exec::resolve_launcher(ir, command);
     let ways = crate::exec::stdio::ways().map_err(|e| {

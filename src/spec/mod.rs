@@ -362,6 +362,36 @@ pub struct Exec {
     /// Wall-clock limit.
     #[serde(default)]
     pub timeout: Option<Timeout>,
+    /// The sandbox's `/proc`, for a Linux target: `fresh` (its own, the
+    /// default), `none` (an empty one), or `host` (the host's or the
+    /// container's own, read-only; where a fresh one cannot be mounted).
+    #[serde(default)]
+    #[schemars(extend("default" = "fresh"))]
+    pub proc: Option<Spanned<ProcMode>>,
+}
+
+/// What the Linux sandbox gets as `/proc` (`exec.proc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProcMode {
+    /// A fresh `proc` of the sandbox's own pid namespace: only its processes.
+    #[default]
+    Fresh,
+    /// An empty, read-only `/proc`: programs that read it fail.
+    None,
+    /// The host's (or the container's) own `/proc`, read-only, with the
+    /// host-global entries masked: every process of the host shows.
+    Host,
+}
+
+impl ProcMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcMode::Fresh => "fresh",
+            ProcMode::None => "none",
+            ProcMode::Host => "host",
+        }
+    }
 }
 
 /// The macOS IPC surface a seal keeps closed (docs/ipc.md).

@@ -197,7 +197,7 @@ impl Cx {
         let Some(t) = self.table("exec", v) else {
             return Exec::default();
         };
-        t.finish(self, &["sandbox_exec", "bwrap", "timeout"]);
+        t.finish(self, &["sandbox_exec", "bwrap", "timeout", "proc"]);
         let timeout = t.get("timeout").and_then(|tv| {
             let tt = self.table("exec.timeout", tv)?;
             tt.finish(self, &["bin", "seconds"]);
@@ -224,6 +224,15 @@ impl Cx {
             sandbox_exec: self.opt_string(&t, "sandbox_exec"),
             bwrap: self.opt_string(&t, "bwrap"),
             timeout,
+            proc: self.enum_value(
+                &t,
+                "proc",
+                &[
+                    ("fresh", ProcMode::Fresh),
+                    ("none", ProcMode::None),
+                    ("host", ProcMode::Host),
+                ],
+            ),
         }
     }
 
