@@ -594,6 +594,11 @@ fn hand_over_how(
             ));
         }
         Ok((_, _, Err(Unprepared::LinkOut(why)))) => why,
+        // Refused by the kernel: no `CAP_SYS_ADMIN` in the host's user
+        // namespace (a container), or a filter.
+        Err(why) if why.os_error().and_then(std::io::Error::raw_os_error) == Some(libc::EPERM) => {
+            format!("{why}; a container without `CAP_SYS_ADMIN` makes none, and chowned runs over one root take turns")
+        }
         Err(why) => why.to_string(),
     };
     notes.note(Note::Warning(format!(
