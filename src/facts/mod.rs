@@ -199,9 +199,16 @@ pub fn gather_for(
     platform: Option<Platform>,
     host: &dyn Host,
 ) -> Result<(Facts, Diagnostics), Diagnostics> {
-    let (facts, diags) = gather_all(spec, src, flags, platform, host);
+    let (facts, mut diags) = gather_all(spec, src, flags, platform, host);
     if diags.has_errors() {
         return Err(diags);
+    }
+    // What the host says of the layers a Linux seal needs: a warning for
+    // whoever compiles (not read again by exec's comparison of facts).
+    if platform.unwrap_or(spec.platform()) == Platform::Linux
+        && host.platform() == Some(Platform::Linux)
+    {
+        layers::warn_obstacles(host, &mut diags);
     }
     Ok((facts, diags))
 }
@@ -340,7 +347,6 @@ pub fn gather_all(
     let builders = builders(spec, src, &vars, linux, host);
     if linux && host.platform() == Some(Platform::Linux) {
         no_bwrap(spec, &builders, &mut diags);
-        layers::warn_obstacles(host, &mut diags);
     }
 
     let mut launcher = Vec::new();
