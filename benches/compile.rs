@@ -252,6 +252,7 @@ fn bench_linux(c: &mut Criterion) {
         user: None,
         inside: None,
         has_proc_entry: &|_| true,
+        cwd: None,
     };
     let cmd = vec!["codex".into(), "exec".into()];
     c.bench_function("exec plan probe-rep linux", |b| {

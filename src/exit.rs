@@ -146,7 +146,10 @@ pub const SHOW: &[(i32, &str)] = &[
 /// `sealc doctor`'s statuses.
 pub const DOCTOR: &[(i32, &str)] = &[
     (OK, "a seal in the default mode (namespaces) can run here"),
-    (BAD_INPUT, "bad input: an unknown `--user`"),
+    (
+        BAD_INPUT,
+        "bad input: an unknown `--user`, or `--user` from a caller other than root",
+    ),
     (
         SANDBOX_FAILED,
         "it cannot: the first missing layer and its fix are printed",

@@ -600,3 +600,176 @@ test $n = 0 && echo ran > {ran}"#,
     }
     v.done();
 }
+
+/// Issue 26 (review): root's run hands the agent's user no way into the
+/// caller's working directory. The command still starts there when the
+/// sandbox has it, but bubblewrap (the agent's user's process on the host)
+/// starts in `/`, so a host process of that user cannot follow its
+/// `/proc/PID/cwd` into a directory only root may enter.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root: it runs sealc as root and as `sealc-test`"
+)]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn the_agents_user_never_gets_the_callers_directory() {
+    ready();
+    let lab = Lab::new(Caller::Root);
+    let seal = lab.t.join("seal/seal.json").display().to_string();
+    let mut v = Verdict::default();
+    // The command starts in the caller's directory, as before.
+    let public = lab.t.join("public");
+    std::fs::create_dir(&public).unwrap();
+    let out = Command::new(SEALC)
+        .current_dir(&public)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["exec", &seal, "--", "/bin/pwd"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    v.check(
+        String::from_utf8_lossy(&out.stdout).trim() == public.display().to_string(),
+        || {
+            format!(
+                "the command did not start in the caller's directory:\n{}",
+                text(&out)
+            )
+        },
+    );
+    // A directory open to all, inside one only root may enter, as the
+    // caller's working directory.
+    let locked = lab.t.join("locked");
+    let private = locked.join("inner");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(private.join("s"), "caller-dir-77aa\n").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run = Command::new(SEALC)
+        .current_dir(&private)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["exec", &seal, "--user", USER, "--", "/bin/sleep", "2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scan = common::as_user(
+        Some(USER),
+        &[
+            "/bin/sh",
+            "-c",
+            "end=$(($(date +%s) + 2)); while [ $(date +%s) -le $end ]; do for p in /proc/[0-9]*; do grep -q caller-dir-77aa $p/cwd/s 2>/dev/null && echo $p; done; done",
+        ],
+    )
+    .output()
+    .unwrap();
+    let ran = run.wait_with_output().unwrap();
+    v.check(ran.status.success(), || {
+        format!("the run failed:\n{}", text(&ran))
+    });
+    v.check(scan.stdout.is_empty(), || {
+        format!(
+            "the agent's user read the caller's directory through {}",
+            String::from_utf8_lossy(&scan.stdout)
+        )
+    });
+    v.done();
+}
+
+/// Issue 26 (review): a run over a write root and one over a root inside
+/// it overlap. Where they chown, they take turns too: neither reads the
+/// other's agent as the owner, and everything is root's again after both.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(sealc_not_root, ignore = "needs root: the chown fallback is root's")]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn chowned_runs_over_nested_roots_take_turns() {
+    ready();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (outer, inner) = (t.join("ws"), t.join("ws/sub"));
+    std::fs::create_dir_all(&inner).unwrap();
+    let seal = |name: &str, root: &Path| {
+        let spec = format!(
+            "version = 1\nname = \"{name}\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"{}\"]\n[network]\nmode = \"none\"\n[env]\npass = [\"PATH\"]\n",
+            root.display()
+        );
+        std::fs::write(t.join(format!("{name}.toml")), spec).unwrap();
+        let out = Command::new(SEALC)
+            .current_dir(&t)
+            .env_clear()
+            .args(["compile", &format!("{name}.toml"), "--out", name, "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "compile:\n{}", text(&out));
+        t.join(name).join("seal.json").display().to_string()
+    };
+    let (a, b) = (seal("outer", &outer), seal("inner", &inner));
+    let no_idmap = || {
+        vec![filter(
+            &[
+                libc::SYS_open_tree,
+                libc::SYS_mount_setattr,
+                libc::SYS_move_mount,
+            ],
+            false,
+            libc::EPERM,
+        )]
+    };
+    let run = |seal: &str, tag: &str| {
+        let script = format!(
+            "for n in $(seq 15); do echo $n > {}/{tag}-$n || exit 9; sleep 0.02; done",
+            inner.display()
+        );
+        let argv = [SEALC, "exec", seal, "--", "/bin/sh", "-c", &script];
+        let mut c = with_filters(plain(&argv), no_idmap());
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let first = run(&a, "a");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let second = run(&b, "b");
+    let mut v = Verdict::default();
+    for (what, c) in [("outer", first), ("inner", second)] {
+        let out = c.wait_with_output().unwrap();
+        v.check(out.status.success(), || format!("{what}:\n{}", text(&out)));
+    }
+    for e in walk(&outer) {
+        let uid = std::fs::symlink_metadata(&e).map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+        v.check(matches!(uid, Ok(0)), || {
+            format!("{} is owned by {uid:?}", e.display())
+        });
+    }
+    v.done();
+}
+
+/// Every path under `dir`, `dir` included.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

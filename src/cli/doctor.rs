@@ -28,22 +28,30 @@ pub struct Args {
     /// The bubblewrap a seal would start (a seal's `[exec] bwrap`).
     #[arg(long, default_value = "/usr/bin/bwrap", value_name = "PATH")]
     bwrap: String,
-    /// For a root caller: the agent's user, as `sealc exec --user` takes it.
-    #[arg(long, value_name = "USER", default_value = crate::exec::user::DEFAULT_USER)]
-    user: String,
+    /// For a root caller: the agent's user, as `sealc exec --user` takes it (default `nobody`).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let uid = rustix::process::getuid().as_raw();
     let agent = if uid == 0 {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-        match crate::exec::user::parse_user(&a.user, &passwd) {
+        let user = a.user.as_deref().unwrap_or(crate::exec::user::DEFAULT_USER);
+        match crate::exec::user::parse_user(user, &passwd) {
             Ok(ids) => ids,
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
                 return BAD_INPUT;
             }
         }
+    } else if a.user.is_some() {
+        // As `sealc exec`: only root runs the agent as another user.
+        let _ = writeln!(
+            err,
+            "error: `--user` is for a root caller: bubblewrap runs as you, and so does the probe"
+        );
+        return BAD_INPUT;
     } else {
         crate::exec::Ids {
             uid,
@@ -52,6 +60,10 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     };
     let c = crate::doctor::checkup(&a.bwrap, agent);
     let code = if c.default_runs() { OK } else { SANDBOX_FAILED };
+    // `-q`: nothing to say when the default mode runs here.
+    if code == OK && super::quiet() && matches!(a.format, Format::Text) {
+        return code;
+    }
     let _ = match a.format {
         Format::Json => serde_json::to_string_pretty(&c)
             .map_err(std::io::Error::other)

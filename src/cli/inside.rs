@@ -19,6 +19,9 @@ pub struct InitArgs {
     listen: Option<String>,
     #[arg(long, requires = "listen")]
     socket: Option<PathBuf>,
+    /// Where the command starts, if it is there inside (else `/`).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<OsString>,
 }
@@ -46,6 +49,9 @@ pub struct ConfineArgs {
     /// TCP connect is not restricted (network `open`).
     #[arg(long)]
     tcp_any: bool,
+    /// Fail unless Landlock is enforced (`exec.proc = "host"`).
+    #[arg(long)]
+    require_landlock: bool,
     /// A port TCP connect may reach (otherwise none).
     #[arg(long)]
     tcp_port: Vec<u16>,
@@ -67,6 +73,11 @@ pub struct ConfineArgs {
 
 pub(super) fn init(a: InitArgs, err: &mut dyn Write) -> i32 {
     let bridge = a.listen.as_deref().zip(a.socket.as_deref());
+    // As bubblewrap would without `--chdir`: the caller's directory if the
+    // sandbox has it (and the agent may enter it), else `/`.
+    if let Some(cwd) = &a.cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
     match crate::exec::init_main(a.env_fd, a.status_fd, bridge, &a.command) {
         Ok(code) => code,
         Err(e) => {
@@ -86,6 +97,7 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
         } else {
             crate::exec::Tcp::Only(a.tcp_port)
         },
+        require_landlock: a.require_landlock,
     };
     use crate::exec::StartFailure;
     let (kind, e) = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);

@@ -49,6 +49,10 @@ pub struct Confinement {
     /// Landlock: writes only beneath these paths.
     pub write: Vec<OsString>,
     pub tcp: Tcp,
+    /// Landlock must be enforced, not only applied as far as the kernel
+    /// goes (`exec.proc = "host"`: it keeps the command out of other
+    /// processes' `/proc` entries).
+    pub require_landlock: bool,
 }
 
 /// A system call's name (without `SYS_`) and its number on this

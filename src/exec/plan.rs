@@ -91,6 +91,10 @@ pub struct Runtime<'a> {
     pub inside: Option<Ids>,
     /// Does this kernel's `/proc` have the entry (see [`bwrap::kernel_entry`])?
     pub has_proc_entry: &'a dyn Fn(&str) -> bool,
+    /// The caller's working directory, where the command starts inside
+    /// the sandbox if it is there (else in `/`); bubblewrap itself starts
+    /// in `/`.
+    pub cwd: Option<&'a Path>,
 }
 
 pub(super) fn placeholder(what: &str) -> OsString {
@@ -326,7 +330,11 @@ pub(super) fn linux(
     args.push("--".into());
     // The init keeps the two pipes open for `__confine`, and reports the
     // command's end on the status pipe.
-    args.extend([bwrap::INIT_PATH.into(), "__init".into(), "--env-fd".into()]);
+    args.extend([bwrap::INIT_PATH.into(), "__init".into()]);
+    if let Some(cwd) = rt.cwd {
+        args.extend(["--cwd".into(), cwd.as_os_str().to_owned()]);
+    }
+    args.push("--env-fd".into());
     slot(&mut args, FdSource::Env, "env");
     args.push("--status-fd".into());
     slot(&mut args, FdSource::Status, "status");
@@ -351,6 +359,9 @@ pub(super) fn linux(
     }
     if ir.network.mode != NetMode::Open {
         args.push("--offline".into());
+    }
+    if ir.exec.proc == crate::spec::ProcMode::Host {
+        args.push("--require-landlock".into());
     }
     let ll = bwrap::landlock(ir);
     match &ll.tcp_connect {

@@ -184,7 +184,10 @@ pub fn fix(p: &Probe) -> String {
 pub fn probe(ids: Option<(u32, u32)>) -> Probe {
     let env = crate::facts::layers::environment(&crate::facts::RealHost);
     let mut cmd = Command::new("/proc/self/exe");
+    // In `/`: the caller's working directory may be one the agent's user
+    // could not reach, and would through this process's `/proc/PID/cwd`.
     cmd.arg("__probe")
+        .current_dir("/")
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -18,6 +18,7 @@ fn rt() -> Runtime<'static> {
         user: None,
         inside: None,
         has_proc_entry: &|p| p != "/proc/kcore",
+        cwd: None,
     }
 }
 

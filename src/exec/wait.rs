@@ -130,6 +130,13 @@ pub fn run(
     }
     let mut cmd = Command::new(&plan.program);
     cmd.args(&args).env_clear().process_group(0);
+    if plan.mechanism.has_init() {
+        // bubblewrap starts in `/`, not in the caller's working directory:
+        // its process is the agent's user's, and its `/proc/PID/cwd` would
+        // lead that user into a directory it could not reach. The init
+        // inside enters the caller's directory itself (`--cwd`).
+        cmd.current_dir("/");
+    }
     if !plan.mechanism.has_init() {
         cmd.envs(plan.env.iter().map(|(k, v)| (k, v)));
         // macOS: the resource limits are set in the child before

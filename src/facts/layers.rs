@@ -86,14 +86,16 @@ pub fn environment(host: &dyn Host) -> Environment {
         host.env("container")
             .and_then(Result::ok)
             .filter(|v| !v.is_empty())
-            .map(Container::Other)
+            // The caller's own variable: shown escaped, never as controls.
+            .map(|v| Container::Other(crate::diag::visible(&v)))
     };
     let mountinfo = text("/proc/self/mountinfo").unwrap_or_default();
     let mut proc_masks: Vec<String> = mountinfo
         .lines()
         .filter_map(|l| l.split(' ').nth(4))
         .filter(|m| m.starts_with("/proc/") && !m.starts_with("/proc/sys/fs/binfmt_misc"))
-        .map(String::from)
+        // The mount table escapes only space, tab, newline and backslash.
+        .map(crate::diag::visible)
         .collect();
     proc_masks.sort();
     proc_masks.dedup();
@@ -152,8 +154,18 @@ pub fn obstacles(env: &Environment) -> Vec<String> {
 
 /// A Linux seal compiled where the host says something may keep bubblewrap
 /// from building its sandbox: a warning that points to `sealc doctor`.
-pub(super) fn warn_obstacles(host: &dyn Host, diags: &mut Diagnostics) {
-    let found = obstacles(&environment(host));
+pub(super) fn warn_obstacles(
+    host: &dyn Host,
+    proc: crate::spec::ProcMode,
+    diags: &mut Diagnostics,
+) {
+    let mut env = environment(host);
+    if proc != crate::spec::ProcMode::Fresh {
+        // The seal mounts no fresh /proc: a masked one is in nobody's way.
+        env.proc_masks.clear();
+    }
+    let masked = !env.proc_masks.is_empty();
+    let found = obstacles(&env);
     if found.is_empty() {
         return;
     }
@@ -165,6 +177,10 @@ pub(super) fn warn_obstacles(host: &dyn Host, diags: &mut Diagnostics) {
                 found.join("; ")
             ),
         )
-        .help("`sealc doctor` tries every layer on this host and says how to get what is missing; the seal compiles all the same"),
+        .help(if masked {
+            "`sealc doctor` tries every layer on this host and says how to get what is missing; where a masked /proc is all that is in the way, `exec.proc = \"none\"` or `\"host\"` needs no fresh one; the seal compiles all the same"
+        } else {
+            "`sealc doctor` tries every layer on this host and says how to get what is missing; the seal compiles all the same"
+        }),
     );
 }

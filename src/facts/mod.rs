@@ -208,7 +208,8 @@ pub fn gather_for(
     if platform.unwrap_or(spec.platform()) == Platform::Linux
         && host.platform() == Some(Platform::Linux)
     {
-        layers::warn_obstacles(host, &mut diags);
+        let proc = spec.exec.proc.as_ref().map(|p| p.value).unwrap_or_default();
+        layers::warn_obstacles(host, proc, &mut diags);
     }
     Ok((facts, diags))
 }

@@ -161,7 +161,11 @@ pub(super) fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> se
     }
     serde_json::json!({
         "landlock": { "abi": abi, "applied": applied, "policy": landlock },
-        "namespaces": "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`",
+        "namespaces": if ir.exec.proc == crate::spec::ProcMode::Fresh {
+            "user (no nested one), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`"
+        } else {
+            "user (no nested one: the seccomp filter refuses them; bubblewrap's own switch-off needs a fresh /proc), mount, pid (sealc's init is pid 1), ipc, uts, cgroup; network unless `open`"
+        },
         "proc": crate::describe::proc_words(ir.exec.proc),
         "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
         "seccomp": crate::backend::bwrap::refused(ir),

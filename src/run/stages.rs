@@ -39,6 +39,7 @@ pub(super) fn run(
         .map(Vec::as_slice)
         .unwrap_or_default();
     let has_proc_entry = |p: &str| Path::new(p).exists();
+    let cwd = std::env::current_dir().ok();
     ctx.limits = report::limits(ir);
     let mut rt = crate::exec::Runtime {
         exe: &checked.exe,
@@ -47,6 +48,7 @@ pub(super) fn run(
         user: checked.user,
         inside: None,
         has_proc_entry: &has_proc_entry,
+        cwd: cwd.as_deref(),
     };
     let env = |n: &str| std::env::var_os(n);
     let mut plan = crate::exec::plan(ir, &checked.command, &env, &rt).map_err(|d| {
@@ -225,10 +227,7 @@ fn host_check(
     // keeps the sandbox's processes from opening another's `root`, `cwd`,
     // `fd` or `environ` there (it refuses them as it refuses ptrace of a
     // process outside its domain). Without it, nothing starts.
-    if ir.platform == crate::spec::Platform::Linux
-        && ir.exec.proc == crate::spec::ProcMode::Host
-        && !opts.dry_run
-    {
+    if ir.platform == crate::spec::Platform::Linux && ir.exec.proc == crate::spec::ProcMode::Host {
         if crate::exec::landlock_abi() < 1 {
             return Err(Refusal::new(
                 crate::exec::SANDBOX_FAILED,
@@ -237,13 +236,15 @@ fn host_check(
             .help("run it on a kernel with Landlock (Linux 5.13 or newer, `landlock` in the `lsm=` list), or compile it with `exec.proc = \"none\"`; `sealc doctor` says what this host has"));
         }
         // And sealc's own entries stay closed to processes of its user.
-        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-            .map_err(|e| {
-                Refusal::new(
-                    crate::exec::SANDBOX_FAILED,
-                    format!("cannot make sealc non-dumpable ({e}), so nothing was started"),
-                )
-            })?;
+        if !opts.dry_run {
+            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+                .map_err(|e| {
+                    Refusal::new(
+                        crate::exec::SANDBOX_FAILED,
+                        format!("cannot make sealc non-dumpable ({e}), so nothing was started"),
+                    )
+                })?;
+        }
     }
     // `codex` (the launcher's name) runs the recorded, checked launcher.
     let command = crate::exec::resolve_launcher(ir, command);
@@ -491,7 +492,7 @@ fn hold(
 ) -> Result<crate::exec::user::Holds, Refusal> {
     crate::exec::user::hold(roots, exclusive, &mut |root| {
         notes.note(Note::Said(format!(
-            "waiting for another sealc run to hand back write root {}",
+            "waiting for another sealc run over write root {} to end (one of them hands it over by chown)",
             quote(root)
         )))
     })

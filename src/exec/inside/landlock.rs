@@ -62,6 +62,11 @@ pub(super) fn apply_landlock(c: &Confinement) -> Result<(), Failure> {
                 .map_err(err)?;
         }
     }
-    created.restrict_self().map_err(err)?;
+    let status = created.restrict_self().map_err(err)?;
+    if c.require_landlock && status.ruleset == landlock::RulesetStatus::NotEnforced {
+        return Err(Failure::new(
+            "Landlock is not enforced on this kernel, and this seal needs it (`exec.proc = \"host\"`)",
+        ));
+    }
     Ok(())
 }
