@@ -773,3 +773,84 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Issue 26: a seal with the host's `/proc` starts nothing where there is
+/// no Landlock (here: the Landlock calls answered `ENOSYS` by a filter, as
+/// on a kernel without it), nor says in `--dry-run` that it would, as root
+/// and as the unprivileged caller; `sealc doctor` says that mode cannot run.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root: it runs sealc as root and as `sealc-test`"
+)]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn the_hosts_proc_needs_landlock() {
+    ready();
+    let no_landlock = || {
+        vec![filter(
+            &[
+                libc::SYS_landlock_create_ruleset,
+                libc::SYS_landlock_add_rule,
+                libc::SYS_landlock_restrict_self,
+            ],
+            false,
+            libc::ENOSYS,
+        )]
+    };
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let lab = Lab::with(who, "[exec]\nproc = \"host\"\n");
+        let seal = lab.t.join("seal/seal.json").display().to_string();
+        let ran = format!("echo ran > {}", lab.ran().display());
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(u) = who.user() {
+            argv.extend([
+                "/usr/bin/setpriv".to_string(),
+                format!("--reuid={u}"),
+                format!("--regid={u}"),
+                "--init-groups".to_string(),
+                "--".to_string(),
+            ]);
+        }
+        argv.push(SEALC.to_string());
+        for dry in [false, true] {
+            let mut a = argv.clone();
+            a.extend(["exec".to_string(), seal.clone()]);
+            if dry {
+                a.push("--dry-run".into());
+            }
+            a.extend(["--", "/bin/sh", "-c", &ran].map(String::from));
+            let out = with_filters(plain(&a), no_landlock()).output().unwrap();
+            v.check(
+                out.status.code() == Some(122)
+                    && String::from_utf8_lossy(&out.stderr).contains("no Landlock")
+                    && !lab.ran().exists(),
+                || {
+                    lab.label(
+                        None,
+                        &format!("dry run {dry}: started without Landlock\n{}", text(&out)),
+                    )
+                },
+            );
+        }
+        let mut a = argv.clone();
+        a.extend(["doctor", "--format", "json"].map(String::from));
+        let out = with_filters(plain(&a), no_landlock()).output().unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let host = json["modes"].as_array().and_then(|m| {
+            m.iter()
+                .find(|m| m["name"].as_str().is_some_and(|n| n.contains("host")))
+        });
+        v.check(host.is_some_and(|m| m["runs"] == false), || {
+            lab.label(None, &format!("doctor without Landlock:\n{}", text(&out)))
+        });
+    }
+    v.done();
+}
