@@ -34,6 +34,9 @@ pub struct Policy {
     pub platform: String,
     /// `allow-default` or `deny-default`.
     pub base: String,
+    /// Linux: how the command is confined (`exec.isolation`), in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
     /// Linux: the sandbox's `/proc` (`exec.proc`), in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proc: Option<String>,
@@ -204,6 +207,8 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         description: ir.description.clone(),
         platform: ir.platform.as_str().to_string(),
         base: ir.base.as_str().to_string(),
+        isolation: (ir.platform == Platform::Linux)
+            .then(|| isolation_words(ir.exec.isolation).to_string()),
         proc: (ir.platform == Platform::Linux).then(|| proc_words(ir.exec.proc).to_string()),
         filesystem: filesystem(ir),
         network: network(ir),
@@ -211,6 +216,14 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         limits: limits(ir),
         codex: codex(ir),
         ipc: ipc(ir),
+    }
+}
+
+/// [`Policy::isolation`].
+pub fn isolation_words(i: crate::spec::Isolation) -> &'static str {
+    match i {
+        crate::spec::Isolation::Namespaces => "namespaces: bubblewrap's user, mount, pid, ipc and network namespaces, then Landlock and seccomp",
+        crate::spec::Isolation::Landlock => "landlock: no namespace; the host's filesystem, network and processes under Landlock (reads, writes, TCP, signals), seccomp and rlimits; a hidden root's names and metadata stay readable (docs/isolation.md)",
     }
 }
 

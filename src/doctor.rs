@@ -121,6 +121,7 @@ pub fn checkup(bwrap: &str, agent: crate::exec::Ids) -> Checkup {
         namespaces(&p, &layers),
         other_proc(&p, &layers, crate::spec::ProcMode::None),
         other_proc(&p, &layers, crate::spec::ProcMode::Host),
+        landlock_mode(),
     ];
     let env = p.env;
     Checkup {
@@ -411,6 +412,54 @@ fn namespaces(p: &Probe, layers: &[Layer]) -> Mode {
         gets,
         lacks,
         fix,
+    }
+}
+
+/// `exec.isolation = "landlock"`: no namespace, so neither bubblewrap nor
+/// any step of the probe matters; Landlock's ABI decides (1 with the
+/// network open, 4 where TCP is restricted), and 6 adds the scopes.
+fn landlock_mode() -> Mode {
+    let abi = crate::exec::landlock_abi();
+    let mut gets = Vec::new();
+    let mut lacks = vec![
+        "namespaces: the host's processes, network interfaces and /proc are seen; a hidden root's names and metadata stay readable; no private /tmp, /dev/shm or ptys (docs/isolation.md)".to_string(),
+    ];
+    if abi >= 1 {
+        gets.push(format!(
+            "Landlock ABI {abi}: reads only beneath the read rules, writes only beneath the write roots"
+        ));
+        gets.push("seccomp: the namespaces mode's refusals, System V IPC, and (network `none`, `proxy`) UDP and every socket but TCP".to_string());
+        gets.push(
+            "sealc's init as the command's subreaper: nothing it starts outlives the run"
+                .to_string(),
+        );
+    }
+    if abi >= 4 {
+        gets.push(
+            "TCP connect only to the proxy's port (any address) or nowhere, and no TCP bind"
+                .to_string(),
+        );
+    } else if abi >= 1 {
+        lacks.push("TCP rules (ABI 4): only a seal with network `open` runs".to_string());
+    }
+    if abi >= 6 {
+        gets.push("abstract unix sockets and signals scoped to the command".to_string());
+    } else if abi >= 1 {
+        lacks.push("the signal and abstract socket scopes (ABI 6): the command can signal the agent user's other processes and reach abstract sockets (in network `open`)".to_string());
+    }
+    Mode {
+        name: "landlock (exec.isolation = \"landlock\")",
+        default: false,
+        runs: abi >= 4,
+        gets,
+        lacks,
+        fix: (abi < 4).then(|| {
+            if abi < 1 {
+                "this kernel has no Landlock: Linux 5.13 or newer with `landlock` in the `lsm=` list (ABI 4, for network `none` or `proxy`: Linux 6.7)".to_string()
+            } else {
+                format!("this kernel's Landlock ABI is {abi}: a seal with network `none` or `proxy` needs ABI 4 (Linux 6.7); network `open` runs")
+            }
+        }),
     }
 }
 

@@ -76,7 +76,7 @@ use crate::facts::PathKind;
 use crate::ir::Ir;
 use crate::spec::NetMode;
 
-pub use inside::{confine_main, init_main, landlock_abi, Confinement, StartFailure, Tcp};
+pub use inside::{confine_main, init_main, landlock_abi, Confinement, Reads, StartFailure, Tcp};
 pub use user::Ids;
 
 pub use crate::exit::{

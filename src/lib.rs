@@ -50,6 +50,7 @@ pub mod proxy;
 pub mod query;
 pub mod record;
 pub mod refusals;
+pub mod ruleset;
 pub mod run;
 pub mod sbpl;
 pub mod spec;

@@ -7,7 +7,39 @@ use std::collections::BTreeMap;
 
 use crate::diag::{self, Diagnostics};
 use crate::ir::{self, Ir};
-use crate::{backend, mounts, sbpl, spec};
+use crate::{backend, mounts, ruleset, sbpl, spec};
+
+/// A Linux seal read back: the bubblewrap mount model or the Landlock rules.
+trait ReadBack {
+    /// The artifact's file name, as answers name it.
+    fn file(&self) -> &'static str;
+    fn ask(&self, op: &str, path: &str) -> Option<mounts::Answer>;
+    fn connect(&self, host: &str, port: u16) -> mounts::Answer;
+}
+
+impl ReadBack for mounts::Model {
+    fn file(&self) -> &'static str {
+        backend::BWRAP
+    }
+    fn ask(&self, op: &str, path: &str) -> Option<mounts::Answer> {
+        mounts::Model::ask(self, op, path, None)
+    }
+    fn connect(&self, host: &str, port: u16) -> mounts::Answer {
+        mounts::Model::connect(self, host, port)
+    }
+}
+
+impl ReadBack for ruleset::Model {
+    fn file(&self) -> &'static str {
+        backend::LANDLOCK
+    }
+    fn ask(&self, op: &str, path: &str) -> Option<mounts::Answer> {
+        ruleset::Model::ask(self, op, path, None)
+    }
+    fn connect(&self, host: &str, port: u16) -> mounts::Answer {
+        ruleset::Model::connect(self, host, port)
+    }
+}
 
 /// Evaluate every `[[assert]]` on the compiled seal's bytes, read back: the
 /// seatbelt profile (parsed with the SBPL grammar) or the bubblewrap argv
@@ -23,12 +55,13 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
             format!("the compiled `{file}` does not read back: {e}"),
         ))
     };
-    let seal = match ir.platform {
-        spec::Platform::Macos => backend::SEATBELT,
-        spec::Platform::Linux => backend::BWRAP,
-    };
+    let seal = backend::seal_name(ir);
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
     let judge: Box<Judge> = match ir.platform {
+        spec::Platform::Linux if seal == backend::LANDLOCK => {
+            let model = ruleset::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
+            Box::new(move |a, t| judge_read_back(&model, a, t))
+        }
         spec::Platform::Macos => {
             let text = String::from_utf8_lossy(bytes);
             let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
@@ -37,7 +70,7 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
         }
         spec::Platform::Linux => {
             let model = mounts::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
-            Box::new(move |a, t| judge_mounts(&model, a, t))
+            Box::new(move |a, t| judge_read_back(&model, a, t))
         }
     };
     let mut diags = Diagnostics::default();
@@ -165,21 +198,22 @@ fn judge_sbpl(
     }
 }
 
-/// One assertion on one subject, against the bubblewrap mount model.
-fn judge_mounts(
-    model: &mounts::Model,
+/// One assertion on one subject, against a Linux seal read back.
+fn judge_read_back(
+    model: &dyn ReadBack,
     a: &ir::AssertIr,
     target: &Target,
 ) -> Option<(String, String)> {
     let want = want_of(a);
     let shown = shown(target);
+    let file = model.file();
     let answer = match target {
-        Target::Path(p) => match model.ask(&a.op, p, None) {
+        Target::Path(p) => match model.ask(&a.op, p) {
             Some(answer) => answer,
             None => {
                 return Some((
                     format!("`{want} {}` on {shown} is undetermined", a.op),
-                    format!("seal.bwrap.json does not model `{}` on one path", a.op),
+                    format!("{file} does not model `{}` on one path", a.op),
                 ))
             }
         },
@@ -191,7 +225,7 @@ fn judge_mounts(
         Target::Remote { .. } => {
             return Some((
                 format!("`{want} {}` on {shown} is undetermined", a.op),
-                format!("seal.bwrap.json does not model `{}` on an endpoint", a.op),
+                format!("{file} does not model `{}` on an endpoint", a.op),
             ))
         }
         // Linux has no Mach services, Apple Events, IOKit classes or
@@ -208,10 +242,7 @@ fn judge_mounts(
     let says = if answer.allowed { "allow" } else { "deny" };
     (says != want).then(|| {
         (
-            format!(
-                "`{want} {}` on {shown} is false: seal.bwrap.json says {says}",
-                a.op
-            ),
+            format!("`{want} {}` on {shown} is false: {file} says {says}", a.op),
             format!("decided by {}", answer.why),
         )
     })

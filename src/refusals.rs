@@ -20,6 +20,13 @@ pub enum When {
     /// `limits.file_size_mib` is set: nothing may fire the kernel's
     /// `SIGXFSZ` at a size the seal did not set.
     FileSize,
+    /// `exec.isolation = "landlock"`: what an IPC namespace keeps apart in
+    /// the namespaces mode.
+    Landlock,
+    /// `exec.isolation = "landlock"` and network `none` or `proxy`: what a
+    /// network namespace keeps out in the namespaces mode and Landlock's
+    /// TCP rules do not cover.
+    LandlockOffline,
 }
 
 /// What a refused call returns.
@@ -72,6 +79,10 @@ pub enum Cond {
     NewFileSizeLimit,
     /// A `sigevent` in argument 1 (not `NULL`).
     Sigevent,
+    /// `socket(AF_INET or AF_INET6, type, protocol)`: a type other than
+    /// `SOCK_STREAM`, or a protocol other than TCP (SCTP, MPTCP), which
+    /// Landlock's TCP rules do not cover.
+    InetNotTcp,
 }
 
 /// One call of an entry.
@@ -274,15 +285,62 @@ pub const TABLE: &[Entry] = &[
         "timer_create, mq_notify (a sigevent: ENOSYS)",
         &[enosys("timer_create", Sigevent), enosys("mq_notify", Sigevent)],
     ),
+    // Without an IPC namespace, System V objects are the host's: a key or
+    // an id is all it takes to read or write another process's memory.
+    only(
+        When::Landlock,
+        "shmget, shmat, shmctl, msgget, msgsnd, msgrcv, msgctl, semget, semop, semtimedop, semctl (System V IPC, the host's own)",
+        &[
+            p("shmget", Always),
+            p("shmat", Always),
+            p("shmctl", Always),
+            p("msgget", Always),
+            p("msgsnd", Always),
+            p("msgrcv", Always),
+            p("msgctl", Always),
+            p("semget", Always),
+            p("semop", Always),
+            p("semtimedop", Always),
+            p("semctl", Always),
+        ],
+    ),
+    only(
+        When::LandlockOffline,
+        "socket(AF_INET, AF_INET6, other than SOCK_STREAM over TCP: UDP, ICMP, raw, SCTP, MPTCP)",
+        &[p("socket", InetNotTcp)],
+    ),
 ];
 
 /// The entries that apply to a seal: every `Always` one, the `Offline`
 /// ones when the network is not open, the `FileSize` ones when the file
 /// size is limited.
 pub fn applying(offline: bool, file_size: bool) -> impl Iterator<Item = &'static Entry> {
+    applying_in(offline, file_size, false)
+}
+
+/// [`applying`], and in the Landlock mode its own entries too.
+pub fn applying_in(
+    offline: bool,
+    file_size: bool,
+    landlock: bool,
+) -> impl Iterator<Item = &'static Entry> {
     TABLE.iter().filter(move |e| match e.when {
         When::Always => true,
         When::Offline => offline,
         When::FileSize => file_size,
+        When::Landlock => landlock,
+        When::LandlockOffline => landlock && offline,
     })
+}
+
+/// The text of the Landlock mode's own entries.
+pub fn landlock_mode(offline: bool) -> impl Iterator<Item = &'static str> {
+    TABLE
+        .iter()
+        .filter(move |e| match e.when {
+            When::Landlock => true,
+            When::LandlockOffline => offline,
+            _ => false,
+        })
+        .map(|e| e.text)
 }

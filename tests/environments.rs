@@ -408,6 +408,18 @@ fn no_environment_gives_a_wrong_outcome() {
                     )
                 },
             );
+            // Where namespaces cannot be had, the help names the other mode.
+            v.check(
+                stderr.lines().any(|l| {
+                    l.starts_with("help: ") && l.contains("exec.isolation = \"landlock\"")
+                }),
+                || {
+                    lab.label(
+                        Some(place),
+                        &format!("no help naming the Landlock mode\n{}", all()),
+                    )
+                },
+            );
             v.check(!lab.ran().exists(), || {
                 lab.label(Some(place), &format!("the command ran\n{}", all()))
             });
@@ -853,4 +865,293 @@ fn the_hosts_proc_needs_landlock() {
         });
     }
     v.done();
+}
+
+/// Issue 26: the Landlock mode (`exec.isolation = "landlock"`) starts
+/// where the namespaces mode cannot (each environment above, and none),
+/// as root and unprivileged, and holds there: a hidden root's data, a
+/// write outside the write roots (into a directory anyone may write), TCP
+/// to a listening port, a UDP socket, System V IPC, a signal to and the
+/// environment of a process of the agent's own user outside the run, and
+/// processes left behind (double-forked, in a session of their own) are
+/// each refused or ended; what the seal allows still works.
+#[test]
+#[cfg_attr(
+    sealc_no_bwrap,
+    ignore = "bubblewrap is missing or cannot make namespaces"
+)]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root: it runs sealc as root and as `sealc-test`"
+)]
+#[cfg_attr(
+    sealc_cannot_become = "sealc-test",
+    ignore = "root cannot become `sealc-test` here"
+)]
+fn the_landlock_mode_runs_and_holds_everywhere() {
+    ready();
+    if !landlock_has(6) {
+        assert!(
+            std::env::var_os("SEALC_REQUIRE_BWRAP").is_none_or(|v| v != "1"),
+            "SEALC_REQUIRE_BWRAP=1, but this kernel's Landlock ABI is below 6"
+        );
+        common::not_run("this kernel's Landlock ABI is below 6 (the signal scope)");
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut v = Verdict::default();
+    for who in CALLERS {
+        let lab = Lab::with(who, "[exec]\nisolation = \"landlock\"\n");
+        std::fs::write(lab.t.join("victim/key"), "the victim's key").unwrap();
+        std::fs::set_permissions(lab.t.join("victim"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        // A process of the agent's own user, outside the run.
+        let agent = match who {
+            Caller::Root => "65534".to_string(),
+            Caller::User => common::ids(USER).0.to_string(),
+        };
+        for place in std::iter::once(None).chain(Place::ALL.map(Some)) {
+            let mut victim = Command::new("/usr/bin/setpriv")
+                .args([
+                    format!("--reuid={agent}"),
+                    format!("--regid={agent}"),
+                    "--clear-groups".into(),
+                    "--".into(),
+                    "/bin/sleep".into(),
+                    "300".into(),
+                ])
+                .env_clear()
+                .env("VICTIM_SECRET", "s3cret-in-environ")
+                .spawn()
+                .unwrap();
+            let vpid = victim.id();
+            let t = lab.t.display().to_string();
+            let script = format!(
+                r#"echo ran > {t}/ws/ran
+cat /etc/hostname >/dev/null && echo OK:read
+echo w > {t}/ws/w && echo OK:write
+cat {t}/victim/key 2>/dev/null && echo LEAK:hidden
+echo x > {t}/out/planted 2>/dev/null && echo LEAK:write-outside
+/bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null && echo LEAK:tcp
+/bin/bash -c 'exec 3<>/dev/udp/127.0.0.1/{port}' 2>/dev/null && echo LEAK:udp
+ipcmk -M 4096 >/dev/null 2>&1 && echo LEAK:sysv
+kill -TERM {vpid} 2>/dev/null && echo LEAK:signal
+grep -q s3cret /proc/{vpid}/environ 2>/dev/null && echo LEAK:environ
+readlink /proc/{vpid}/fd/0 >/dev/null 2>&1 && echo LEAK:proc-fd
+readlink /proc/{vpid}/cwd >/dev/null 2>&1 && echo LEAK:proc-cwd
+python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()' 2>/dev/null && echo LEAK:tcp-bind
+cat /sys/class/net/lo/address 2>/dev/null && echo LEAK:sys
+echo x > /dev/shm/sealc-planted 2>/dev/null && echo LEAK:dev-shm
+echo x > /dev/null && echo OK:dev-null
+(setsid /bin/sleep 98765 &)
+/bin/sleep 98766 &
+echo done"#
+            );
+            let seal = lab.t.join("seal/seal.json").display().to_string();
+            let report = lab.t.join("out/report.json");
+            let _ = std::fs::remove_file(&report);
+            let _ = std::fs::remove_file(lab.ran());
+            let out = lab.sealc(
+                place,
+                &[
+                    "exec",
+                    &seal,
+                    "--report",
+                    &report.display().to_string(),
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    &script,
+                ],
+            );
+            let said = String::from_utf8_lossy(&out.stdout);
+            let all = || text(&out);
+            v.check(
+                out.status.code() == Some(0)
+                    && lab.ran().exists()
+                    && said.contains("OK:read")
+                    && said.contains("OK:write")
+                    && said.contains("OK:dev-null")
+                    && said.contains("done"),
+                || lab.label(place, &format!("the Landlock mode did not run\n{}", all())),
+            );
+            for (at, _) in said.match_indices("LEAK:") {
+                let leak = said[at..].lines().next().unwrap_or_default();
+                v.check(false, || lab.label(place, &format!("{leak}\n{}", all())));
+            }
+            v.check(
+                !lab.t.join("out/planted").exists()
+                    && !Path::new("/dev/shm/sealc-planted").exists(),
+                || lab.label(place, "a file was planted outside the write roots"),
+            );
+            let r: serde_json::Value = std::fs::read(&report)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            v.check(r["outcome"]["kind"] == "exited", || {
+                lab.label(place, &format!("report: {r:#}"))
+            });
+            v.check(victim.try_wait().unwrap().is_none(), || {
+                lab.label(place, "the victim was killed")
+            });
+            let _ = victim.kill();
+            let _ = victim.wait();
+            let left = left_running(&["98765", "98766"]);
+            v.check(left.is_empty(), || {
+                lab.label(place, &format!("processes outlived the run: {left:?}"))
+            });
+            let _ = std::fs::remove_file(lab.t.join("out/planted"));
+            // `sealc doctor` there says the Landlock mode runs.
+            let doctor = lab.sealc(place, &["doctor", "--format", "json"]);
+            let json: serde_json::Value =
+                serde_json::from_slice(&doctor.stdout).unwrap_or_default();
+            let mode = json["modes"].as_array().and_then(|m| {
+                m.iter().find(|m| {
+                    m["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("landlock"))
+                })
+            });
+            v.check(mode.is_some_and(|m| m["runs"] == true), || {
+                lab.label(place, &format!("doctor:\n{}", text(&doctor)))
+            });
+        }
+    }
+    drop(listener);
+    v.done();
+}
+
+/// Does this kernel have Landlock ABI `n` or newer?
+fn landlock_has(n: i64) -> bool {
+    // SAFETY: `landlock_create_ruleset(NULL, 0, VERSION)` reads no memory.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    abi >= n
+}
+
+/// The pids of `sleep N` processes still there, for each `N` given.
+fn left_running(marks: &[&str]) -> Vec<String> {
+    // What was killed may linger a moment as it is reaped.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        if args.len() >= 2
+            && args[0].ends_with(b"sleep")
+            && marks.iter().any(|m| args[1] == m.as_bytes())
+        {
+            out.push(format!(
+                "{} ({})",
+                e.file_name().to_string_lossy(),
+                String::from_utf8_lossy(args[1])
+            ));
+        }
+    }
+    out
+}
+
+/// Issue 26: what the Landlock mode cannot keep is refused at compile, each
+/// at its entry (a protected path, a denied root inside a write root,
+/// network `allowlist`, a `/proc` other than the host's), nothing written;
+/// and `[[assert]]`s are proved on `seal.landlock.json` as Landlock applies
+/// it: a hidden root's data is denied, its metadata is not.
+#[test]
+fn the_landlock_mode_refuses_what_it_cannot_keep() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    for d in ["ws/secret", "ws/.git/hooks", "victim"] {
+        std::fs::create_dir_all(t.join(d)).unwrap();
+    }
+    let compile = |spec: &str| {
+        std::fs::write(t.join("spec.toml"), spec).unwrap();
+        let _ = std::fs::remove_dir_all(t.join("seal"));
+        Command::new(SEALC)
+            .current_dir(&t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["compile", "spec.toml", "--out", "seal", "--color", "never"])
+            .output()
+            .unwrap()
+    };
+    let head = format!(
+        "version = 1\nname = \"ll\"\n[target]\nplatform = \"linux\"\n[exec]\nisolation = \"landlock\"\nproc = \"fresh\"\n[network]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\nports = [443]\n[filesystem]\nwrite = [\"{ws}\"]\ndeny_read = [\"{ws}/secret\"]\nprotect = [\"{ws}/.git/hooks\"]\n",
+        ws = t.join("ws").display()
+    );
+    let out = compile(&head);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        err.matches("sealc::exec::isolation").count(),
+        4,
+        "one error per entry:\n{err}"
+    );
+    for what in [
+        "a protected path",
+        "a denied root inside a write root",
+        "allowlist",
+        "exec.proc = \"fresh\"",
+    ] {
+        assert!(err.contains(what), "no error naming {what}:\n{err}");
+    }
+    assert!(!t.join("seal").exists(), "something was written");
+    // The same spec without them compiles, and its assertions are proved
+    // on the Landlock rules.
+    let ok = format!(
+        "version = 1\nname = \"ll\"\n[target]\nplatform = \"linux\"\n[exec]\nisolation = \"landlock\"\n[network]\nmode = \"proxy\"\nproxy = \"127.0.0.1:3128\"\n[filesystem]\nwrite = [\"{ws}\"]\ndeny_read = [\"{v}\"]\n[[assert]]\ndeny = \"file-read-data\"\npaths = [\"{v}/key\"]\n[[assert]]\nallow = \"file-write-data\"\npaths = [\"{ws}/f\"]\n[[assert]]\ndeny = \"network-outbound\"\nremote = [\"127.0.0.1:22\"]\n",
+        ws = t.join("ws").display(),
+        v = t.join("victim").display()
+    );
+    let out = compile(&ok);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(t.join("seal/seal.landlock.json").exists());
+    assert!(!t.join("seal/seal.bwrap.json").exists());
+    let show = Command::new(SEALC)
+        .args(["show", &t.join("seal/seal.json").display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("isolation landlock"),
+        "{}",
+        text(&show)
+    );
+    let explain = Command::new(SEALC)
+        .args([
+            "explain",
+            &t.join("seal/seal.landlock.json").display().to_string(),
+            "--op",
+            "file-read-data",
+            &t.join("victim/key").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        said.starts_with("deny") && said.contains("hidden root"),
+        "{}",
+        text(&explain)
+    );
+    // Landlock refuses no stat: an assertion that the hidden root's
+    // metadata is denied is false on this seal, and says why.
+    let meta = format!(
+        "{ok}[[assert]]\ndeny = \"file-read-metadata\"\npaths = [\"{v}/key\"]\n",
+        v = t.join("victim").display()
+    );
+    let out = compile(&meta);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("seal.landlock.json says allow")
+            && err.contains("refuses no stat"),
+        "{}",
+        text(&out)
+    );
 }

@@ -7,6 +7,7 @@ pub mod bwrap;
 pub mod codex;
 pub mod codex_profile;
 pub mod env;
+pub mod landlock;
 pub mod seatbelt;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,8 @@ use crate::spec::Platform;
 pub const SEATBELT: &str = "seal.sb";
 /// File name of the bubblewrap argument vector (Linux target).
 pub const BWRAP: &str = "seal.bwrap.json";
+/// File name of the Landlock rules (Linux target, `exec.isolation = "landlock"`).
+pub const LANDLOCK: &str = "seal.landlock.json";
 /// File name of the env allowlist.
 pub const ENV: &str = "env.json";
 /// File name of the Codex config, relative to the output directory.
@@ -26,15 +29,27 @@ pub const CODEX: &str = "codex/config.toml";
 /// Every artifact name sealc writes for any platform: a file by one of these
 /// names beside a record that does not produce it is left from another
 /// compile (`verify` reports it; `compile` removes it when it writes).
-pub const ALL: [&str; 4] = [SEATBELT, BWRAP, ENV, CODEX];
+pub const ALL: [&str; 5] = [SEATBELT, BWRAP, LANDLOCK, ENV, CODEX];
+
+/// The platform's seal of the IR: `seal.sb`, `seal.bwrap.json` or
+/// `seal.landlock.json`.
+pub fn seal_name(ir: &Ir) -> &'static str {
+    match (ir.platform, ir.exec.isolation) {
+        (Platform::Macos, _) => SEATBELT,
+        (Platform::Linux, crate::spec::Isolation::Namespaces) => BWRAP,
+        (Platform::Linux, crate::spec::Isolation::Landlock) => LANDLOCK,
+    }
+}
 
 /// Every artifact of the IR, by file name (relative, `/`-separated): the
 /// platform's seal (`seal.sb` or `seal.bwrap.json`), the env allowlist and
 /// the Codex config.
 pub fn render_all(ir: &Ir) -> BTreeMap<String, Vec<u8>> {
-    let seal = match ir.platform {
-        Platform::Macos => (SEATBELT.to_string(), seatbelt::render(ir)),
-        Platform::Linux => (BWRAP.to_string(), bwrap::render(ir)),
+    let name = seal_name(ir).to_string();
+    let seal = match name.as_str() {
+        SEATBELT => (name, seatbelt::render(ir)),
+        LANDLOCK => (name, landlock::render(ir)),
+        _ => (name, bwrap::render(ir)),
     };
     BTreeMap::from([
         seal,

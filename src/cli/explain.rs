@@ -2,7 +2,9 @@
 //! seal.bwrap.json, decides an operation.
 
 mod bwrap;
+mod landlock;
 use self::bwrap::explain_bwrap;
+use self::landlock::explain_landlock;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -590,6 +592,22 @@ fn explain(
         },
         (None, None, None) => return BAD_INPUT,
     };
+    let landlock = text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v["schema"] == crate::backend::landlock::SCHEMA);
+    if landlock {
+        return explain_landlock(
+            profile,
+            &text,
+            op,
+            &target,
+            to.as_deref(),
+            &checked,
+            format,
+            out,
+            err,
+        );
+    }
     if text.trim_start().starts_with('{') {
         return explain_bwrap(
             profile,

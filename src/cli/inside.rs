@@ -22,6 +22,11 @@ pub struct InitArgs {
     /// Where the command starts, if it is there inside (else `/`).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// `exec.isolation = "landlock"`: no namespace around this init; it
+    /// keeps every process the command starts as its descendant, and ends
+    /// them all when the command ends or sealc goes away.
+    #[arg(long)]
+    landlock: bool,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<OsString>,
 }
@@ -58,6 +63,19 @@ pub struct ConfineArgs {
     /// A path beneath which writes are allowed.
     #[arg(long)]
     write: Vec<OsString>,
+    /// `exec.isolation = "landlock"`: reads too are Landlock's, and these
+    /// are the rules (each repeated as needed).
+    #[arg(long)]
+    landlock_abi: Option<i32>,
+    /// A path beneath which reads are allowed.
+    #[arg(long, requires = "landlock_abi")]
+    read: Vec<OsString>,
+    /// A path beneath which directories may be listed.
+    #[arg(long, requires = "landlock_abi")]
+    list: Vec<OsString>,
+    /// A path kept out of the read rules that hold it.
+    #[arg(long, requires = "landlock_abi")]
+    hide: Vec<OsString>,
     /// The pipe that carries the command's environment.
     #[arg(long)]
     env_fd: Option<i32>,
@@ -78,7 +96,7 @@ pub(super) fn init(a: InitArgs, err: &mut dyn Write) -> i32 {
     if let Some(cwd) = &a.cwd {
         let _ = std::env::set_current_dir(cwd);
     }
-    match crate::exec::init_main(a.env_fd, a.status_fd, bridge, &a.command) {
+    match crate::exec::init_main(a.env_fd, a.status_fd, bridge, a.landlock, &a.command) {
         Ok(code) => code,
         Err(e) => {
             let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");
@@ -97,7 +115,13 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
         } else {
             crate::exec::Tcp::Only(a.tcp_port)
         },
-        require_landlock: a.require_landlock,
+        require_landlock: a.require_landlock || a.landlock_abi.is_some(),
+        reads: a.landlock_abi.map(|abi| crate::exec::Reads {
+            abi,
+            read: a.read,
+            list: a.list,
+            hide: a.hide,
+        }),
     };
     use crate::exec::StartFailure;
     let (kind, e) = crate::exec::confine_main(&c, a.env_fd, a.status_fd, &a.command);

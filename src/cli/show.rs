@@ -197,14 +197,18 @@ fn to_text(l: &Loaded) -> String {
             out.push_str("  (`--artifacts DIR` names where the artifact files are)\n");
         }
     }
-    let artifact = match p.platform.as_str() {
-        "linux" => "seal.bwrap.json",
+    let artifact = match (p.platform.as_str(), p.isolation.as_deref()) {
+        ("linux", Some(i)) if i.starts_with("landlock") => "seal.landlock.json",
+        ("linux", _) => "seal.bwrap.json",
         _ => "seal.sb",
     };
     out.push_str(&format!(
         "platform {} ({artifact}), base {}\n",
         p.platform, p.base
     ));
+    if let Some(isolation) = &p.isolation {
+        out.push_str(&format!("isolation {isolation}\n"));
+    }
     if let Some(proc) = &p.proc {
         out.push_str(&format!("/proc {proc}\n"));
     }

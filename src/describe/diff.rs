@@ -130,6 +130,26 @@ pub(super) fn diff_seal(old: &Policy, new: &Policy, out: &mut Vec<Change>) {
             format!("platform {} (was {})", new.platform, old.platform),
         );
     }
+    if old.isolation != new.isolation {
+        // Landlock alone keeps less than the namespaces around it.
+        let landlock = |i: &Option<String>| i.as_deref().is_some_and(|i| i.starts_with("landlock"));
+        let effect = match (landlock(&old.isolation), landlock(&new.isolation)) {
+            (false, true) => Effect::More,
+            (true, false) => Effect::Less,
+            _ => Effect::Changed,
+        };
+        push(
+            out,
+            effect,
+            Section::Seal,
+            "isolation",
+            format!(
+                "isolation {} (was {})",
+                new.isolation.as_deref().unwrap_or("-"),
+                old.isolation.as_deref().unwrap_or("-")
+            ),
+        );
+    }
     if old.proc != new.proc {
         // What the agent sees: none < fresh < host.
         let rank = |p: &Option<String>| {

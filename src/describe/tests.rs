@@ -19,6 +19,7 @@ fn policy() -> Policy {
         description: None,
         platform: "macos".into(),
         base: "allow-default".into(),
+        isolation: None,
         proc: None,
         filesystem: Filesystem {
             base_reads: String::new(),

@@ -22,6 +22,7 @@ pub const ENV_LOADER: &str = "sealc::env::loader";
 pub const ENV_NAME: &str = "sealc::env::name";
 pub const ENV_VALUE: &str = "sealc::env::value";
 pub const EXEC_COMMAND: &str = "sealc::exec::command";
+pub const EXEC_ISOLATION: &str = "sealc::exec::isolation";
 pub const EXEC_IN_WRITE_ROOT: &str = "sealc::exec::in-write-root";
 pub const EXEC_NO_BWRAP: &str = "sealc::exec::no-bwrap";
 pub const EXEC_HOST_LAYERS: &str = "sealc::exec::host-layers";

@@ -309,6 +309,11 @@ deny_read = [\"${ws}/link\"]",
         "[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/opt/tools\"]\n[exec]\nbwrap = \"/opt/tools/bwrap\"",
     ),
     (
+        code::EXEC_ISOLATION,
+        "a Linux seal with `exec.isolation = \"landlock\"` asks for what Landlock without namespaces cannot keep: a protected path (a Codex seal's config among them) or a denied root inside a write root, network mode `allowlist`, or an `exec.proc` other than the host's; and, as a warning, `exec.isolation` or `exec.proc` in a spec compiled for macOS, whose seal runs under seatbelt whatever they say",
+        "[target]\nplatform = \"linux\"\n[exec]\nisolation = \"landlock\"\n[network]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\nports = [443]",
+    ),
+    (
         code::EXEC_NO_BWRAP,
         "a Linux seal is compiled on a Linux host where its bubblewrap (`[exec] bwrap`, default `/usr/bin/bwrap`) does not exist, so `sealc exec` cannot run it here (a warning)",
         "# on a Linux host without /usr/bin/bwrap: sealc compile spec.toml --platform linux",

@@ -53,6 +53,23 @@ pub struct Confinement {
     /// goes (`exec.proc = "host"`: it keeps the command out of other
     /// processes' `/proc` entries).
     pub require_landlock: bool,
+    /// `exec.isolation = "landlock"`: Landlock holds reads too.
+    pub reads: Option<Reads>,
+}
+
+/// The read rules of the Landlock mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reads {
+    /// The ABI the seal needs at the least.
+    pub abi: i32,
+    /// Read (and execute) beneath these paths.
+    pub read: Vec<OsString>,
+    /// List directories beneath these paths.
+    pub list: Vec<OsString>,
+    /// Kept out of the read rules that hold them: their siblings are
+    /// granted instead, as the directories on the way are when the command
+    /// starts.
+    pub hide: Vec<OsString>,
 }
 
 /// A system call's name (without `SYS_`) and its number on this
@@ -73,12 +90,14 @@ macro_rules! sys {
 #[path = "inside/landlock.rs"]
 mod landlock_layer;
 mod seccomp;
+mod tree;
 use self::landlock_layer::apply_landlock;
 pub use self::landlock_layer::landlock_abi;
 use self::seccomp::install;
 pub use self::seccomp::{filters, Refusals};
 #[cfg(test)]
 use self::seccomp::{named, named_enosys, rules};
+pub(crate) use self::tree::descendants;
 
 /// `sealc __confine`: read the command's environment from `env_fd` (when
 /// given), apply Landlock, then the filter, then become the command with
@@ -166,6 +185,7 @@ fn confine_and_exec(
         )));
     }
     let refusals = Refusals {
+        landlock: c.reads.is_some(),
         offline: c.offline,
         file_size: c
             .limits
@@ -365,6 +385,7 @@ pub fn init_main(
     env_fd: i32,
     status_fd: Option<i32>,
     bridge: Option<(&str, &Path)>,
+    landlock: bool,
     command: &[OsString],
 ) -> Result<i32, Failure> {
     // The first line on the status pipe: bubblewrap built the sandbox and
@@ -372,7 +393,7 @@ pub fn init_main(
     // as built (bubblewrap reports its child on `--info-fd` before the
     // child has mounted anything, and may still fail after).
     say(status_fd, &format!("{INIT_LINE}\n"));
-    let r = init_run(env_fd, status_fd, bridge, command);
+    let r = init_run(env_fd, status_fd, bridge, landlock, command);
     if let Err(e) = &r {
         say(
             status_fd,
@@ -406,6 +427,7 @@ fn init_run(
     env_fd: i32,
     status_fd: Option<i32>,
     bridge: Option<(&str, &Path)>,
+    landlock: bool,
     command: &[OsString],
 ) -> Result<i32, Failure> {
     // Not dumpable: nothing inside (same uid) can ptrace it or read its
@@ -427,7 +449,13 @@ fn init_run(
     // The init's own filter: the rules every process inside has (the
     // command's file size rules come with `__confine`, after it has set the
     // limit, which they would refuse).
-    install(Refusals::default())?;
+    install(Refusals {
+        landlock,
+        ..Refusals::default()
+    })?;
+    if landlock {
+        tree::take_charge()?;
+    }
     if let Some((listen, socket)) = bridge {
         let listener = TcpListener::bind(listen)
             .map_err(|e| Failure::os(format!("cannot listen on {listen}"), e))?;
@@ -481,6 +509,11 @@ fn init_run(
             Err(e) => return Err(Failure::os("cannot wait for the command", e)),
         }
     };
+    if landlock {
+        // What the command left running ends with it, as a pid namespace
+        // ends with its pid 1.
+        tree::end_all();
+    }
     if let Some(fd) = status_fd {
         let line = match (status.terminating_signal(), own_ns) {
             (Some(n), Some(t)) => format!("signaled {n} cpu_ns {t}\n"),

@@ -17,14 +17,19 @@ pub enum Mechanism {
     /// Linux: bubblewrap's namespaces with sealc's init as pid 1 and
     /// `__confine` (Landlock, seccomp, rlimits) before the command.
     Bubblewrap,
+    /// Linux, `exec.isolation = "landlock"`: no namespace; sealc's init
+    /// (the command's subreaper, in a session of its own) and `__confine`,
+    /// whose Landlock rules hold reads as well as writes.
+    Landlock,
 }
 
 impl Mechanism {
     /// The mechanism a seal is run with.
     pub fn of(ir: &Ir) -> Mechanism {
-        match ir.platform {
-            Platform::Macos => Mechanism::Seatbelt,
-            Platform::Linux => Mechanism::Bubblewrap,
+        match (ir.platform, ir.exec.isolation) {
+            (Platform::Macos, _) => Mechanism::Seatbelt,
+            (Platform::Linux, crate::spec::Isolation::Namespaces) => Mechanism::Bubblewrap,
+            (Platform::Linux, crate::spec::Isolation::Landlock) => Mechanism::Landlock,
         }
     }
 
@@ -34,7 +39,7 @@ impl Mechanism {
     pub fn has_init(self) -> bool {
         match self {
             Mechanism::Seatbelt => false,
-            Mechanism::Bubblewrap => true,
+            Mechanism::Bubblewrap | Mechanism::Landlock => true,
         }
     }
 
@@ -42,7 +47,9 @@ impl Mechanism {
     /// proxied network mode of a seal that isolates the network).
     pub fn bridges(self, ir: &Ir) -> bool {
         match self {
-            Mechanism::Seatbelt => false,
+            // The Landlock mode shares the host's network: the command
+            // connects to the proxy itself, and Landlock allows that port.
+            Mechanism::Seatbelt | Mechanism::Landlock => false,
             Mechanism::Bubblewrap => ir.network.mode.proxied(),
         }
     }

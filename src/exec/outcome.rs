@@ -141,16 +141,19 @@ pub(super) fn classify(
         // mount it was refused) is no outcome of the command's.
         let mut lines = status_text.lines();
         if lines.next() != Some(inside::INIT_LINE) {
-            let when = if info.contains("child-pid") {
-                "while it was building the sandbox"
+            let message = if plan.mechanism == super::Mechanism::Landlock {
+                format!("sealc's init ended (exit {code}) before it started: nothing of the command ran")
             } else {
-                "before it made the sandbox's namespaces"
+                let when = if info.contains("child-pid") {
+                    "while it was building the sandbox"
+                } else {
+                    "before it made the sandbox's namespaces"
+                };
+                format!("bubblewrap ended (exit {code}) {when}: nothing of the command ran")
             };
             return O::CouldNotStart {
                 phase: report::Phase::SandboxStart,
-                message: format!(
-                    "bubblewrap ended (exit {code}) {when}: nothing of the command ran"
-                ),
+                message,
             };
         }
         for line in lines {

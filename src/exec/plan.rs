@@ -182,8 +182,81 @@ pub fn plan(
             linux(ir, command, rt, &mut plan)?;
             Ok(plan)
         }
+        super::Mechanism::Landlock => {
+            landlock_only(ir, command, rt, &mut plan);
+            Ok(plan)
+        }
     }
 }
+
+/// The plan of the Landlock mode: sealc's own binary (the running one,
+/// through `/proc/self/exe`, so the agent's user need not reach its path)
+/// as the init, then `__confine` with the seal's rules, then the command.
+fn landlock_only(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Plan) {
+    let mut args: Vec<OsString> = vec!["__init".into(), "--landlock".into()];
+    let mut fds = Vec::new();
+    let mut slot = |args: &mut Vec<OsString>, source: FdSource, what: &str| {
+        fds.push(FdSlot {
+            at: args.len(),
+            source,
+        });
+        args.push(placeholder(what));
+    };
+    if let Some(cwd) = rt.cwd {
+        args.extend(["--cwd".into(), cwd.as_os_str().to_owned()]);
+    }
+    args.push("--env-fd".into());
+    slot(&mut args, FdSource::Env, "env");
+    args.push("--status-fd".into());
+    slot(&mut args, FdSource::Status, "status");
+    args.extend(["--".into(), SELF_EXE.into(), "__confine".into()]);
+    args.push("--env-fd".into());
+    slot(&mut args, FdSource::Env, "env");
+    args.push("--status-fd".into());
+    slot(&mut args, FdSource::Status, "status");
+    for (k, v) in ir.exec.limits.set() {
+        if !k.outside() {
+            args.extend(["--limit".into(), format!("{}={v}", k.key()).into()]);
+        }
+    }
+    if ir.network.mode != NetMode::Open {
+        args.push("--offline".into());
+    }
+    let policy = crate::backend::landlock::policy(ir);
+    args.extend([
+        "--landlock-abi".into(),
+        crate::backend::landlock::abi_needed(ir).to_string().into(),
+    ]);
+    use crate::backend::landlock::Access;
+    for r in &policy.rules {
+        let opt = match r.access {
+            Access::Read => "--read",
+            Access::List => "--list",
+            Access::Write => "--write",
+        };
+        args.extend([opt.into(), r.path.clone().into()]);
+    }
+    for h in &policy.hidden {
+        args.extend(["--hide".into(), h.path.clone().into()]);
+    }
+    match &policy.tcp_connect {
+        None => args.push("--tcp-any".into()),
+        Some(ports) => {
+            for p in ports {
+                args.extend(["--tcp-port".into(), p.to_string().into()]);
+            }
+        }
+    }
+    args.push("--".into());
+    args.extend(command.iter().cloned());
+    plan.program = SELF_EXE.into();
+    plan.args = args;
+    plan.fds = fds;
+}
+
+/// The running sealc, whatever its path names now (also to a user that
+/// cannot reach that path).
+pub const SELF_EXE: &str = "/proc/self/exe";
 
 /// The command as it runs: a bare command name that is the recorded
 /// launcher's file name (`codex` for `.../bin/codex`) becomes the launcher's

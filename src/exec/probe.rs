@@ -176,7 +176,23 @@ pub fn fix(p: &Probe) -> String {
             None => "bubblewrap's own message is above; each step of building a sandbox worked when tried again alone".to_string(),
         },
     };
-    first
+    // Where user namespaces or mounts cannot be had, the mode without them.
+    let userns = matches!(
+        cause(p),
+        Some(
+            Cause::MaxUserNamespaces
+                | Cause::UnprivilegedUsernsClone
+                | Cause::Seccomp { .. }
+                | Cause::AppArmorUserns
+                | Cause::MaskedProc { .. }
+                | Cause::Step(..)
+        )
+    );
+    if userns {
+        format!("{first}; or, where that cannot be changed, compile the seal with `exec.isolation = \"landlock\"` (no namespaces: Landlock, seccomp and rlimits; docs/isolation.md says what it keeps)")
+    } else {
+        first
+    }
 }
 
 /// Probe this host: its word, then the steps, tried by `sealc __probe` run

@@ -129,7 +129,10 @@ pub fn run(
         keep.push(fd);
     }
     let mut cmd = Command::new(&plan.program);
-    cmd.args(&args).env_clear().process_group(0);
+    cmd.args(&args).env_clear();
+    if plan.mechanism != super::Mechanism::Landlock {
+        cmd.process_group(0);
+    } // (the Landlock mode's init starts a session of its own: its group)
     if plan.mechanism.has_init() {
         // bubblewrap starts in `/`, not in the caller's working directory:
         // its process is the agent's user's, and its `/proc/PID/cwd` would
@@ -190,6 +193,11 @@ pub fn run(
     cmd.stdin(way(ways[0]))
         .stdout(way(ways[1]))
         .stderr(way(ways[2]));
+    if plan.mechanism == super::Mechanism::Landlock {
+        // Whatever the init leaves (killed at a limit, or by a signal)
+        // comes up to sealc, never to the host's init.
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    }
     let mut signals = signal_hook::iterator::Signals::new(FORWARDED)?;
     let mut child = cmd.spawn()?;
     drop(keep); // the builder has its own copies now
@@ -260,8 +268,18 @@ pub fn run(
     let group = rustix::process::Pid::from_child(&child);
     let inside = plan.mechanism.has_init();
     let bwrap_pid = child.id();
+    let tree = plan.mechanism == super::Mechanism::Landlock;
+    // The Landlock mode's processes: every descendant of sealc but its
+    // init (sealc is their subreaper too, should the init be gone).
+    let me = std::process::id() as i32;
     let members = move || {
-        if inside {
+        if tree {
+            let init = bwrap_pid as i32;
+            inside::descendants(me)
+                .into_iter()
+                .filter(|p| *p != init)
+                .collect()
+        } else if inside {
             sandbox_members(bwrap_pid)
         } else {
             Vec::new()
@@ -393,7 +411,11 @@ pub fn run(
     // bubblewrap may be gone before its pid 1 (killed at a limit): the
     // sandbox is over only when that has ended, which the kernel lets
     // happen only after every other process of its pid namespace.
-    let survivors = init.is_some_and(|fd| !sandbox_ended(&fd));
+    let survivors = if tree {
+        !tree_ended(&members)
+    } else {
+        init.is_some_and(|fd| !sandbox_ended(&fd))
+    };
     let status = match status {
         Some(Ok(s)) => s,
         Some(Err(e)) => return Err(e),
@@ -446,6 +468,30 @@ pub(super) fn sandbox_init(info: &str) -> Option<OwnedFd> {
         None => std::fs::read_link("/proc/self/ns/pid").is_ok_and(|own| own != ns),
     };
     same.then_some(fd)
+}
+
+/// The Landlock mode's end: every process left below sealc killed and
+/// reaped (sealc is their subreaper); `false` when some are still there
+/// after ten seconds.
+fn tree_ended(members: &dyn Fn() -> Vec<i32>) -> bool {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = members();
+        for p in left
+            .iter()
+            .filter_map(|p| rustix::process::Pid::from_raw(*p))
+        {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        }
+        while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
+        if left.is_empty() {
+            return true;
+        }
+        if std::time::Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Wait until the sandbox's pid 1 has ended, with `SIGKILL` if it is still

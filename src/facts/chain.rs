@@ -184,9 +184,12 @@ pub(super) fn builders(
         (&spec.exec.sandbox_exec, crate::known::SANDBOX_EXEC)
     };
     let mut programs = vec![crate::known::ENV_BIN.to_string()];
+    // The Landlock mode starts no bubblewrap: sealc runs the command itself.
+    let starts_bwrap = !linux || spec.isolation() == crate::spec::Isolation::Namespaces;
     match given {
-        Some(p) => programs.extend(root_path(p, src, vars)),
-        None => programs.push(default.to_string()),
+        Some(p) if starts_bwrap => programs.extend(root_path(p, src, vars)),
+        None if starts_bwrap => programs.push(default.to_string()),
+        _ => {}
     }
     programs
         .into_iter()

@@ -207,6 +207,7 @@ pub fn gather_for(
     // whoever compiles (not read again by exec's comparison of facts).
     if platform.unwrap_or(spec.platform()) == Platform::Linux
         && host.platform() == Some(Platform::Linux)
+        && spec.isolation() == crate::spec::Isolation::Namespaces
     {
         let proc = spec.exec.proc.as_ref().map(|p| p.value).unwrap_or_default();
         layers::warn_obstacles(host, proc, &mut diags);
@@ -346,7 +347,10 @@ pub fn gather_all(
         &mut diags,
     );
     let builders = builders(spec, src, &vars, linux, host);
-    if linux && host.platform() == Some(Platform::Linux) {
+    if linux
+        && host.platform() == Some(Platform::Linux)
+        && spec.isolation() == crate::spec::Isolation::Namespaces
+    {
         no_bwrap(spec, &builders, &mut diags);
     }
 

@@ -7,6 +7,7 @@
 
 mod asserts;
 mod codex;
+mod isolation;
 pub use codex::codex_inexpressible;
 mod launcher;
 mod network;
@@ -186,8 +187,11 @@ pub struct ExecIr {
     pub bwrap: String,
     pub timeout: Option<(String, u64)>,
     pub limits: LimitsIr,
-    /// The Linux sandbox's `/proc` (`exec.proc`).
+    /// The Linux sandbox's `/proc` (`exec.proc`; `host` in the Landlock
+    /// mode, which has no other).
     pub proc: crate::spec::ProcMode,
+    /// How a Linux seal confines the command (`exec.isolation`).
+    pub isolation: crate::spec::Isolation,
 }
 
 /// The run's limits (`[limits]`), each checked to be in range. The wall
@@ -457,6 +461,7 @@ impl Lower<'_> {
         let codex = self.codex(spec, &roots, &env);
         let mut roots = roots;
         self.codex_protected(spec, &mut roots, &codex);
+        self.isolation(spec, &roots, &network);
         let pins = pins(&roots, self.platform(spec));
         let asserts = self.asserts(spec);
         let ipc_allowed = self.ipc_allowed(spec);

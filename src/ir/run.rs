@@ -31,12 +31,23 @@ impl Lower<'_> {
             Some((bin?, secs as u64))
         });
         let limits = self.limits(spec, timeout.as_ref().map(|(_, s)| *s));
+        // Linux only: a macOS seal runs under seatbelt whatever it says.
+        let isolation = match self.platform(spec) {
+            Platform::Linux => x.isolation.as_ref().map(|i| i.value).unwrap_or_default(),
+            Platform::Macos => crate::spec::Isolation::Namespaces,
+        };
         ExecIr {
             sandbox_exec,
             bwrap,
             timeout,
             limits,
-            proc: x.proc.as_ref().map(|p| p.value).unwrap_or_default(),
+            proc: match isolation {
+                crate::spec::Isolation::Landlock => crate::spec::ProcMode::Host,
+                crate::spec::Isolation::Namespaces => {
+                    x.proc.as_ref().map(|p| p.value).unwrap_or_default()
+                }
+            },
+            isolation,
         }
     }
 

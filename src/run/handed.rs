@@ -72,7 +72,10 @@ pub(super) fn confine_and_wait(
                 Some(Outcome::CouldNotStart { phase, message }) => {
                     // bubblewrap could not build the sandbox: why, as far
                     // as its steps tried again one by one can tell.
-                    let help = if *phase == crate::exec::report::Phase::SandboxStart {
+                    let landlock = plan.mechanism == crate::exec::Mechanism::Landlock;
+                    let help = if *phase == crate::exec::report::Phase::SandboxStart && landlock {
+                        vec!["the Landlock mode's init or `__confine` said why above; `sealc doctor` says what this host has".to_string()]
+                    } else if *phase == crate::exec::report::Phase::SandboxStart {
                         let probe = crate::exec::probe::probe(plan.user.map(|i| (i.uid, i.gid)));
                         super::help::sandbox_start_help(&probe)
                     } else {

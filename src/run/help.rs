@@ -148,6 +148,36 @@ pub(super) fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> se
         });
     }
     let abi = crate::exec::landlock_abi();
+    if ir.exec.isolation == crate::spec::Isolation::Landlock {
+        let policy = crate::backend::landlock::policy(ir);
+        let mut applied = Vec::new();
+        if abi >= 1 {
+            applied.push("reads only beneath the read rules (data: never beneath a hidden root), writes only beneath the write roots and devices");
+        }
+        if abi >= 4 && policy.tcp_connect.is_some() {
+            applied.push("TCP connect only to the listed ports, and no TCP bind");
+        }
+        if abi >= 6 {
+            applied.push("abstract unix sockets and signals scoped to the command");
+        } else {
+            applied.push("NOT applied (ABI 6 needed): abstract unix sockets and signals outside the command stay reachable");
+        }
+        return serde_json::json!({
+            "isolation": "landlock: no namespace; the host's filesystem, network, processes and /proc, under the rules below",
+            "landlock": {
+                "abi": abi,
+                "needed": crate::backend::landlock::abi_needed(ir),
+                "applied": applied,
+                "rules": policy.rules.iter().map(|r| format!("{} {}", r.access.as_str(), r.path)).collect::<Vec<_>>(),
+                "hidden": policy.hidden.iter().map(|h| h.path.clone()).collect::<Vec<_>>(),
+                "tcp_connect": policy.tcp_connect,
+            },
+            "proc": crate::describe::proc_words(ir.exec.proc),
+            "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
+            "seccomp": crate::backend::landlock::refused_here(ir),
+            "processes": "sealc's init is the command's subreaper, in a session of its own; every process below it ends when the command ends or sealc goes away",
+        });
+    }
     let landlock = crate::backend::bwrap::landlock(ir);
     let mut applied = Vec::new();
     if abi >= 1 {

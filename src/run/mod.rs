@@ -157,6 +157,8 @@ struct Ctx {
     /// Started by root: how the agent's user may write the write roots,
     /// `idmapped` or `chowned`.
     write_roots: Option<&'static str>,
+    /// The seal runs with `exec.isolation = "landlock"`.
+    landlock_mode: bool,
     /// The idmapped trees of the write roots, until the run ends.
     trees: Vec<crate::exec::idmap::Tree>,
     /// Started by root: `UID:GID` the agent ran as on the host.
@@ -220,6 +222,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         result: None,
         hand_back: Vec::new(),
         write_roots: None,
+        landlock_mode: false,
         trees: Vec::new(),
         user: None,
         report_refused: false,

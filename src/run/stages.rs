@@ -227,6 +227,28 @@ fn host_check(
     // keeps the sandbox's processes from opening another's `root`, `cwd`,
     // `fd` or `environ` there (it refuses them as it refuses ptrace of a
     // process outside its domain). Without it, nothing starts.
+    let landlock_mode = crate::exec::Mechanism::of(ir) == crate::exec::Mechanism::Landlock;
+    ctx.landlock_mode = landlock_mode;
+    if landlock_mode {
+        let (have, needed) = (
+            crate::exec::landlock_abi(),
+            i32::from(crate::backend::landlock::abi_needed(ir)),
+        );
+        if have < needed {
+            let what = if needed > 1 {
+                "Landlock ABI 4 or newer (TCP rules: without them the command would reach the whole network)"
+            } else {
+                "Landlock"
+            };
+            return Err(Refusal::new(
+                crate::exec::SANDBOX_FAILED,
+                format!(
+                    "this seal runs with `exec.isolation = \"landlock\"`, which needs {what}, and this kernel has ABI {have}, so nothing was started"
+                ),
+            )
+            .help("run it on a kernel with that Landlock ABI (4: Linux 6.7; `landlock` in the `lsm=` list), or compile it with the namespaces mode where this host can make user namespaces; `sealc doctor` says what this host has"));
+        }
+    }
     if ir.platform == crate::spec::Platform::Linux && ir.exec.proc == crate::spec::ProcMode::Host {
         if crate::exec::landlock_abi() < 1 {
             return Err(Refusal::new(
@@ -535,6 +557,16 @@ fn hand_over_how(
     notes: &mut dyn Notes,
     ctx: &mut Ctx,
 ) -> Result<Option<crate::exec::user::Dynamic>, Refusal> {
+    if ctx.landlock_mode {
+        // No mount namespace to idmap in: the roots are chowned for the
+        // run, by design of the mode.
+        notes.note(Note::Said(format!(
+            "the write roots are handed to the agent's user ({}:{}) by chown for the run, and back after it (`exec.isolation = \"landlock\"` has no mount to idmap)",
+            ids.uid, ids.gid
+        )));
+        ctx.write_roots = Some("chowned");
+        return Ok(None);
+    }
     let own = if opts.user.is_none() {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
         let group = std::fs::read_to_string("/etc/group").unwrap_or_default();

@@ -368,6 +368,46 @@ pub struct Exec {
     #[serde(default)]
     #[schemars(extend("default" = "fresh"))]
     pub proc: Option<Spanned<ProcMode>>,
+    /// How a Linux seal confines the command: `namespaces` (bubblewrap's
+    /// user, mount, pid and network namespaces, then Landlock and seccomp;
+    /// the default), or `landlock` (no namespace at all: Landlock, seccomp
+    /// and rlimits on the command as the host runs it; for containers and
+    /// hosts where user namespaces cannot be made; docs/isolation.md says
+    /// what each guarantee becomes).
+    #[serde(default)]
+    #[schemars(extend("default" = "namespaces"))]
+    pub isolation: Option<Spanned<Isolation>>,
+}
+
+/// How a Linux seal confines the command (`exec.isolation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// bubblewrap's namespaces, then Landlock, seccomp and rlimits inside.
+    #[default]
+    Namespaces,
+    /// Landlock, seccomp and rlimits on the command, without namespaces.
+    Landlock,
+}
+
+impl Spec {
+    /// `exec.isolation`, or its default.
+    pub fn isolation(&self) -> Isolation {
+        self.exec
+            .isolation
+            .as_ref()
+            .map(|i| i.value)
+            .unwrap_or_default()
+    }
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Namespaces => "namespaces",
+            Isolation::Landlock => "landlock",
+        }
+    }
 }
 
 /// What the Linux sandbox gets as `/proc` (`exec.proc`).

@@ -73,6 +73,7 @@ pub const SHAPES: &[(&str, &str)] = &[
     ("exec.timeout.bin", "bin = \"/usr/bin/timeout\""),
     ("exec.timeout.seconds", "seconds = 240"),
     ("exec.proc", "proc = \"none\""),
+    ("exec.isolation", "isolation = \"landlock\""),
     ("limits", "limits = { wall_seconds = 1800 }"),
     ("limits.wall_seconds", "wall_seconds = 1800"),
     ("limits.cpu_seconds", "cpu_seconds = 600"),

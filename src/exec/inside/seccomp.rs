@@ -33,6 +33,8 @@ pub struct Refusals {
     /// `SIGXFSZ` fire at a size the seal did not set, nor deliver that
     /// signal by a number the filter cannot read.
     pub file_size: bool,
+    /// The entries of the Landlock mode (`exec.isolation = "landlock"`).
+    pub landlock: bool,
 }
 
 /// The signals that name a limit in the run report (`SIGXCPU`, `SIGXFSZ`):
@@ -106,6 +108,17 @@ pub(super) fn number_of(call: &str) -> Option<i64> {
         sys!(SYS_prlimit64),
         sys!(SYS_timer_create),
         sys!(SYS_mq_notify),
+        sys!(SYS_shmget),
+        sys!(SYS_shmat),
+        sys!(SYS_shmctl),
+        sys!(SYS_msgget),
+        sys!(SYS_msgsnd),
+        sys!(SYS_msgrcv),
+        sys!(SYS_msgctl),
+        sys!(SYS_semget),
+        sys!(SYS_semop),
+        sys!(SYS_semtimedop),
+        sys!(SYS_semctl),
         #[cfg(target_arch = "x86_64")]
         sys!(SYS_chmod),
         #[cfg(target_arch = "x86_64")]
@@ -218,6 +231,34 @@ fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, Failure> {
             cond(2, Qword, Op::Ne, 0)?,
         ])?],
         Cond::Sigevent => vec![rule(vec![cond(1, Qword, Op::Ne, 0)?])?],
+        Cond::InetNotTcp => {
+            let mut out = Vec::new();
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                let fam = || cond(0, Dword, Op::Eq, family as u64);
+                // Any type but a stream (the low bits; the high ones are
+                // SOCK_NONBLOCK and SOCK_CLOEXEC).
+                for ty in [
+                    libc::SOCK_DGRAM,
+                    libc::SOCK_RAW,
+                    libc::SOCK_RDM,
+                    libc::SOCK_SEQPACKET,
+                    libc::SOCK_DCCP,
+                    10, // SOCK_PACKET (obsolete, and deprecated in the libc crate)
+                ] {
+                    out.push(rule(vec![
+                        fam()?,
+                        cond(1, Dword, Op::MaskedEq(0xf), ty as u64)?,
+                    ])?);
+                }
+                // A stream of another protocol than TCP (0 is TCP's default).
+                out.push(rule(vec![
+                    fam()?,
+                    cond(2, Dword, Op::Ne, 0)?,
+                    cond(2, Dword, Op::Ne, libc::IPPROTO_TCP as u64)?,
+                ])?);
+            }
+            out
+        }
     })
 }
 
@@ -228,7 +269,7 @@ type Cond2 = (u8, u64);
 /// `answer`, each with its number and rules.
 fn named_as(r: Refusals, answer: crate::refusals::Answer) -> Result<Named, Failure> {
     let mut v = Named::new();
-    for entry in crate::refusals::applying(r.offline, r.file_size) {
+    for entry in crate::refusals::applying_in(r.offline, r.file_size, r.landlock) {
         for part in entry.parts.iter().filter(|p| p.answer == answer) {
             let Some(nr) = number_of(part.call) else {
                 if X86_64_ONLY.contains(&part.call) && !cfg!(target_arch = "x86_64") {

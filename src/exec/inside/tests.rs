@@ -16,24 +16,23 @@ fn the_environment_round_trips_through_the_pipe_encoding() {
     );
 }
 
-const ALL: [Refusals; 4] = [
-    Refusals {
+const ALL: [Refusals; 8] = {
+    let mut all = [Refusals {
         offline: false,
         file_size: false,
-    },
-    Refusals {
-        offline: true,
-        file_size: false,
-    },
-    Refusals {
-        offline: false,
-        file_size: true,
-    },
-    Refusals {
-        offline: true,
-        file_size: true,
-    },
-];
+        landlock: false,
+    }; 8];
+    let mut i = 0;
+    while i < 8 {
+        all[i] = Refusals {
+            offline: i & 1 != 0,
+            file_size: i & 2 != 0,
+            landlock: i & 4 != 0,
+        };
+        i += 1;
+    }
+    all
+};
 
 #[test]
 fn the_filters_build_for_this_machine() {
@@ -74,7 +73,11 @@ fn the_refused_list_names_exactly_the_calls_the_filter_refuses() {
     // Calls x86_64 has and other architectures do not.
     let x86_64_only = ["chmod", "open", "creat", "mknod"];
     for r in ALL {
-        let list = crate::backend::bwrap::refused_for(r.offline, r.file_size);
+        let mut list = crate::backend::bwrap::refused_for(r.offline, r.file_size);
+        if r.landlock {
+            // What `seal.landlock.json` lists besides.
+            list.extend(crate::refusals::landlock_mode(r.offline));
+        }
         let mut listed = BTreeSet::new();
         for entry in &list {
             if entry.starts_with("x32 ") {

@@ -197,7 +197,10 @@ impl Cx {
         let Some(t) = self.table("exec", v) else {
             return Exec::default();
         };
-        t.finish(self, &["sandbox_exec", "bwrap", "timeout", "proc"]);
+        t.finish(
+            self,
+            &["sandbox_exec", "bwrap", "timeout", "proc", "isolation"],
+        );
         let timeout = t.get("timeout").and_then(|tv| {
             let tt = self.table("exec.timeout", tv)?;
             tt.finish(self, &["bin", "seconds"]);
@@ -231,6 +234,14 @@ impl Cx {
                     ("fresh", ProcMode::Fresh),
                     ("none", ProcMode::None),
                     ("host", ProcMode::Host),
+                ],
+            ),
+            isolation: self.enum_value(
+                &t,
+                "isolation",
+                &[
+                    ("namespaces", Isolation::Namespaces),
+                    ("landlock", Isolation::Landlock),
                 ],
             ),
         }
