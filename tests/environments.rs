@@ -1123,6 +1123,30 @@ fn the_landlock_mode_refuses_what_it_cannot_keep() {
         "{}",
         text(&show)
     );
+    // `--dry-run` says the mode, the rules and what the kernel applies.
+    let dry = Command::new(SEALC)
+        .args([
+            "exec",
+            &t.join("seal/seal.json").display().to_string(),
+            "--dry-run",
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap_or_default();
+    assert!(
+        json["layers"]["isolation"]
+            .as_str()
+            .is_some_and(|i| i.starts_with("landlock"))
+            && json["layers"]["landlock"]["hidden"]
+                .as_array()
+                .is_some_and(|h| h
+                    .iter()
+                    .any(|p| p.as_str() == Some(&*t.join("victim").to_string_lossy()))),
+        "{}",
+        text(&dry)
+    );
     let explain = Command::new(SEALC)
         .args([
             "explain",

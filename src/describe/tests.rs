@@ -183,3 +183,31 @@ fn a_changed_proc_is_told_more_or_less() {
     );
     assert_eq!(effect(ProcMode::Fresh, ProcMode::Fresh), None);
 }
+
+/// Issue 26: a seal moving to the Landlock mode keeps less (it is told as
+/// `more` for the agent), and back as `less`.
+#[test]
+fn a_changed_isolation_is_told_more_or_less() {
+    use crate::spec::Isolation;
+    let with = |i: Isolation| Policy {
+        platform: "linux".into(),
+        isolation: Some(isolation_words(i).to_string()),
+        ..policy()
+    };
+    let effect = |a: Isolation, b: Isolation| {
+        let mut out = Vec::new();
+        super::diff::diff_seal(&with(a), &with(b), &mut out);
+        out.into_iter()
+            .find(|c| c.subject == "isolation")
+            .map(|c| c.effect)
+    };
+    assert_eq!(
+        effect(Isolation::Namespaces, Isolation::Landlock),
+        Some(super::diff::Effect::More)
+    );
+    assert_eq!(
+        effect(Isolation::Landlock, Isolation::Namespaces),
+        Some(super::diff::Effect::Less)
+    );
+    assert_eq!(effect(Isolation::Landlock, Isolation::Landlock), None);
+}
