@@ -62,4 +62,4 @@ for k in namespaces landlock landlock-home; do
   read -r med mean <<<"$(stats "$k")"
   printf '%-14s %12s %12s\n' "$k" "$med" "$mean"
 done
-echo "landlock-home: $(ls -A "$work/home" | wc -l) entries beside the hidden root's way, each a rule"
+echo "landlock-home: $(ls -A "$work/home" | wc -l) entries in the home, one hidden: each other one a rule of its own"
