@@ -104,11 +104,11 @@ pub struct Answer {
     pub why: String,
 }
 
-fn allow(why: String) -> Answer {
+pub(crate) fn allow(why: String) -> Answer {
     Answer { allowed: true, why }
 }
 
-fn deny(why: String) -> Answer {
+pub(crate) fn deny(why: String) -> Answer {
     Answer {
         allowed: false,
         why,
@@ -116,7 +116,7 @@ fn deny(why: String) -> Answer {
 }
 
 /// The directory that holds `path`'s name; `None` for `/` or a relative path.
-fn parent(path: &str) -> Option<&str> {
+pub(crate) fn parent(path: &str) -> Option<&str> {
     match path.rsplit_once('/') {
         Some(("", "")) | None => None,
         Some(("", _)) => Some("/"),

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::ir::is_within;
-use crate::mounts::Answer;
+use crate::mounts::{allow, deny, parent, Answer};
 use crate::ops::{Access, Move, Op, Question};
 
 #[derive(Deserialize)]
@@ -60,26 +60,6 @@ pub struct Model {
     hidden: Vec<(String, String)>,
     links: BTreeMap<String, String>,
     tcp_connect: Option<Vec<u16>>,
-}
-
-fn allow(why: String) -> Answer {
-    Answer { allowed: true, why }
-}
-
-fn deny(why: String) -> Answer {
-    Answer {
-        allowed: false,
-        why,
-    }
-}
-
-/// The directory that holds `path`'s name; `None` for `/`.
-fn parent(path: &str) -> Option<&str> {
-    match path.rsplit_once('/') {
-        Some(("", "")) | None => None,
-        Some(("", _)) => Some("/"),
-        Some((dir, _)) => Some(dir),
-    }
 }
 
 impl Model {

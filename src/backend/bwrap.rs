@@ -689,32 +689,42 @@ pub fn stand_ins(ir: &Ir) -> Vec<String> {
         .collect()
 }
 
-/// Render `seal.bwrap.json`.
-pub fn render(ir: &Ir) -> Vec<u8> {
-    let absent = ir
-        .roots
+/// Roots absent when compiled, as both Linux seals list them (`absent`).
+pub(crate) fn absent(ir: &Ir) -> Vec<String> {
+    ir.roots
         .iter()
         .filter(|r| {
             r.real.is_none()
                 && !(r.kind == RootKind::WriteDevice && DEV_SET.contains(&r.path.as_str()))
         })
         .map(|r| format!("{} {}", r.kind.key(), r.path))
-        .collect();
-    let links = ir
-        .roots
+        .collect()
+}
+
+/// Roots written through a symlink, as both Linux seals list them (`links`).
+pub(crate) fn links(ir: &Ir) -> BTreeMap<String, String> {
+    ir.roots
         .iter()
         .filter(|r| !matches!(r.kind, RootKind::WriteDevice | RootKind::Protect))
         .filter_map(|r| {
             let real = r.real.as_ref()?;
             (*real != r.path).then(|| (r.path.clone(), real.clone()))
         })
-        .collect();
-    let create = ir
-        .roots
+        .collect()
+}
+
+/// Write roots `sealc exec` makes first, as both Linux seals list them (`create`).
+pub(crate) fn create(ir: &Ir) -> Vec<String> {
+    ir.roots
         .iter()
         .filter(|r| r.made)
         .filter_map(|r| r.real.clone())
-        .collect();
+        .collect()
+}
+
+/// Render `seal.bwrap.json`.
+pub fn render(ir: &Ir) -> Vec<u8> {
+    let (absent, links, create) = (absent(ir), links(ir), create(ir));
     let stand_ins = stand_ins(ir);
     let file = BwrapFile {
         absent,

@@ -312,27 +312,11 @@ pub fn refused_here(ir: &Ir) -> Vec<&'static str> {
 
 /// Render `seal.landlock.json`.
 pub fn render(ir: &Ir) -> Vec<u8> {
-    let absent = ir
-        .roots
-        .iter()
-        .filter(|r| r.real.is_none() && r.kind != RootKind::WriteDevice)
-        .map(|r| format!("{} {}", r.kind.key(), r.path))
-        .collect();
-    let links = ir
-        .roots
-        .iter()
-        .filter(|r| !matches!(r.kind, RootKind::WriteDevice | RootKind::Protect))
-        .filter_map(|r| {
-            let real = r.real.as_ref()?;
-            (*real != r.path).then(|| (r.path.clone(), real.clone()))
-        })
-        .collect();
-    let create = ir
-        .roots
-        .iter()
-        .filter(|r| r.made)
-        .filter_map(|r| r.real.clone())
-        .collect();
+    let (absent, links, create) = (
+        super::bwrap::absent(ir),
+        super::bwrap::links(ir),
+        super::bwrap::create(ir),
+    );
     let p = policy(ir);
     let file = LandlockFile {
         abi: abi_needed(ir),

@@ -592,24 +592,16 @@ fn explain(
         },
         (None, None, None) => return BAD_INPUT,
     };
-    let landlock = text.trim_start().starts_with('{')
-        && serde_json::from_str::<serde_json::Value>(&text)
-            .is_ok_and(|v| v["schema"] == crate::backend::landlock::SCHEMA);
-    if landlock {
-        return explain_landlock(
-            profile,
-            &text,
-            op,
-            &target,
-            to.as_deref(),
-            &checked,
-            format,
-            out,
-            err,
-        );
-    }
     if text.trim_start().starts_with('{') {
-        return explain_bwrap(
+        // A Linux seal: the Landlock mode's rules, or bubblewrap's steps.
+        let landlock = serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v["schema"] == crate::backend::landlock::SCHEMA);
+        let explain_linux = if landlock {
+            explain_landlock
+        } else {
+            explain_bwrap
+        };
+        return explain_linux(
             profile,
             &text,
             op,
