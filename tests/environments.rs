@@ -1112,6 +1112,13 @@ fn the_landlock_mode_refuses_what_it_cannot_keep() {
     );
     let out = compile(&ok);
     assert!(out.status.success(), "{}", text(&out));
+    // Said loudly: the proxy's port is open on every address.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sealc::exec::isolation") && err.contains("on any address"),
+        "{}",
+        text(&out)
+    );
     assert!(t.join("seal/seal.landlock.json").exists());
     assert!(!t.join("seal/seal.bwrap.json").exists());
     let show = Command::new(SEALC)

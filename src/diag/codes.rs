@@ -310,7 +310,7 @@ deny_read = [\"${ws}/link\"]",
     ),
     (
         code::EXEC_ISOLATION,
-        "a Linux seal with `exec.isolation = \"landlock\"` asks for what Landlock without namespaces cannot keep: a protected path (a Codex seal's config among them) or a denied root inside a write root, network mode `allowlist`, or an `exec.proc` other than the host's; and, as a warning, `exec.isolation` or `exec.proc` in a spec compiled for macOS, whose seal runs under seatbelt whatever they say",
+        "a Linux seal with `exec.isolation = \"landlock\"` asks for what Landlock without namespaces cannot keep: a protected path (a Codex seal's config among them) or a denied root inside a write root, network mode `allowlist`, or an `exec.proc` other than the host's; and, as warnings, network mode `proxy` in that mode (TCP to the proxy's port on any address) and `exec.isolation` or `exec.proc` in a spec compiled for macOS, whose seal runs under seatbelt whatever they say",
         "[target]\nplatform = \"linux\"\n[exec]\nisolation = \"landlock\"\n[network]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\nports = [443]",
     ),
     (

@@ -92,6 +92,24 @@ impl Lower<'_> {
                 .help("run your own proxy with network mode `proxy` (Landlock lets TCP connect only to its port), or remove `exec.isolation`"),
             );
         }
+        if network.mode == NetMode::Proxy {
+            // Landlock's TCP rules name a port, never an address.
+            let span = spec
+                .network
+                .mode
+                .as_ref()
+                .map_or_else(|| mode.span.clone(), |m| m.span.clone());
+            let port = network.proxy.as_ref().map_or(0, |p| p.port);
+            self.diags.push(
+                Diagnostic::warning(
+                    code,
+                    format!("with `exec.isolation = \"landlock\"`, network mode `proxy` lets the command connect to port {port} on any address, not only the proxy's"),
+                )
+                .at(span)
+                .label("Landlock's TCP rules name a port, not an address")
+                .help("a server the agent picks that listens on that port is reachable (a way out for data); where the namespaces mode can run, it bridges only the proxy's own address"),
+            );
+        }
         if let Some(p) = &spec.exec.proc {
             if p.value != ProcMode::Host {
                 self.diags.push(
