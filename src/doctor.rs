@@ -422,7 +422,7 @@ fn landlock_mode() -> Mode {
     let abi = crate::exec::landlock_abi();
     let mut gets = Vec::new();
     let mut lacks = vec![
-        "namespaces: the host's processes, network interfaces and /proc are seen; a hidden root's names and metadata stay readable; no private /tmp, /dev/shm or ptys (docs/isolation.md)".to_string(),
+        "namespaces: the host's processes, network interfaces and /proc are seen; a hidden root's names and metadata stay readable; no private /tmp, /dev/shm or ptys; an unprivileged caller's agent may not chmod (docs/isolation.md)".to_string(),
     ];
     if abi >= 1 {
         gets.push(format!(
@@ -455,7 +455,9 @@ fn landlock_mode() -> Mode {
         lacks,
         fix: (abi < 4).then(|| {
             if abi < 1 {
-                "this kernel has no Landlock: Linux 5.13 or newer with `landlock` in the `lsm=` list (ABI 4, for network `none` or `proxy`: Linux 6.7)".to_string()
+                "this kernel has no Landlock: the mode needs ABI 3 (Linux 6.2), and 4 (Linux 6.7) for network `none` or `proxy`, with `landlock` in the `lsm=` list".to_string()
+            } else if abi < 3 {
+                format!("this kernel's Landlock ABI is {abi}: the mode needs ABI 3 (Linux 6.2), and 4 (Linux 6.7) for network `none` or `proxy`")
             } else {
                 format!("this kernel's Landlock ABI is {abi}: a seal with network `none` or `proxy` needs ABI 4 (Linux 6.7); network `open` runs")
             }

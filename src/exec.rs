@@ -41,7 +41,8 @@ use self::outcome::{children_cpu, classify, sandbox_members, seconds};
 use self::outcome::{classify_signal, signaled_line};
 pub use self::outcome::{exit_code, exit_code_of, RunResult};
 pub use self::plan::{
-    plan, resolve_launcher, write_root_reaching, BridgePlan, FdSlot, FdSource, Plan, Runtime,
+    plan, resolve_launcher, shared_user, write_root_reaching, BridgePlan, FdSlot, FdSource, Plan,
+    Runtime,
 };
 #[cfg(test)]
 use self::stdio::relay;

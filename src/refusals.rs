@@ -27,6 +27,11 @@ pub enum When {
     /// network namespace keeps out in the namespaces mode and Landlock's
     /// TCP rules do not cover.
     LandlockOffline,
+    /// `exec.isolation = "landlock"` and an agent's user that may own
+    /// files outside the write roots (the caller's own, or a `--user`):
+    /// what Landlock cannot confine to the write roots, and read-only
+    /// mounts refuse in the namespaces mode.
+    LandlockSharedUser,
 }
 
 /// What a refused call returns.
@@ -304,10 +309,50 @@ pub const TABLE: &[Entry] = &[
             p("semctl", Always),
         ],
     ),
+    // POSIX message queues live in the host's mqueue namespace: a queue
+    // made here outlives the run, and fills the host's `queues_max`.
+    only(
+        When::Landlock,
+        "mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_getsetattr, mq_notify (POSIX message queues, the host's own)",
+        &[
+            p("mq_open", Always),
+            p("mq_unlink", Always),
+            p("mq_timedsend", Always),
+            p("mq_timedreceive", Always),
+            p("mq_getsetattr", Always),
+            p("mq_notify", Always),
+        ],
+    ),
     only(
         When::LandlockOffline,
         "socket(AF_INET, AF_INET6, other than SOCK_STREAM over TCP: UDP, ICMP, raw, SCTP, MPTCP)",
         &[p("socket", InetNotTcp)],
+    ),
+    // A socket never bound is bound by `listen` to a free port on every
+    // address: Landlock checks `bind` and `connect`, never `listen`.
+    only(When::LandlockOffline, "listen", &[p("listen", Always)]),
+    // Landlock confines neither modes, owners nor extended attributes:
+    // an agent of the caller's user could open a denied file to every
+    // local user (`chmod 666`) or tag the caller's files.
+    only(
+        When::LandlockSharedUser,
+        "chmod, fchmod, fchmodat, fchmodat2, chown, fchown, lchown, fchownat, setxattr, lsetxattr, fsetxattr, removexattr, lremovexattr, fremovexattr (modes, owners, extended attributes: the agent's user owns files outside the write roots)",
+        &[
+            p("chmod", Always),
+            p("fchmod", Always),
+            p("fchmodat", Always),
+            p("fchmodat2", Always),
+            p("chown", Always),
+            p("fchown", Always),
+            p("lchown", Always),
+            p("fchownat", Always),
+            p("setxattr", Always),
+            p("lsetxattr", Always),
+            p("fsetxattr", Always),
+            p("removexattr", Always),
+            p("lremovexattr", Always),
+            p("fremovexattr", Always),
+        ],
     ),
 ];
 
@@ -315,31 +360,43 @@ pub const TABLE: &[Entry] = &[
 /// ones when the network is not open, the `FileSize` ones when the file
 /// size is limited.
 pub fn applying(offline: bool, file_size: bool) -> impl Iterator<Item = &'static Entry> {
-    applying_in(offline, file_size, false)
+    applying_in(offline, file_size, None)
+}
+
+/// The Landlock mode (`exec.isolation = "landlock"`): whether the agent's
+/// user may own files outside the write roots (it has no uid of the run's
+/// own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LandlockMode {
+    pub shared_user: bool,
 }
 
 /// [`applying`], and in the Landlock mode its own entries too.
 pub fn applying_in(
     offline: bool,
     file_size: bool,
-    landlock: bool,
+    landlock: Option<LandlockMode>,
 ) -> impl Iterator<Item = &'static Entry> {
     TABLE.iter().filter(move |e| match e.when {
         When::Always => true,
         When::Offline => offline,
         When::FileSize => file_size,
-        When::Landlock => landlock,
-        When::LandlockOffline => landlock && offline,
+        When::Landlock => landlock.is_some(),
+        When::LandlockOffline => landlock.is_some() && offline,
+        When::LandlockSharedUser => landlock.is_some_and(|l| l.shared_user),
     })
 }
 
-/// The text of the Landlock mode's own entries.
-pub fn landlock_mode(offline: bool) -> impl Iterator<Item = &'static str> {
+/// The text of the Landlock mode's own entries (a seal lists those for a
+/// shared user: whether the agent gets a uid of its own is decided at
+/// exec, and the filter then leaves them out).
+pub fn landlock_mode(offline: bool, shared_user: bool) -> impl Iterator<Item = &'static str> {
     TABLE
         .iter()
         .filter(move |e| match e.when {
             When::Landlock => true,
             When::LandlockOffline => offline,
+            When::LandlockSharedUser => shared_user,
             _ => false,
         })
         .map(|e| e.text)

@@ -926,6 +926,16 @@ fn the_landlock_mode_runs_and_holds_everywhere() {
                 .unwrap();
             let vpid = victim.id();
             let t = lab.t.display().to_string();
+            // A file outside the write roots that the agent's user owns
+            // (the unprivileged caller's own; root's agent has a uid of
+            // the run's own, which owns nothing outside them).
+            let owned = lab.t.join("out/owned");
+            std::fs::write(&owned, "mine").unwrap();
+            std::fs::set_permissions(&owned, std::fs::Permissions::from_mode(0o600)).unwrap();
+            if who == Caller::User {
+                let (uid, gid) = common::ids(USER);
+                std::os::unix::fs::chown(&owned, Some(uid), Some(gid)).unwrap();
+            }
             let script = format!(
                 r#"echo ran > {t}/ws/ran
 cat /etc/hostname >/dev/null && echo OK:read
@@ -940,6 +950,13 @@ grep -q s3cret /proc/{vpid}/environ 2>/dev/null && echo LEAK:environ
 readlink /proc/{vpid}/fd/0 >/dev/null 2>&1 && echo LEAK:proc-fd
 readlink /proc/{vpid}/cwd >/dev/null 2>&1 && echo LEAK:proc-cwd
 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()' 2>/dev/null && echo LEAK:tcp-bind
+python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.listen()' 2>/dev/null && echo LEAK:tcp-listen
+python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).mq_open(b"/sealc-test-mq", 0o102, 0o600, None) < 0)' 2>/dev/null && echo LEAK:mqueue
+chmod 666 {t}/out/owned 2>/dev/null && echo LEAK:chmod
+python3 -c 'import os, time
+for _ in range(3000):
+    if os.fork() == 0: os._exit(0)
+time.sleep(60)' &
 cat /sys/class/net/lo/address 2>/dev/null && echo LEAK:sys
 echo x > /dev/shm/sealc-planted 2>/dev/null && echo LEAK:dev-shm
 echo x > /dev/null && echo OK:dev-null
@@ -951,6 +968,7 @@ echo done"#
             let report = lab.t.join("out/report.json");
             let _ = std::fs::remove_file(&report);
             let _ = std::fs::remove_file(lab.ran());
+            let started = std::time::Instant::now();
             let out = lab.sealc(
                 place,
                 &[
@@ -964,7 +982,22 @@ echo done"#
                     &script,
                 ],
             );
+            let took = started.elapsed();
             let said = String::from_utf8_lossy(&out.stdout);
+            // 3000 zombies and sleepers left behind end with the command,
+            // not at the wall limit (30 s).
+            v.check(took < std::time::Duration::from_secs(20), || {
+                lab.label(place, &format!("the run took {took:?} to end what it left"))
+            });
+            let mode = std::fs::metadata(&owned)
+                .map(|m| m.permissions().mode() & 0o777)
+                .ok();
+            v.check(mode == Some(0o600), || {
+                lab.label(
+                    place,
+                    &format!("a file outside the write roots changed mode: {mode:?}"),
+                )
+            });
             let all = || text(&out);
             v.check(
                 out.status.code() == Some(0)

@@ -21,14 +21,14 @@ use crate::spec::{Base, NetMode};
 /// The schema name of `seal.landlock.json`.
 pub const SCHEMA: &str = "sealc.landlock/v1";
 
-/// The Landlock ABI the mode needs at the least: 1 for the filesystem, 4
-/// where TCP is restricted (network `none` or `proxy`: without it the
+/// The Landlock ABI the mode needs at the least: 3 for the filesystem
+/// (truncation is Landlock's only from ABI 3), 4 where TCP is restricted (network `none` or `proxy`: without it the
 /// command would reach the whole network). The signal and abstract socket
 /// scopes (ABI 6) are applied where the kernel has them, and their absence
 /// is said at every run.
 pub fn abi_needed(ir: &Ir) -> u8 {
     if ir.network.mode == NetMode::Open {
-        1
+        3
     } else {
         4
     }
@@ -301,11 +301,20 @@ struct Network {
 }
 
 /// What the Landlock mode's seccomp filter refuses on top of the namespaces
-/// mode's (which a network namespace and an IPC namespace make moot there).
+/// mode's (which a network namespace and an IPC namespace make moot
+/// there). The artifact lists the entries for an agent's user shared with
+/// the host too: whether the agent gets a uid of the run's own is decided
+/// at exec (root's runs do), where the filter leaves them out.
 pub fn refused_here(ir: &Ir) -> Vec<&'static str> {
+    refused_for(ir, true)
+}
+
+/// [`refused_here`], for an agent's user shared with the host or not.
+pub fn refused_for(ir: &Ir, shared_user: bool) -> Vec<&'static str> {
     let mut out = super::bwrap::refused(ir);
     out.extend(crate::refusals::landlock_mode(
         ir.network.mode != NetMode::Open,
+        shared_user,
     ));
     out
 }

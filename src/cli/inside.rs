@@ -76,6 +76,9 @@ pub struct ConfineArgs {
     /// A path kept out of the read rules that hold it.
     #[arg(long, requires = "landlock_abi")]
     hide: Vec<OsString>,
+    /// The agent's user may own files outside the write roots.
+    #[arg(long, requires = "landlock_abi")]
+    shared_user: bool,
     /// The pipe that carries the command's environment.
     #[arg(long)]
     env_fd: Option<i32>,
@@ -121,6 +124,7 @@ pub(super) fn confine(a: ConfineArgs, err: &mut dyn Write) -> i32 {
             read: a.read,
             list: a.list,
             hide: a.hide,
+            shared_user: a.shared_user,
         }),
     };
     use crate::exec::StartFailure;

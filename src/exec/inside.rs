@@ -70,6 +70,9 @@ pub struct Reads {
     /// granted instead, as the directories on the way are when the command
     /// starts.
     pub hide: Vec<OsString>,
+    /// The agent's user may own files outside the write roots (no uid of
+    /// the run's own): modes, owners and extended attributes are refused.
+    pub shared_user: bool,
 }
 
 /// A system call's name (without `SYS_`) and its number on this
@@ -185,7 +188,9 @@ fn confine_and_exec(
         )));
     }
     let refusals = Refusals {
-        landlock: c.reads.is_some(),
+        landlock: c.reads.as_ref().map(|r| crate::refusals::LandlockMode {
+            shared_user: r.shared_user,
+        }),
         offline: c.offline,
         file_size: c
             .limits
@@ -449,12 +454,15 @@ fn init_run(
     // The init's own filter: the rules every process inside has (the
     // command's file size rules come with `__confine`, after it has set the
     // limit, which they would refuse).
+    // (The refusals for a user shared with the host come with
+    // `__confine`, which knows whether the agent has a uid of its own.)
     install(Refusals {
-        landlock,
+        landlock: landlock.then_some(crate::refusals::LandlockMode { shared_user: false }),
         ..Refusals::default()
     })?;
     if landlock {
         tree::take_charge()?;
+        tree::scope_signals();
     }
     if let Some((listen, socket)) = bridge {
         let listener = TcpListener::bind(listen)
@@ -509,11 +517,6 @@ fn init_run(
             Err(e) => return Err(Failure::os("cannot wait for the command", e)),
         }
     };
-    if landlock {
-        // What the command left running ends with it, as a pid namespace
-        // ends with its pid 1.
-        tree::end_all();
-    }
     if let Some(fd) = status_fd {
         let line = match (status.terminating_signal(), own_ns) {
             (Some(n), Some(t)) => format!("signaled {n} cpu_ns {t}\n"),
@@ -525,6 +528,12 @@ fn init_run(
         #[allow(unsafe_code)]
         let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
         let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
+    }
+    if landlock {
+        // What the command left running ends with it, as a pid namespace
+        // ends with its pid 1 (after its end is said: the outcome is the
+        // command's, however long this takes).
+        tree::end_all();
     }
     Ok(exit_code_of(status))
 }

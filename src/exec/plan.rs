@@ -227,6 +227,9 @@ fn landlock_only(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Pla
         "--landlock-abi".into(),
         crate::backend::landlock::abi_needed(ir).to_string().into(),
     ]);
+    if shared_user(rt.user) {
+        args.push("--shared-user".into());
+    }
     use crate::backend::landlock::Access;
     for r in &policy.rules {
         let opt = match r.access {
@@ -252,6 +255,13 @@ fn landlock_only(ir: &Ir, command: &[OsString], rt: &Runtime<'_>, plan: &mut Pla
     plan.program = SELF_EXE.into();
     plan.args = args;
     plan.fds = fds;
+}
+
+/// In the Landlock mode: may the agent's user own files outside the write
+/// roots (the caller's own user, or a `--user`), rather than a uid of the
+/// run's own?
+pub fn shared_user(user: Option<Ids>) -> bool {
+    !user.is_some_and(|u| super::user::of_a_run(u.uid))
 }
 
 /// The running sealc, whatever its path names now (also to a user that

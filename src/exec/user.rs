@@ -58,6 +58,12 @@ pub struct Dynamic {
 /// on disk (only the proxy bridge's directory in the temp directory, while
 /// the run lasts); a host process of the agent's user would own the
 /// sandbox's user namespace, and there is none.
+/// Is `uid` one `allocate` gives out (a uid of one run's own, owning
+/// nothing on the host but what that run was handed)?
+pub fn of_a_run(uid: u32) -> bool {
+    (DYNAMIC_BASE..DYNAMIC_BASE + DYNAMIC_COUNT).contains(&uid)
+}
+
 pub fn allocate(passwd: &str, group: &str) -> Result<Dynamic, Failure> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         Failure::new(format!(

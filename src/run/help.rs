@@ -174,7 +174,7 @@ pub(super) fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> se
             },
             "proc": crate::describe::proc_words(ir.exec.proc),
             "network": crate::proxy::layer(&ir.network, plan.proxy.as_ref()),
-            "seccomp": crate::backend::landlock::refused_here(ir),
+            "seccomp": crate::backend::landlock::refused_for(ir, crate::exec::shared_user(plan.user)),
             "processes": "sealc's init is the command's subreaper, in a session of its own; every process below it ends when the command ends or sealc goes away",
         });
     }

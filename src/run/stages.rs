@@ -90,6 +90,8 @@ pub(super) fn run(
     let idmapped = ctx.write_roots == Some("idmapped");
     // Stage 4, **confine and wait**: chowned roots are handed over first.
     if let (Some(ids), false) = (checked.user, idmapped) {
+        // A uid of the run's own where the roots are chowned (the Landlock mode).
+        let ids = prepared.own_uid.as_ref().map_or(ids, |d| d.ids);
         if let Err(e) = crate::exec::user::hand_over(&prepared.roots, ids, opts.walk_limit) {
             hand_back(opts, &checked, prepared, notes, ctx);
             return Err(Refusal::new(
@@ -235,10 +237,10 @@ fn host_check(
             i32::from(crate::backend::landlock::abi_needed(ir)),
         );
         if have < needed {
-            let what = if needed > 1 {
+            let what = if needed >= 4 {
                 "Landlock ABI 4 or newer (TCP rules: without them the command would reach the whole network)"
             } else {
-                "Landlock"
+                "Landlock ABI 3 or newer (before it, truncation outside the write roots is not Landlock's to refuse)"
             };
             return Err(Refusal::new(
                 crate::exec::SANDBOX_FAILED,
@@ -246,7 +248,7 @@ fn host_check(
                     "this seal runs with `exec.isolation = \"landlock\"`, which needs {what}, and this kernel has ABI {have}, so nothing was started"
                 ),
             )
-            .help("run it on a kernel with that Landlock ABI (4: Linux 6.7; `landlock` in the `lsm=` list), or compile it with the namespaces mode where this host can make user namespaces; `sealc doctor` says what this host has"));
+            .help("run it on a kernel with that Landlock ABI (3: Linux 6.2, 4: Linux 6.7; `landlock` in the `lsm=` list), or compile it with the namespaces mode where this host can make user namespaces; `sealc doctor` says what this host has"));
         }
     }
     if ir.platform == crate::spec::Platform::Linux && ir.exec.proc == crate::spec::ProcMode::Host {
@@ -559,13 +561,37 @@ fn hand_over_how(
 ) -> Result<Option<crate::exec::user::Dynamic>, Refusal> {
     if ctx.landlock_mode {
         // No mount namespace to idmap in: the roots are chowned for the
-        // run, by design of the mode.
+        // run, by design of the mode, to a uid of the run's own (which
+        // owns nothing else on the host, and shares nothing with another
+        // run or a host process), or to `--user`.
+        let own = match opts.user {
+            Some(_) => None,
+            None => {
+                let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+                let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+                let d = crate::exec::user::allocate(&passwd, &group).map_err(|e| {
+                    Refusal::new(
+                        crate::exec::SANDBOX_FAILED,
+                        format!("{e}, so nothing was started"),
+                    )
+                })?;
+                if let Some(e) = roots
+                    .iter()
+                    .find_map(|r| crate::exec::user::reachable(r, d.ids).err())
+                {
+                    return Err(Refusal::new(BAD_INPUT, format!("{e}, so nothing was started"))
+                        .help("let every user search each directory above the write roots (`chmod o+x`)"));
+                }
+                Some(d)
+            }
+        };
+        let agent = own.as_ref().map_or(ids, |d| d.ids);
         notes.note(Note::Said(format!(
             "the write roots are handed to the agent's user ({}:{}) by chown for the run, and back after it (`exec.isolation = \"landlock\"` has no mount to idmap)",
-            ids.uid, ids.gid
+            agent.uid, agent.gid
         )));
         ctx.write_roots = Some("chowned");
-        return Ok(None);
+        return Ok(own);
     }
     let own = if opts.user.is_none() {
         let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
@@ -653,8 +679,14 @@ fn hand_back(
     notes: &mut dyn Notes,
     ctx: &mut Ctx,
 ) {
+    let own = prepared.own_uid.as_ref().map(|d| d.ids);
     let (Some(ids), Some(owners)) = (checked.user, prepared.owners) else {
         return;
+    };
+    // Chowned to a uid of the run's own (the Landlock mode): back from it.
+    let ids = match ctx.write_roots {
+        Some("chowned") => own.unwrap_or(ids),
+        _ => ids,
     };
     let idmapped = ctx.write_roots == Some("idmapped");
     let survivors = ctx.result.as_ref().is_some_and(|r| r.survivors);

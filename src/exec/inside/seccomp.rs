@@ -34,7 +34,7 @@ pub struct Refusals {
     /// signal by a number the filter cannot read.
     pub file_size: bool,
     /// The entries of the Landlock mode (`exec.isolation = "landlock"`).
-    pub landlock: bool,
+    pub landlock: Option<crate::refusals::LandlockMode>,
 }
 
 /// The signals that name a limit in the run report (`SIGXCPU`, `SIGXFSZ`):
@@ -108,6 +108,24 @@ pub(super) fn number_of(call: &str) -> Option<i64> {
         sys!(SYS_prlimit64),
         sys!(SYS_timer_create),
         sys!(SYS_mq_notify),
+        sys!(SYS_mq_open),
+        sys!(SYS_mq_unlink),
+        sys!(SYS_mq_timedsend),
+        sys!(SYS_mq_timedreceive),
+        sys!(SYS_mq_getsetattr),
+        sys!(SYS_listen),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_chown),
+        sys!(SYS_fchown),
+        #[cfg(target_arch = "x86_64")]
+        sys!(SYS_lchown),
+        sys!(SYS_fchownat),
+        sys!(SYS_setxattr),
+        sys!(SYS_lsetxattr),
+        sys!(SYS_fsetxattr),
+        sys!(SYS_removexattr),
+        sys!(SYS_lremovexattr),
+        sys!(SYS_fremovexattr),
         sys!(SYS_shmget),
         sys!(SYS_shmat),
         sys!(SYS_shmctl),
@@ -133,7 +151,7 @@ pub(super) fn number_of(call: &str) -> Option<i64> {
 
 /// Calls x86_64 has and newer architectures do not (they have only the
 /// `*at` forms, which the table names too).
-pub(super) const X86_64_ONLY: [&str; 4] = ["chmod", "open", "creat", "mknod"];
+pub(super) const X86_64_ONLY: [&str; 6] = ["chmod", "open", "creat", "mknod", "chown", "lchown"];
 
 /// The rules of one part of an entry: its condition on the arguments (no
 /// rule: refused whatever they are).

@@ -16,18 +16,22 @@ fn the_environment_round_trips_through_the_pipe_encoding() {
     );
 }
 
-const ALL: [Refusals; 8] = {
+const ALL: [Refusals; 12] = {
     let mut all = [Refusals {
         offline: false,
         file_size: false,
-        landlock: false,
-    }; 8];
+        landlock: None,
+    }; 12];
     let mut i = 0;
-    while i < 8 {
+    while i < 12 {
         all[i] = Refusals {
             offline: i & 1 != 0,
             file_size: i & 2 != 0,
-            landlock: i & 4 != 0,
+            landlock: match i / 4 {
+                0 => None,
+                1 => Some(crate::refusals::LandlockMode { shared_user: false }),
+                _ => Some(crate::refusals::LandlockMode { shared_user: true }),
+            },
         };
         i += 1;
     }
@@ -71,12 +75,12 @@ fn names_of(entry: &str) -> Vec<String> {
 fn the_refused_list_names_exactly_the_calls_the_filter_refuses() {
     use std::collections::BTreeSet;
     // Calls x86_64 has and other architectures do not.
-    let x86_64_only = ["chmod", "open", "creat", "mknod"];
+    let x86_64_only = ["chmod", "open", "creat", "mknod", "chown", "lchown"];
     for r in ALL {
         let mut list = crate::backend::bwrap::refused_for(r.offline, r.file_size);
-        if r.landlock {
+        if let Some(l) = r.landlock {
             // What `seal.landlock.json` lists besides.
-            list.extend(crate::refusals::landlock_mode(r.offline));
+            list.extend(crate::refusals::landlock_mode(r.offline, l.shared_user));
         }
         let mut listed = BTreeSet::new();
         for entry in &list {

@@ -80,20 +80,75 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
     out
 }
 
-/// End every process below this one: `SIGKILL` to each child (an orphan
-/// below comes up to this subreaper when its parent dies, and is ended in
-/// the next round), each reaped, until none is left.
+/// Whether `kill(-1)` from this process reaches exactly the run's
+/// processes: set once this init holds a Landlock domain that scopes
+/// signals (ABI 6), in which `__confine`'s domain nests.
+static SCOPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Put this init (and so everything it starts) in a Landlock domain that
+/// scopes signals alone, where the kernel has it (ABI 6): a signal from
+/// inside then reaches no process outside the run, and the init's own
+/// `kill(-1)` reaches every process of the run and nothing else.
+pub(super) fn scope_signals() {
+    use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
+    if super::landlock_abi() < 6 {
+        return;
+    }
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::Signal)
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+    if status.is_ok_and(|s| s.ruleset == landlock::RulesetStatus::FullyEnforced) {
+        SCOPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// End every process below this one. With signals scoped (ABI 6): one
+/// `kill(-1, SIGKILL)` reaches every process of the run at once (the
+/// kernel lets no `fork` through while it runs, nor after, since each
+/// forking process has a fatal signal pending), then everything is reaped.
+/// Without: `SIGKILL` to each child in turn (an orphan below comes up to
+/// this subreaper when its parent dies, and is ended in the next round),
+/// every zombie reaped before the next look at `/proc`.
 pub(super) fn end_all() {
+    use rustix::process::{kill_process, wait, Pid, Signal, WaitOptions};
     let me = rustix::process::getpid().as_raw_nonzero().get();
     loop {
-        for c in children(me) {
-            if let Some(pid) = rustix::process::Pid::from_raw(c) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        if SCOPED.load(std::sync::atomic::Ordering::SeqCst) {
+            // SAFETY: `kill(-1, SIGKILL)` takes no pointer; the Landlock
+            // domain this process holds keeps it to the run's processes
+            // (its answer says nothing: it is 0 when every one was EPERM).
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(-1, libc::SIGKILL);
+            }
+        } else {
+            for c in children(me) {
+                if let Some(pid) = Pid::from_raw(c) {
+                    let _ = kill_process(pid, Signal::KILL);
+                }
             }
         }
-        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+        // Reap what has ended; with children left but none ended yet,
+        // wait for one; with none at all (ECHILD), the run is over.
+        let mut left = false;
+        loop {
+            match wait(WaitOptions::NOHANG) {
+                Ok(Some(_)) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(None) => {
+                    left = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if !left {
+            break;
+        }
+        match wait(WaitOptions::empty()) {
             Ok(Some(_)) | Err(rustix::io::Errno::INTR) => continue,
-            Ok(None) | Err(_) => break, // ECHILD: nothing left
+            Ok(None) | Err(_) => break,
         }
     }
 }
