@@ -905,7 +905,10 @@ fn the_landlock_mode_runs_and_holds_everywhere() {
         std::fs::write(lab.t.join("victim/key"), "the victim's key").unwrap();
         std::fs::set_permissions(lab.t.join("victim"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
-        // A process of the agent's own user, outside the run.
+        // A process of the agent's user outside the run: the unprivileged
+        // caller's own (the case Landlock's scopes alone refuse); root's
+        // agent has a uid of the run's own, so its victim is `nobody`'s,
+        // refused by the uid and the scopes both.
         let agent = match who {
             Caller::Root => "65534".to_string(),
             Caller::User => common::ids(USER).0.to_string(),
@@ -962,6 +965,7 @@ echo x > /dev/shm/sealc-planted 2>/dev/null && echo LEAK:dev-shm
 echo x > /dev/null && echo OK:dev-null
 (setsid /bin/sleep 98765 &)
 /bin/sleep 98766 &
+sleep 0.2; pgrep -f "^/bin/sleep 9876[56]" | wc -l | grep -qx 2 && echo OK:left-running
 echo done"#
             );
             let seal = lab.t.join("seal/seal.json").display().to_string();
@@ -1005,6 +1009,7 @@ echo done"#
                     && said.contains("OK:read")
                     && said.contains("OK:write")
                     && said.contains("OK:dev-null")
+                    && said.contains("OK:left-running")
                     && said.contains("done"),
                 || lab.label(place, &format!("the Landlock mode did not run\n{}", all())),
             );

@@ -34,17 +34,11 @@ pub fn abi_needed(ir: &Ir) -> u8 {
     }
 }
 
-/// Devices the command may read and write: the host's own `/dev` is
-/// otherwise out of reach (no `/dev/pts`, `/dev/ptmx` or `/dev/shm`, which
-/// are shared with the host's processes in this mode).
-pub const DEVICES: &[&str] = &[
-    "/dev/full",
-    "/dev/null",
-    "/dev/random",
-    "/dev/tty",
-    "/dev/urandom",
-    "/dev/zero",
-];
+/// Devices the command may read and write: the few bubblewrap's minimal
+/// `/dev` holds. The host's own `/dev` is otherwise out of reach (no
+/// `/dev/pts`, `/dev/ptmx` or `/dev/shm`, which are shared with the host's
+/// processes in this mode).
+pub const DEVICES: &[&str] = crate::known::DEV_SET;
 
 /// What a rule grants beneath its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
