@@ -96,12 +96,26 @@ pub fn compile_for(
 ) -> Result<Compiled, Diagnostics> {
     let spec = spec::parse(src)?;
     let (facts, warnings) = facts::gather_for(&spec, src, flags, platform, host)?;
-    let mut c = compile_parsed(spec_file, src, &spec, facts)?;
+    let (ir, lowered) = ir::lower(&spec, src, &facts)?;
+    // What `sealc lint` would warn about, so nothing is recorded without a
+    // word (a `pass` that looks like a secret above all). It reads the IR
+    // only, as the renderers do, so a big seal looks for smells on a second
+    // thread while this one renders: the same findings, in the same order.
+    let (files, smells) = std::thread::scope(|s| {
+        if ir.roots.len() < backend::PARALLEL_FROM {
+            return (render_and_prove(&ir), lint::smells_of(&spec, src, &ir));
+        }
+        let smells = s.spawn(|| lint::smells_of(&spec, src, &ir));
+        let files = render_and_prove(&ir);
+        // A panic there is this compile's panic, as on one thread.
+        let smells = smells
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (files, smells)
+    });
+    let mut c = seal(spec_file, src, ir, lowered, facts, files?);
     let mut all = warnings;
     all.extend(std::mem::take(&mut c.warnings));
-    // What `sealc lint` would warn about, so nothing is recorded without a
-    // word (a `pass` that looks like a secret above all).
-    let smells = lint::smells_of(&spec, src, &c.ir);
     // One finding per entry: a secret-looking `pass` that is not set is
     // told once, as the secret it looks like.
     let secret_spans: Vec<_> = smells
@@ -191,17 +205,35 @@ fn compile_parsed(
     facts: Facts,
 ) -> Result<Compiled, Diagnostics> {
     let (ir, warnings) = ir::lower(spec, src, &facts)?;
-    let mut files = backend::render_all(&ir);
-    prove::assertions(&ir, &files)?;
-    prove::codex_profile(&ir, &files)?;
+    let files = render_and_prove(&ir)?;
+    Ok(seal(spec_file, src, ir, warnings, facts, files))
+}
+
+/// Every artifact of the IR, and the seal's assertions proved on them.
+fn render_and_prove(ir: &Ir) -> Result<BTreeMap<String, Vec<u8>>, Diagnostics> {
+    let files = backend::render_all(ir);
+    prove::assertions(ir, &files)?;
+    prove::codex_profile(ir, &files)?;
+    Ok(files)
+}
+
+/// The record over the artifacts, and the compiled seal.
+fn seal(
+    spec_file: &str,
+    src: &str,
+    ir: Ir,
+    warnings: Diagnostics,
+    facts: Facts,
+    mut files: BTreeMap<String, Vec<u8>>,
+) -> Compiled {
     let argv = backend::argv_prefix(&ir);
     let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());
-    Ok(Compiled {
+    Compiled {
         ir,
         facts,
         files,
         record,
         warnings,
-    })
+    }
 }

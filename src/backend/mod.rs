@@ -41,6 +41,13 @@ pub fn seal_name(ir: &Ir) -> &'static str {
     }
 }
 
+/// From this many roots on, a compile looks for lint's smells on a second
+/// thread while the renderers run; below it, starting a thread costs more
+/// than it saves (benches/peers.sh). The findings are the same either way.
+/// (Rendering a profile's sections on two threads was tried: the copy that
+/// joins them cost what the second core saved.)
+pub const PARALLEL_FROM: usize = 512;
+
 /// Every artifact of the IR, by file name (relative, `/`-separated): the
 /// platform's seal (`seal.sb` or `seal.bwrap.json`), the env allowlist and
 /// the Codex config.
