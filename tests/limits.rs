@@ -314,3 +314,34 @@ fn a_report_that_cannot_be_written_is_an_error_and_nothing_is_left() {
         .collect();
     assert!(left.is_empty());
 }
+
+/// The report binds what the caller captured: each stream's `sha256` is the
+/// digest of the bytes that reached sealc's own stdout or stderr (here
+/// files, as a harness keeps its transcripts), also when the output limit
+/// cut the stream (sealc's own line on stderr then is not the command's).
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn the_report_digests_what_the_caller_captured() {
+    if !bwrap_works() {
+        return;
+    }
+    let digest = |b: &[u8]| {
+        use sha2::Digest;
+        format!("sha256:{:x}", sha2::Sha256::digest(b))
+    };
+    for (limits, script, truncated) in [
+        ("", "printf 'one\\0two\\n'; printf 'err\\x1b[31m' >&2", false),
+        ("output_bytes = 1000", "head -c 5000 /dev/zero | tr '\\0' x", true),
+    ] {
+        let lab = Lab::new(limits);
+        let (out, r) = lab.sh(script);
+        let all = format!("{}\nreport: {r:#}", text(&out));
+        assert_eq!(r["stdout"]["sha256"], digest(&out.stdout), "{all}");
+        if !truncated {
+            assert_eq!(r["stderr"]["sha256"], digest(&out.stderr), "{all}");
+        }
+        assert_eq!(r["stdout"]["bytes"], out.stdout.len(), "{all}");
+        assert_eq!(r["stdout"]["truncated"], truncated, "{all}");
+        assert_ne!(r["stdout"]["sha256"], r["stderr"]["sha256"], "{all}");
+    }
+}

@@ -103,7 +103,7 @@ impl Outcome {
 }
 
 /// What one relayed stream carried.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Stream {
     /// Bytes of the command's relayed to the caller (counted before the
     /// terminal filter, as `limits.output_bytes` counts them).
@@ -116,6 +116,12 @@ pub struct Stream {
     /// terminal filter) or `raw` (`--raw-terminal`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminal: Option<&'static str>,
+    /// `sha256:` of the bytes written to sealc's own descriptor (after the
+    /// terminal filter, when there was one): what a harness that captured
+    /// sealc's stdout or stderr holds, to bind its transcript by digest.
+    /// Absent when nothing was relayed (sealc's own descriptor was closed).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub sha256: String,
     /// Bytes past `limits.output_bytes` were dropped.
     pub truncated: bool,
 }
@@ -260,12 +266,13 @@ mod tests {
             bytes: 9,
             controls_dropped: 4,
             terminal: Some("filtered"),
+            sha256: "sha256:x".into(),
             truncated: false,
         })
         .unwrap();
         assert_eq!(
             filtered,
-            serde_json::json!({"bytes": 9, "controls_dropped": 4, "terminal": "filtered", "truncated": false})
+            serde_json::json!({"bytes": 9, "controls_dropped": 4, "sha256": "sha256:x", "terminal": "filtered", "truncated": false})
         );
     }
 }

@@ -139,6 +139,7 @@ pub(super) fn relay(
     let mut filter = (delivery == Delivery::Filtered).then(super::terminal::Filter::new);
     let mut shown = Vec::new();
     let mut open = true;
+    let mut written = <sha2::Sha256 as sha2::Digest>::new();
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => break,
@@ -165,17 +166,22 @@ pub(super) fn relay(
             if !bytes.is_empty() && to.write_all(bytes).is_err() {
                 open = false; // the caller stopped reading: drain, so nothing inside blocks
             } else {
+                sha2::Digest::update(&mut written, bytes);
                 out.bytes += room as u64;
             }
         }
     }
     if let Some(mut f) = filter {
         f.finish();
-        if open && f.styled() {
-            let _ = to.write_all(super::terminal::RESET);
+        if open && f.styled() && to.write_all(super::terminal::RESET).is_ok() {
+            sha2::Digest::update(&mut written, super::terminal::RESET);
         }
         out.controls_dropped = f.dropped();
     }
+    out.sha256 = format!(
+        "sha256:{}",
+        crate::digest::hex(&sha2::Digest::finalize(written))
+    );
     out
 }
 
