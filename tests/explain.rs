@@ -392,3 +392,37 @@ fn every_answer_has_the_one_shape() {
     assert_eq!(v["answer"], "undetermined");
     assert_eq!(v["detail"], "`rename` needs the new name: `--to PATH`");
 }
+
+/// The record is what a harness keeps: given where the seal goes, explain
+/// answers from the seal it lists beside it, with the record's links, as
+/// when asked of that seal; a record that lists no seal is refused.
+#[test]
+fn a_record_is_explained_by_the_seal_it_lists() {
+    for dir in ["tests/golden/probe-rep", "tests/golden-linux/probe-rep"] {
+        let record = golden(dir, "seal.json");
+        let seal = if dir.contains("linux") {
+            "seal.bwrap.json"
+        } else {
+            "seal.sb"
+        };
+        let by_record = explain(&[&record, "--op", "file-read-data", "/etc/passwd"]);
+        let by_seal = explain(&[&golden(dir, seal), "--op", "file-read-data", "/etc/passwd"]);
+        assert_eq!(by_record.code, by_seal.code, "{}", by_record.stderr);
+        assert_eq!(by_record.stdout, by_seal.stdout);
+        assert!(!by_record.stdout.is_empty());
+        assert!(
+            by_record.stderr.contains(&format!(
+                "is a record: explaining its seal `{}",
+                root().join(dir).join(seal).display()
+            )),
+            "{}",
+            by_record.stderr
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = tmp.path().join("seal.json");
+    std::fs::write(&bare, r#"{"schema": "sealc.record/v1", "artifacts": []}"#).unwrap();
+    let out = explain(&[bare.to_str().unwrap(), "--op", "file-read-data", "/x"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("lists no seal"), "{}", out.stderr);
+}

@@ -626,3 +626,43 @@ fn the_man_pages_name_every_command_with_exit_status_and_example() {
         compile.stdout
     );
 }
+
+/// `sealc --help`'s example, run as written (read from the help, not
+/// retyped) in a fresh checkout: it compiles, and the seal lands outside
+/// the checkout, so compile does not warn that the agent could rewrite it.
+#[test]
+fn the_help_example_runs_as_written_and_keeps_the_seal_out_of_the_checkout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, checkout) = (tmp.path().join("home"), tmp.path().join("co"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&checkout).unwrap();
+    let help = sealc(tmp.path(), &[], &["--help"]);
+    let help = String::from_utf8(help.stdout).unwrap();
+    let example = help
+        .split_once("\nExample")
+        .and_then(|(_, rest)| rest.split_once(":\n"))
+        .map(|(_, lines)| lines.trim())
+        .unwrap_or_else(|| panic!("no example in:\n{help}"));
+    assert!(example.contains("--out"), "{example}");
+    let bin = Path::new(env!("CARGO_BIN_EXE_sealc")).parent().unwrap();
+    let out = Command::new("bash")
+        .args(["-euc", example])
+        .current_dir(&checkout)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{example}\n{}", text(&out));
+    assert!(
+        home.join(".local/state/sealc/agent/seal.json").is_file(),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !codes(&String::from_utf8_lossy(&out.stderr))
+            .contains(&"sealc::out::in-write-root".to_string()),
+        "{}",
+        text(&out)
+    );
+}

@@ -330,8 +330,16 @@ fn the_report_digests_what_the_caller_captured() {
         format!("sha256:{:x}", sha2::Sha256::digest(b))
     };
     for (limits, script, truncated) in [
-        ("", "printf 'one\\0two\\n'; printf 'err\\x1b[31m' >&2", false),
-        ("output_bytes = 1000", "head -c 5000 /dev/zero | tr '\\0' x", true),
+        (
+            "",
+            "printf 'one\\0two\\n'; printf 'err\\x1b[31m' >&2",
+            false,
+        ),
+        (
+            "output_bytes = 1000",
+            "head -c 5000 /dev/zero | tr '\\0' x",
+            true,
+        ),
     ] {
         let lab = Lab::new(limits);
         let (out, r) = lab.sh(script);

@@ -30,7 +30,7 @@ Example:
 #[derive(clap::Args, Debug)]
 #[command(after_help = after_help())]
 pub struct Args {
-    /// The seal: a seatbelt profile (SBPL) or a seal.bwrap.json.
+    /// The seal: a seatbelt profile (SBPL), a seal.bwrap.json or seal.landlock.json, or the record (seal.json) that lists one beside it.
     #[arg(required_unless_present = "list_ops")]
     profile: Option<PathBuf>,
     /// The operation, e.g. `file-read-data` (`--list-ops` lists them).
@@ -99,16 +99,65 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         );
         return BAD_INPUT;
     }
-    let asked = Asked {
+    let mut asked = Asked {
         path: a.path,
         name: a.name,
         to: a.to,
         cwd: a.cwd,
         record: a.record,
     };
+    // A record given where the seal goes: its seal is the one beside it
+    // that it lists, and its facts name the links.
+    let profile = match seal_of_record(&profile) {
+        Some(Ok(seal)) => {
+            let _ = writeln!(
+                err,
+                "note: {} is a record: explaining its seal {}",
+                quote(&profile.display().to_string()),
+                quote(&seal.display().to_string())
+            );
+            asked.record.get_or_insert(profile);
+            seal
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(err, "error: {e}");
+            return BAD_INPUT;
+        }
+        None => profile,
+    };
     explain(
         &profile, &op, asked, a.remote, &a.params, a.format, out, err,
     )
+}
+
+/// When `path` is a seal record (`seal.json`): the seal beside it that it
+/// lists, or why there is none to explain.
+fn seal_of_record(path: &Path) -> Option<Result<PathBuf, String>> {
+    let bytes = crate::hostfs::read_text(path, crate::hostfs::MAX_RECORD).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&bytes).ok()?;
+    if v.get("schema").and_then(|s| s.as_str()) != Some(crate::record::SCHEMA) {
+        return None;
+    }
+    let shown = quote(&path.display().to_string());
+    let listed = |name: &str| {
+        v.get("artifacts")
+            .and_then(|a| a.as_array())
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|f| f.get("file").and_then(|f| f.as_str()) == Some(name))
+            })
+    };
+    let Some(name) = [
+        crate::backend::SEATBELT,
+        crate::backend::BWRAP,
+        crate::backend::LANDLOCK,
+    ]
+    .into_iter()
+    .find(|n| listed(n)) else {
+        return Some(Err(format!("the record {shown} lists no seal")));
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    Some(Ok(dir.join(name)))
 }
 
 /// `sealc explain --list-ops`: every operation, and which seal answers it.

@@ -30,10 +30,15 @@ pub use crate::exit::{BAD_INPUT, DIFFERS, OK, UNDECIDED};
 
 /// `--help`'s closing sections: the exit codes from [`crate::exit::SEALC`].
 fn after_help() -> String {
-    crate::exit::help_section(None, crate::exit::SEALC, "  Each command's --help lists its own; `exec` passes its command's through.
+    crate::exit::help_section(
+        None,
+        crate::exit::SEALC,
+        "  Each command's --help lists its own; `exec` passes its command's through.
 
-Example:
-  sealc init && sealc lint seal.toml --platform both && sealc compile seal.toml --var checkout=\"$PWD\"")
+Example (the seal goes outside the checkout, which the agent can write):
+  sealc init && sealc lint seal.toml --platform both &&
+    sealc compile seal.toml --var checkout=\"$PWD\" --out ~/.local/state/sealc/agent",
+    )
 }
 
 #[derive(Parser, Debug)]
