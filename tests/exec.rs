@@ -712,6 +712,23 @@ fn dry_run_shows_the_plan_without_secret_values() {
     if rustix::process::geteuid().is_root() {
         assert_eq!(plan["user"], "65534:65534");
     }
+    assert_eq!(plan["secrets_unset"], serde_json::json!([]));
+    // Without the secret a dry run still shows the plan, and says it is
+    // unset (a run would refuse).
+    let out = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .env_clear()
+        .args(["exec", "--dry-run"])
+        .arg(&lab.record)
+        .args(["--", "codex", "exec", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unset: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        unset["secrets_unset"],
+        serde_json::json!(["OPENAI_API_KEY"])
+    );
+    assert_eq!(unset["argv"], plan["argv"]);
 }
 
 const DENY_DEFAULT: &str = r#"

@@ -51,7 +51,16 @@ pub(super) fn run(
         cwd: cwd.as_deref(),
     };
     let env = |n: &str| std::env::var_os(n);
-    let mut plan = crate::exec::plan(ir, &checked.command, &env, &rt).map_err(|d| {
+    // A dry run starts nothing, so a secret not set does not stop it: it
+    // plans with a stand-in value (never shown) and says which are unset.
+    let unset: Vec<&String> = ir
+        .env
+        .secrets
+        .iter()
+        .filter(|n| opts.dry_run && env(n).is_none())
+        .collect();
+    let planned = |n: &str| env(n).or_else(|| opts.dry_run.then(OsString::new));
+    let mut plan = crate::exec::plan(ir, &checked.command, &planned, &rt).map_err(|d| {
         let mut r = Refusal::new(BAD_INPUT, format!("{}, so nothing was started", d.message));
         r.diagnostics = Some(Box::new((d.into(), v.display.clone())));
         r.in_phase(Phase::HostCheck)
@@ -65,6 +74,7 @@ pub(super) fn run(
             "env": plan.env.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
             "layers": ctx.layers.clone(),
             "secrets": plan.secrets,
+            "secrets_unset": unset,
             "timeout": plan.timeout.map(|t| t.as_secs()),
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
             "codex_config": codex_target(ir),
