@@ -1610,3 +1610,57 @@ fn a_seal_inside_its_own_write_root_never_runs() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("STARTED"));
 }
+
+/// Run-time messages name what decided: a command the seal hides is not
+/// just "No such file" (the root that hides it is named), and a working
+/// directory inside a hidden root is said, not silently left.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn a_hidden_command_and_a_hidden_working_directory_are_named() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new();
+    let tool = lab.t.join("checkout/skills/tool");
+    std::fs::copy("/bin/true", &tool).unwrap();
+    let out = lab
+        .exec_cmd(&[tool.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).replace('\n', " ");
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} is on this host, but the seal hides it: filesystem.deny_read \"${{checkout}}\"",
+            quoted(&tool),
+        )),
+        "{err}"
+    );
+    let out = lab
+        .exec_cmd(&["/bin/pwd"])
+        .current_dir(lab.t.join("checkout/skills"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).replace('\n', " ");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the working directory {} is hidden by the seal (filesystem.deny_read \"${{checkout}}\")",
+            quoted(&lab.t.join("checkout/skills")),
+        )),
+        "{err}"
+    );
+    // From a directory the seal shows, nothing is said.
+    let out = lab
+        .exec_cmd(&["/bin/pwd"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("working directory"));
+}
+
+fn quoted(p: &Path) -> String {
+    format!("`{}`", p.display())
+}

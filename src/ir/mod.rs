@@ -321,6 +321,27 @@ impl Ir {
             .map(|r| r.origin.clone())
     }
 
+    /// The root that hides `path` (absolute, as the host names it), if the
+    /// deepest root holding it is a denied or stat-only one: what the seal
+    /// takes away there, for run-time messages.
+    pub fn hiding_root(&self, path: &str) -> Option<&Root> {
+        self.roots
+            .iter()
+            .filter(|r| r.kind != RootKind::WriteDevice)
+            .filter_map(|r| {
+                r.spellings
+                    .iter()
+                    .chain(r.real.as_ref())
+                    .filter(|s| is_within(path, s))
+                    .map(String::len)
+                    .max()
+                    .map(|depth| (depth, r))
+            })
+            .max_by_key(|(depth, _)| *depth)
+            .map(|(_, r)| r)
+            .filter(|r| matches!(r.kind, RootKind::DenyRead | RootKind::MetadataOnly))
+    }
+
     pub fn roots_of(&self, kind: RootKind) -> impl Iterator<Item = &Root> {
         self.roots.iter().filter(move |r| r.kind == kind)
     }

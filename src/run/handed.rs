@@ -78,6 +78,9 @@ pub(super) fn confine_and_wait(
                     } else if *phase == crate::exec::report::Phase::SandboxStart {
                         let probe = crate::exec::probe::probe(plan.user.map(|i| (i.uid, i.gid)));
                         super::help::sandbox_start_help(&probe)
+                    } else if *phase == crate::exec::report::Phase::CommandNotFound {
+                        let program = checked.command.first().map(OsString::as_os_str);
+                        program.map_or_else(Vec::new, |p| super::help::not_found_help(ir, p))
                     } else {
                         Vec::new()
                     };

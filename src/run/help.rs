@@ -202,3 +202,44 @@ pub(super) fn dry_run_layers(ir: &crate::ir::Ir, plan: &crate::exec::Plan) -> se
         "skipped": plan.skipped,
     })
 }
+
+/// Where the root that hides `path` (as the host names it, links
+/// resolved) comes from, if the seal hides it: `filesystem.deny_read
+/// "${home}"`.
+pub(super) fn hidden_by(ir: &crate::ir::Ir, path: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let by = [path, real.as_path()]
+        .into_iter()
+        .find_map(|p| ir.hiding_root(&p.to_string_lossy()))
+        .map(crate::ir::Root::entry);
+    by
+}
+
+/// Why the sandbox found no command `program`: the root of the seal that
+/// hides it where it is on this host (an absolute path, or each directory
+/// of the seal's `PATH`).
+pub(super) fn not_found_help(ir: &crate::ir::Ir, program: &std::ffi::OsStr) -> Vec<String> {
+    let name = Path::new(program);
+    let candidates: Vec<PathBuf> = if name.is_absolute() {
+        vec![name.to_path_buf()]
+    } else if name.components().count() > 1 {
+        Vec::new() // relative to a working directory: nothing to tell
+    } else {
+        ir.env
+            .vars
+            .get("PATH")
+            .map(|p| p.split(':').map(|d| Path::new(d).join(name)).collect())
+            .unwrap_or_default()
+    };
+    let hidden = candidates
+        .iter()
+        .filter(|c| std::fs::symlink_metadata(c).is_ok())
+        .find_map(|c| hidden_by(ir, c).map(|by| (c, by)));
+    match hidden {
+        Some((at, by)) => vec![format!(
+            "{} is on this host, but the seal hides it: {by}; re-allow it (`filesystem.allow_read`) or run a command that is outside that root",
+            quote(&at.display().to_string())
+        )],
+        None => Vec::new(),
+    }
+}

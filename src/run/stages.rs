@@ -40,6 +40,17 @@ pub(super) fn run(
         .unwrap_or_default();
     let has_proc_entry = |p: &str| Path::new(p).exists();
     let cwd = std::env::current_dir().ok();
+    // The command starts in the caller's directory only where the seal
+    // shows it: inside a hidden root it gets an empty stand-in or `/`.
+    if let Some((at, by)) = cwd
+        .as_deref()
+        .and_then(|c| super::help::hidden_by(ir, c).map(|by| (c, by)))
+    {
+        notes.note(Note::Warning(format!(
+            "the working directory {} is hidden by the seal ({by}): the command does not see it, and starts in an empty stand-in of it or in `/`; change to a directory the seal shows first",
+            quote(&at.display().to_string())
+        )));
+    }
     ctx.limits = report::limits(ir);
     let mut rt = crate::exec::Runtime {
         exe: &checked.exe,
