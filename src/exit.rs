@@ -24,7 +24,12 @@ pub const SANDBOX_FAILED: i32 = 122;
 pub const TIMED_OUT: i32 = 124;
 /// The command ran, but the Codex config in the seal's `CODEX_HOME` drifted
 /// during the run.
-pub const CODEX_CONFIG_DRIFT: i32 = 125;
+pub const CODEX_CONFIG_DRIFT: i32 = 123;
+/// `sealc exec` itself refused or failed, as GNU `timeout` and `docker run`
+/// use 125: drift, `--expect` naming another seal, or bad input (nothing
+/// of the command ran), or the report of a run that succeeded could not be
+/// written. Never 1 or 2, which commands give.
+pub const REFUSED: i32 = 125;
 /// The sandbox was built and the command is there but could not be
 /// executed (as a shell's 126).
 pub const CANNOT_EXECUTE: i32 = 126;
@@ -38,24 +43,20 @@ pub const FILE_SIZE_LIMIT: i32 = 128 + 25;
 /// `sealc exec`'s own statuses, each with what `--help` says of it (besides
 /// the command's own status, which it passes through).
 pub const EXEC: &[(i32, &str)] = &[
-    (
-        DIFFERS,
-        "drift: the record, its artifacts or the host differ, a Codex home an earlier run left is there (--force discards it), or --expect names another seal; nothing started",
-    ),
-    (
-        BAD_INPUT,
-        "bad input, nothing started: an unreadable record, a seal for the other platform, stdio, --user, a missing secret, a --report path that cannot be written",
-    ),
     (MEMORY_LIMIT, "the memory limit was reached"),
     (OUTPUT_LIMIT, "the output limit"),
     (
         SANDBOX_FAILED,
         "the sandbox (or one of its layers) could not be built; nothing ran",
     ),
-    (TIMED_OUT, "the wall-clock limit"),
     (
         CODEX_CONFIG_DRIFT,
         "the command ran, but the Codex config in CODEX_HOME changed",
+    ),
+    (TIMED_OUT, "the wall-clock limit"),
+    (
+        REFUSED,
+        "sealc refused, nothing of the command ran: drift (the record, its artifacts or the host differ, or a Codex home an earlier run left is there: --force discards it), --expect names another seal, or bad input (an unreadable record, a seal for the other platform, stdio, --user, a missing secret, a --report path that cannot be written, the command line itself); or the report of a run could not be written. --report's phase and message say which",
     ),
     (
         CANNOT_EXECUTE,
@@ -231,8 +232,7 @@ mod tests {
         sorted.dedup();
         assert_eq!(codes, sorted);
         for c in [
-            DIFFERS,
-            BAD_INPUT,
+            REFUSED,
             MEMORY_LIMIT,
             OUTPUT_LIMIT,
             SANDBOX_FAILED,
@@ -245,13 +245,19 @@ mod tests {
         ] {
             assert!(codes.contains(&c), "{c} is not in `sealc exec --help`");
         }
-        assert!(!codes.contains(&OK) && !codes.contains(&UNDECIDED));
+        // Nothing of sealc's own looks like a command's usual statuses.
+        for c in [OK, DIFFERS, BAD_INPUT, UNDECIDED] {
+            assert!(
+                !codes.contains(&c),
+                "{c} is sealc's own in `sealc exec --help`"
+            );
+        }
     }
 
     #[test]
     fn the_help_section_wraps_under_its_meaning() {
         let text = help_section(Some("own"), EXEC, "");
-        assert!(text.starts_with("Exit codes:\n  N    own\n  1    drift:"));
+        assert!(text.starts_with("Exit codes:\n  N    own\n  120  the memory"));
         assert!(text.lines().all(|l| l.len() <= 76), "{text}");
         assert!(text.contains("\n  153  the file-size limit"));
     }

@@ -713,7 +713,7 @@ fn a_report_that_cannot_be_written_starts_nothing() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("cannot write the run report"),
         "{}",

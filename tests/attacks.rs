@@ -928,8 +928,8 @@ fn escape_05_a_directory_on_stdio_is_refused() {
             let out = run_with_stdio(cmd, stdin, fd);
             let all = text(&out);
             let what = format!("a directory on fd {fd}");
-            v.check(out.status.code() == Some(2), || {
-                lab.label(&format!("{what}: exit is not 2:\n{all}"))
+            v.check(out.status.code() == Some(125), || {
+                lab.label(&format!("{what}: exit is not 125:\n{all}"))
             });
             v.check(!all.contains(SECRET), || {
                 lab.label(&format!("{what}: the denied file was read:\n{all}"))
@@ -1314,9 +1314,9 @@ fn escape_08_a_denied_root_moved_between_runs_is_refused() {
         });
         if moved {
             let err = String::from_utf8_lossy(&run2.stderr);
-            v.check(run2.status.code() == Some(1), || {
+            v.check(run2.status.code() == Some(125), || {
                 lab.label(&format!(
-                    "run 2 after the move is not refused (exit 1):\n{all2}"
+                    "run 2 after the move is not refused (exit 125):\n{all2}"
                 ))
             });
             v.check(err.contains("moved"), || {
@@ -1546,9 +1546,9 @@ fn escape_10_a_replaced_builder_never_runs() {
         std::fs::write(lab.path("tools/bwrap"), fake_bwrap(&lab)).unwrap();
         let out = lab.sh("echo SANDBOX-UP; touch $WS/started");
         let all = text(&out);
-        v.check(out.status.code() == Some(1), || {
+        v.check(out.status.code() == Some(125), || {
             lab.label(&format!(
-                "a replaced `[exec] bwrap` is not drift (exit 1):\n{all}"
+                "a replaced `[exec] bwrap` is not drift (exit 125):\n{all}"
             ))
         });
         v.check(!lab.path("outside/fake-bwrap-ran").exists(), || {
@@ -1590,9 +1590,9 @@ fn escape_11_expect_pins_the_reviewed_seal() {
             None,
             DEADLINE,
         );
-        v.check(out.status.code() == Some(1), || {
+        v.check(out.status.code() == Some(125), || {
             lab.label(&format!(
-                "`--expect` of another binding: exit is not 1:\n{}",
+                "`--expect` of another binding: exit is not 125:\n{}",
                 text(&out)
             ))
         });
@@ -1615,9 +1615,9 @@ fn escape_11_expect_pins_the_reviewed_seal() {
             None,
             DEADLINE,
         );
-        v.check(out.status.code() == Some(1), || {
+        v.check(out.status.code() == Some(125), || {
             lab.label(&format!(
-                "`--expect` of the reviewed binding ran an edited seal (exit is not 1):\n{}",
+                "`--expect` of the reviewed binding ran an edited seal (exit is not 125):\n{}",
                 text(&out)
             ))
         });
@@ -1769,10 +1769,10 @@ fn escape_12_denied_data_is_not_read_through_a_hard_link() {
             lab.label(&format!("run 2 read the answer through the link:\n{all2}"))
         });
         v.check(
-            run2.status.code() == Some(1) && !lab.path("ws/started").exists(),
+            run2.status.code() == Some(125) && !lab.path("ws/started").exists(),
             || {
                 lab.label(&format!(
-                    "run 2 is not refused (exit 1, nothing started):\n{all2}"
+                    "run 2 is not refused (exit 125, nothing started):\n{all2}"
                 ))
             },
         );
@@ -1891,10 +1891,10 @@ fn escape_12_denied_data_is_not_read_through_a_hard_link() {
             ))
         });
         v.check(
-            run.status.code() == Some(1) && !lab.path("ws/started").exists(),
+            run.status.code() == Some(125) && !lab.path("ws/started").exists(),
             || {
                 lab.label(&format!(
-                    "a link made after compiling is not refused at exec (exit 1, nothing started):\n{all}"
+                    "a link made after compiling is not refused at exec (exit 125, nothing started):\n{all}"
                 ))
             },
         );
@@ -2767,7 +2767,9 @@ fn review_sealc_inside_a_write_root_never_runs() {
         }
         let out = output_within(c, None, DEADLINE);
         v.check(
-            out.status.code() == Some(2) && !Lab::started(&out) && all(&out).contains("write root"),
+            out.status.code() == Some(125)
+                && !Lab::started(&out)
+                && all(&out).contains("write root"),
             || lab.label(&format!("a sealc inside a write root ran:\n{}", text(&out))),
         );
     }

@@ -566,7 +566,7 @@ fn a_seal_for_the_other_platform_says_so() {
         .in_dir(out.dir)
         .args(["exec", "seal/seal.json", "--", "/bin/echo", "STARTED"])
         .run();
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 125, "{}", out.stderr);
     assert!(!out.stdout.contains("STARTED"));
     assert!(
         out.stderr
@@ -791,4 +791,28 @@ fn a_second_compile_leaves_its_own_unchanged_files_and_replaces_any_other() {
             0
         );
     }
+}
+
+/// `sealc exec`'s own refusals are never a status a command gives (1, 2):
+/// its command line's errors and an unreadable record exit 125, as GNU
+/// `timeout` and `docker run` do; other commands keep 2 for bad input.
+#[test]
+fn exec_refusals_exit_125_and_never_look_like_the_commands_status() {
+    for args in [
+        &["exec"][..],
+        &["-q", "exec", "--bogus", "x", "--", "/bin/true"],
+        &[
+            "--color",
+            "never",
+            "exec",
+            "/nonexistent/seal.json",
+            "--",
+            "/bin/true",
+        ],
+    ] {
+        let out = Sealc::new().args(args.iter().copied()).run();
+        assert_eq!(out.code, 125, "{args:?}: {}", out.stderr);
+    }
+    let out = Sealc::new().args(["compile", "--bogus"]).run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
 }

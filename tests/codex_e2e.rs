@@ -363,7 +363,7 @@ fn the_installed_config_is_guarded_before_and_after() {
     let before = standin.requests().len();
     let out = exec(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(
         stderr.contains("nothing was started") && stderr.contains("never reused"),
         "{stderr}"

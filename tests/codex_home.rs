@@ -264,7 +264,7 @@ fn a_home_left_by_an_earlier_run_is_refused_or_discarded() {
         let report = lab.p("out/left.json").display().to_string();
         let o = lab.run(&["--report", &report], "echo RAN");
         let said = text(&o);
-        v.check(o.status.code() == Some(1), || {
+        v.check(o.status.code() == Some(125), || {
             format!("[{who:?}] exit {:?}\n{said}", o.status.code())
         });
         // The report names the stage that refused, and its own message
@@ -395,7 +395,7 @@ fn the_after_run_steps_hold_against_what_the_agent_leaves() {
         std::thread::sleep(std::time::Duration::from_millis(700));
         let o = lab.run(&[], "echo SECOND");
         v.check(
-            o.status.code() == Some(1) && text(&o).contains("another run is using"),
+            o.status.code() == Some(125) && text(&o).contains("another run is using"),
             || format!("[{who:?}] a second run at once: {}", text(&o)),
         );
         let _ = first.wait();
@@ -425,4 +425,60 @@ fn the_after_run_steps_hold_against_what_the_agent_leaves() {
         );
     }
     v.done();
+}
+
+/// A change made to the config from outside during the run (a host
+/// process; the agent cannot write it) is drift: exit 123 whatever the
+/// command exited with, and the report says what changed.
+#[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_not_root),
+    ignore = "needs root, bubblewrap and setpriv"
+)]
+fn a_config_changed_during_the_run_is_drift_and_the_report_says_what_changed() {
+    if !common::ready_as_root_with(&[]) {
+        return;
+    }
+    let lab = Lab::new(Caller::Root);
+    let config = lab.p("ws/home/.codex/config.toml");
+    let report = lab.p("out/drift.json").display().to_string();
+    let record = lab.p("seal/seal.json").display().to_string();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&lab.t)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "exec",
+            &record,
+            "--report",
+            &report,
+            "--",
+            "/bin/sh",
+            "-c",
+            "sleep 2; exit 3",
+        ])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !config.exists() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\napproval_policy = \"never\"\n");
+    std::fs::write(&config, text).unwrap();
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(123));
+    let rep = lab.report("drift.json");
+    assert_eq!(rep["codex_config"], "drift", "{rep:#}");
+    assert_eq!(rep["outcome"]["kind"], "exited", "{rep:#}");
+    assert_eq!(rep["outcome"]["code"], 3, "{rep:#}");
+    let changes = rep["codex_config_changes"].as_array().unwrap();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("approval_policy")),
+        "{rep:#}"
+    );
 }

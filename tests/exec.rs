@@ -382,7 +382,7 @@ fn a_missing_secret_refuses_to_start_naming_it() {
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(text(&out).contains("`OPENAI_API_KEY`"));
     assert!(!Path::new(&marker).exists(), "the command started");
 }
@@ -413,7 +413,7 @@ fn a_tampered_seal_does_not_start() {
         assert_ne!(tampered, original, "{from} not in {}", file.display());
         std::fs::write(file, tampered).unwrap();
         let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
         assert!(text(&out).contains("nothing was started"), "{}", text(&out));
         assert!(!Path::new(&marker).exists(), "the command started");
         std::fs::write(file, original).unwrap();
@@ -422,7 +422,7 @@ fn a_tampered_seal_does_not_start() {
     let record = std::fs::read_to_string(&lab.record).unwrap();
     std::fs::write(&lab.record, record.replacen("deny_read", "allow_read", 1)).unwrap();
     let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(!Path::new(&marker).exists(), "the command started");
 }
 
@@ -440,7 +440,7 @@ fn a_host_that_drifted_since_compiling_does_not_start() {
     let mut cmd = lab.exec_cmd(&["/usr/bin/touch", &marker]);
     let out = cmd.current_dir(&lab.t).output().unwrap();
     let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(out.status.code(), Some(125), "{all}");
     assert!(all.contains("run/ws"), "{all}");
     assert!(all.contains("nothing was started"), "{all}");
     assert!(!Path::new(&marker).exists(), "the command started");
@@ -451,7 +451,7 @@ fn a_host_that_drifted_since_compiling_does_not_start() {
     std::fs::create_dir_all(lab.t.join("home/.agents")).unwrap();
     let out = lab.exec_cmd(&["/usr/bin/touch", &marker]).output().unwrap();
     let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(out.status.code(), Some(125), "{all}");
     assert!(all.contains(".agents"), "{all}");
     assert!(!Path::new(&marker).exists(), "the command started");
 }
@@ -1576,7 +1576,7 @@ fn a_seal_inside_its_own_write_root_never_runs() {
         args.extend(pin);
         args.extend(["--", "/bin/echo", "STARTED"]);
         let out = sealc(&args);
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
         assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("is inside the write root"),
@@ -1604,7 +1604,7 @@ fn a_seal_inside_its_own_write_root_never_runs() {
             .unwrap()
     };
     let out = piped("");
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("STARTED"));
     let out = piped(&format!("--expect {binding}"));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

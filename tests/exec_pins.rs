@@ -117,7 +117,7 @@ fn the_next_run_refuses_a_move(
     );
     let out = lab.exec(&[], &script);
     let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(out.status.code(), Some(125), "{all}");
     assert!(!marker.exists(), "the command started: {all}");
     assert!(!all.contains(SECRET), "{all}");
     assert!(all.contains("nothing was started"), "{all}");
@@ -202,7 +202,7 @@ bwrap = "@/tools/bwrap"
 
     let check = |out: Output, now: &str| {
         let all = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert_eq!(out.status.code(), Some(125), "{all}");
         assert!(all.contains("which starts the sandbox, changed"), "{all}");
         assert!(all.contains(now), "{all}");
         assert!(all.contains("nothing was started"), "{all}");
@@ -238,7 +238,7 @@ fn exec_expect_starts_only_the_pinned_seal() {
 
     let out = lab.exec(&["--expect", &other], &touch);
     let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(out.status.code(), Some(125), "{all}");
     assert!(!marker.exists(), "the command started: {all}");
     assert!(all.contains(&binding) && all.contains(&other), "{all}");
     assert!(all.contains("nothing was started"), "{all}");
@@ -249,7 +249,7 @@ fn exec_expect_starts_only_the_pinned_seal() {
         "latest",
     ] {
         let out = lab.exec(&["--expect", bad], &touch);
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
         assert!(!marker.exists(), "the command started: {}", text(&out));
     }
 

@@ -172,9 +172,9 @@ fn a_report_in_the_agents_reach_is_refused_before_anything_runs() {
             let at = lab.path(report).display().to_string();
             let o = output(lab.exec(&["--report", &at], &script));
             let said = String::from_utf8_lossy(&o.stderr);
-            v.check(o.status.code() == Some(2), || {
+            v.check(o.status.code() == Some(125), || {
                 format!(
-                    "[{who:?}] --report {report}: exit {:?}, not 2\n{}",
+                    "[{who:?}] --report {report}: exit {:?}, not 125\n{}",
                     o.status.code(),
                     text(&o)
                 )
@@ -512,7 +512,7 @@ fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted()
     // --report through it: refused before the run, nothing there changes.
     let report = link.join("run.json").display().to_string();
     let o = output(lab.exec(&["--report", &report], "touch $HOME/RAN"));
-    v.check(o.status.code() == Some(2), || {
+    v.check(o.status.code() == Some(125), || {
         format!("--report through a planted link: {}", text(&o))
     });
     v.check(text(&o).contains("sealc does not follow it"), || {
@@ -597,7 +597,7 @@ fn what_another_user_plants_in_a_shared_folder_is_neither_followed_nor_trusted()
     ]);
     let report = sticky.join("run.json").display().to_string();
     let o = output(user_lab.exec(&["--report", &report], "touch $HOME/RAN"));
-    v.check(o.status.code() == Some(2), || {
+    v.check(o.status.code() == Some(125), || {
         format!("another user's report name: {}", text(&o))
     });
     v.check(!user_lab.path("ws/RAN").exists(), || {
@@ -709,7 +709,7 @@ fn a_write_root_another_user_made_first_is_refused() {
         c
     });
     v.check(
-        o.status.code() == Some(2) && text(&o).contains("who could read the credentials"),
+        o.status.code() == Some(125) && text(&o).contains("who could read the credentials"),
         || {
             format!(
                 "root's credentials in another owner's write root: {}",

@@ -305,7 +305,7 @@ fn a_report_that_cannot_be_written_is_an_error_and_nothing_is_left() {
         .args(["--", "/bin/true"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the run report"));
     let left: Vec<_> = std::fs::read_dir(&lab.t)
         .unwrap()
@@ -352,4 +352,56 @@ fn the_report_digests_what_the_caller_captured() {
         assert_eq!(r["stdout"]["truncated"], truncated, "{all}");
         assert_ne!(r["stdout"]["sha256"], r["stderr"]["sha256"], "{all}");
     }
+}
+
+/// The report is written when the command starts and completed when the
+/// run ends: a sealc killed meanwhile (`kill -9`) leaves one that says the
+/// run is unfinished, under which binding, with no exit code; a run that
+/// ends replaces it.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn a_killed_sealc_leaves_a_report_that_says_the_run_is_unfinished() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::new("wall_seconds = 30");
+    let mut sealc = Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .current_dir(&lab.t)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("exec")
+        .arg(lab.t.join("seal/seal.json"))
+        .arg("--report")
+        .arg(lab.report_path())
+        .args(["--", "/bin/sh", "-c", "echo started; exec sleep 20"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(sealc.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "started\n");
+    sealc.kill().unwrap();
+    sealc.wait().unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.report_path()).unwrap()).unwrap();
+    assert_eq!(r["schema"], "sealc.run/v1", "{r:#}");
+    assert_eq!(r["outcome"]["kind"], "unfinished", "{r:#}");
+    assert!(r["exit_code"].is_null(), "{r:#}");
+    assert!(r.get("ended_at").is_none(), "{r:#}");
+    assert!(
+        r["binding"].as_str().unwrap().starts_with("sha256:"),
+        "{r:#}"
+    );
+    assert_eq!(r["argv"][0], "/bin/sh", "{r:#}");
+    assert!(r["layers"].is_object(), "{r:#}");
+    // A run that ends replaces it.
+    let (out, r) = lab.run(&["/bin/true"]);
+    check(&out, &r, "exited", "", 0);
+    assert!(r["ended_at"].is_string(), "{r:#}");
 }

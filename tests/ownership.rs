@@ -597,7 +597,7 @@ fn without_a_uid_of_its_own_the_roots_are_chowned_not_idmapped_for_nobody() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
     assert!(
         text(&out).contains("is in sealc's range of run uids"),
         "{}",

@@ -925,7 +925,7 @@ fn a_protected_file_with_a_second_name_in_a_write_root_is_refused_at_exec() {
         let lab = Lab::new(who);
         std::fs::hard_link(lab.p("ws/.git/config"), lab.p("ws/notes.txt")).unwrap();
         let o = lab.run("echo STARTED");
-        assert_eq!(o.status.code(), Some(1), "[{who:?}] {}", text(&o));
+        assert_eq!(o.status.code(), Some(125), "[{who:?}] {}", text(&o));
         assert!(!String::from_utf8_lossy(&o.stdout).contains("STARTED"));
         assert!(
             text(&o).contains("another hard link"),

@@ -214,7 +214,7 @@ fn drift_help_gives_commands_that_work() {
             .run()
     };
     let drifted = exec(out.dir);
-    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    assert_eq!(drifted.code, 125, "{}", drifted.stderr);
     let helps: Vec<&str> = drifted
         .stderr
         .lines()
@@ -311,7 +311,7 @@ fn an_appeared_denied_root_in_a_write_root_is_never_recompiled() {
         .in_dir(out.dir)
         .args(["exec", "seal/seal.json", "--dry-run", "--", "/bin/true"])
         .run();
-    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    assert_eq!(drifted.code, 125, "{}", drifted.stderr);
     let err = &drifted.stderr;
     assert!(err.contains("exists now"), "{err}");
     assert!(err.contains("/ws/.peek`"), "{err}");

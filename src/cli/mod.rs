@@ -208,16 +208,38 @@ pub fn main() -> i32 {
     run(std::env::args_os(), &mut stdout.lock(), &mut stderr.lock())
 }
 
+/// Whether the command line names `exec` as its command: its first word
+/// that is neither a global flag nor `--color`'s value.
+fn names_exec(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1);
+    while let Some(w) = words.next() {
+        if w == "--color" {
+            words.next();
+        } else if !w.to_string_lossy().starts_with('-') {
+            return w == "exec";
+        }
+    }
+    false
+}
+
 /// Run with the given arguments (the first is the program name).
 pub fn run(
     args: impl IntoIterator<Item = OsString>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let cli = match parse::parse(args.into_iter().collect()) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // `sealc exec`'s own failures are never a status a command gives
+    // (`crate::exit::REFUSED`), its command line's included.
+    let usage_error = if names_exec(&args) {
+        crate::exit::REFUSED
+    } else {
+        BAD_INPUT
+    };
+    let cli = match parse::parse(args) {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { BAD_INPUT } else { OK };
+            let code = if e.use_stderr() { usage_error } else { OK };
             let text = e.render().to_string();
             if e.use_stderr() {
                 let _ = write!(err, "{text}");

@@ -31,6 +31,11 @@ pub enum Outcome {
     FileSizeLimit,
     /// Nothing ran: the phase that failed, and why.
     CouldNotStart { phase: Phase, message: String },
+    /// Written when the command starts and replaced when the run ends: a
+    /// report that still says this was left by a sealc that ended before
+    /// its run did (killed: `kill -9`, the machine), so nothing says how
+    /// the command ended, nor that nothing of it is left.
+    Unfinished,
 }
 
 /// Where a run that could not start failed.
@@ -91,9 +96,9 @@ impl Outcome {
             Outcome::MemoryLimit => MEMORY_LIMIT,
             Outcome::OutputLimit => OUTPUT_LIMIT,
             Outcome::FileSizeLimit => FILE_SIZE_LIMIT,
+            Outcome::Unfinished => crate::exit::REFUSED,
             Outcome::CouldNotStart { phase, .. } => match phase {
-                Phase::Verify => 1,
-                Phase::HostCheck => 2,
+                Phase::Verify | Phase::HostCheck => crate::exit::REFUSED,
                 Phase::Prepare | Phase::SandboxStart => super::SANDBOX_FAILED,
                 Phase::CommandNotFound => super::CANNOT_START,
                 Phase::CommandStart => super::CANNOT_EXECUTE,
@@ -141,6 +146,10 @@ pub struct Report {
     /// The Codex config in `CODEX_HOME` after the run: `unchanged` or `drift`
     /// (a Codex seal only).
     pub codex_config: Option<&'static str>,
+    /// With `drift`: what changed, one `subject: detail` per check that
+    /// drifted (as `sealc verify --codex-config` says it); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub codex_config_changes: Vec<String>,
     /// A Codex seal: the fresh Codex home of the run, what it held after
     /// the run, and where that was kept for review (or `null`: discarded).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,8 +158,11 @@ pub struct Report {
     pub cpu_seconds: Option<f64>,
     pub duration_seconds: f64,
     /// RFC 3339, UTC.
+    /// Absent while the run is unfinished.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub ended_at: String,
-    pub exit_code: i32,
+    /// Absent while the run is unfinished.
+    pub exit_code: Option<i32>,
     /// Started by root: what could not be handed back to the write roots'
     /// owners after the run (absent when everything was).
     #[serde(skip_serializing_if = "Vec::is_empty")]

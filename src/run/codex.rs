@@ -75,14 +75,16 @@ pub(super) fn codex_target(ir: &crate::ir::Ir) -> Option<String> {
 
 /// After the command: the drift check of the Codex config (what
 /// `sealc verify --codex-config` does). Drift is reported and gives
-/// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status.
+/// [`crate::exec::CODEX_CONFIG_DRIFT`], whatever the command's status,
+/// with what changed (`subject: detail`, one per check that drifted), for
+/// the run report.
 pub(super) fn codex_after(
     ir: &crate::ir::Ir,
     home: &crate::exec::codex_home::Home,
     generated: &[u8],
     code: i32,
     notes: &mut dyn Notes,
-) -> i32 {
+) -> (i32, Vec<String>) {
     use crate::facts::Host as _;
     let mut report = crate::verify::Report::default();
     let mut workspaces = ir.codex.workspaces.clone();
@@ -106,8 +108,14 @@ pub(super) fn codex_after(
         ),
     }
     if report.verdict() == crate::verify::Verdict::Verified {
-        return code;
+        return (code, Vec::new());
     }
+    let changes = report
+        .checks
+        .iter()
+        .filter(|c| c.status == crate::verify::Status::Drift)
+        .map(|c| format!("{}: {}", c.subject, c.detail))
+        .collect();
     notes.note(Note::Verification(report.to_text()));
     notes.note(Note::Error {
         message: format!(
@@ -115,7 +123,7 @@ pub(super) fn codex_after(
         ),
         help: vec!["the agent or Codex changed its own config during the run: a Codex started meanwhile may have used the changed one; review the run (the next run gets a fresh home and the verified config)".into()],
     });
-    crate::exec::CODEX_CONFIG_DRIFT
+    (crate::exec::CODEX_CONFIG_DRIFT, changes)
 }
 
 /// The prepare stage's part for a Codex seal: a fresh Codex home with the
@@ -145,7 +153,7 @@ pub(super) fn prepare_codex_home(
         }
         Err(Refused::Left(why)) => {
             let mut r = Refusal::new(
-                DIFFERS,
+                REFUSED,
                 "the seal's Codex home is made fresh for every run, and one is there already, so nothing was started",
             )
             .help("review what is there (an earlier run's instructions, skills or rules would steer this run's Codex), then remove it or run again with `--force` to discard it");
@@ -153,7 +161,7 @@ pub(super) fn prepare_codex_home(
             Err(r)
         }
         Err(Refused::Io(why)) => Err(Refusal::new(
-            BAD_INPUT,
+            REFUSED,
             format!("{why}, so nothing was started"),
         )),
     }

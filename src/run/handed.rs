@@ -104,14 +104,14 @@ pub(super) fn confine_and_wait(
             }
             let mut code = result.exit_code();
             if let (true, Some(home)) = (installs, &ctx.codex_home) {
-                let after = super::codex::codex_after(ir, home, codex_config, code, notes);
-                ctx.codex_config = Some(
-                    if after == crate::exec::CODEX_CONFIG_DRIFT && code != after {
-                        "drift"
-                    } else {
-                        "unchanged"
-                    },
-                );
+                let (after, changes) =
+                    super::codex::codex_after(ir, home, codex_config, code, notes);
+                ctx.codex_config = Some(if changes.is_empty() {
+                    "unchanged"
+                } else {
+                    "drift"
+                });
+                ctx.codex_config_changes = changes;
                 code = after;
             }
             ctx.result = Some(result);

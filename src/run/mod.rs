@@ -32,7 +32,7 @@ use std::path::Path;
 use crate::diag::{quote, Diagnostics};
 use crate::exec::report::{self, Phase};
 
-use crate::exit::{BAD_INPUT, DIFFERS};
+use crate::exit::REFUSED;
 
 /// What the caller of `sealc exec` asked for.
 pub struct Options<'a> {
@@ -148,6 +148,8 @@ struct Ctx {
     /// The network part: each connection through sealc's own proxy.
     network: crate::audit::NetworkAudit,
     codex_config: Option<&'static str>,
+    /// What the Codex config check after the run found changed.
+    codex_config_changes: Vec<String>,
     binding: Option<String>,
     layers: serde_json::Value,
     limits: std::collections::BTreeMap<&'static str, report::Limit>,
@@ -180,6 +182,30 @@ struct Ctx {
     /// Started by root: this run's locks on its write roots, from reading
     /// their owners until they are handed back (`exec::user::hold`).
     holds: Option<crate::exec::user::Holds>,
+    /// When `sealc exec` started.
+    started: std::time::SystemTime,
+}
+
+/// The report written before the command starts, which the run's end
+/// replaces: what is known then (the argv, the binding, the layers, the
+/// limits, the user) and the outcome `unfinished`, so a sealc killed
+/// during the run leaves a report that says so.
+fn unfinished(ctx: &Ctx, command: &[OsString]) -> report::Report {
+    report::Report {
+        argv: command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        binding: ctx.binding.clone(),
+        layers: ctx.layers.clone(),
+        limits: ctx.limits.clone(),
+        outcome: Some(report::Outcome::Unfinished),
+        schema: report::SCHEMA,
+        started_at: report::rfc3339(ctx.started),
+        user: ctx.user.clone(),
+        write_roots: ctx.write_roots,
+        ..report::Report::default()
+    }
 }
 
 /// Refused before the sandbox could start: the write roots made for the
@@ -216,6 +242,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     let mut ctx = Ctx {
         network: crate::audit::NetworkAudit::default(),
         codex_config: None,
+        codex_config_changes: Vec::new(),
         binding: None,
         layers: serde_json::Value::Null,
         limits: Default::default(),
@@ -231,6 +258,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         stand_ins: None,
         made_roots: Default::default(),
         holds: None,
+        started,
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -245,14 +273,14 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             }
             Err(e) => {
                 Refusal::new(
-                    BAD_INPUT,
+                    REFUSED,
                     format!(
                         "cannot write the run report {}: {e}, so nothing was started",
                         quote(&path.display().to_string())
                     ),
                 )
                 .tell(notes);
-                return Ended::Status(BAD_INPUT);
+                return Ended::Status(REFUSED);
             }
         }
     }
@@ -289,11 +317,12 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             .collect(),
         binding: ctx.binding,
         codex_config: ctx.codex_config,
+        codex_config_changes: ctx.codex_config_changes,
         codex_home: ctx.codex_left,
         cpu_seconds: r.cpu_seconds,
         duration_seconds: t0.elapsed().as_secs_f64(),
         ended_at: report::rfc3339(std::time::SystemTime::now()),
-        exit_code: code,
+        exit_code: Some(code),
         layers: ctx.layers,
         limits: ctx.limits,
         limits_reached: r.limits_reached,
@@ -318,7 +347,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             ),
             help: Vec::new(),
         });
-        return Ended::Status(if code == 0 { BAD_INPUT } else { code });
+        return Ended::Status(if code == 0 { REFUSED } else { code });
     }
     Ended::Status(code)
 }

@@ -72,7 +72,7 @@ pub(super) fn run(
         .collect();
     let planned = |n: &str| env(n).or_else(|| opts.dry_run.then(OsString::new));
     let mut plan = crate::exec::plan(ir, &checked.command, &planned, &rt).map_err(|d| {
-        let mut r = Refusal::new(BAD_INPUT, format!("{}, so nothing was started", d.message));
+        let mut r = Refusal::new(REFUSED, format!("{}, so nothing was started", d.message));
         r.diagnostics = Some(Box::new((d.into(), v.display.clone())));
         r.in_phase(Phase::HostCheck)
     })?;
@@ -108,6 +108,17 @@ pub(super) fn run(
         })?;
     }
     ctx.user = rt.user.map(|u| format!("{}:{}", u.uid, u.gid));
+    // The report as it stands before the command starts (`unfinished`),
+    // which the run's end replaces.
+    if let Some(t) = report {
+        report::write(t, &super::unfinished(ctx, command)).map_err(|e| {
+            Refusal::new(
+                REFUSED,
+                format!("cannot write the run report: {e}, so nothing was started"),
+            )
+            .in_phase(Phase::Prepare)
+        })?;
+    }
     let idmapped = ctx.write_roots == Some("idmapped");
     // Stage 4, **confine and wait**: chowned roots are handed over first.
     if let (Some(ids), false) = (checked.user, idmapped) {
@@ -143,7 +154,7 @@ fn resolve_overrides(
     let mut overrides = std::collections::BTreeMap::new();
     for r in resolve {
         let (name, ip) = crate::proxy::parse_resolve(r)
-            .map_err(|e| Refusal::new(BAD_INPUT, format!("`--resolve`: {e}")))?;
+            .map_err(|e| Refusal::new(REFUSED, format!("`--resolve`: {e}")))?;
         overrides.insert(name, ip);
     }
     Ok(overrides)
@@ -159,7 +170,7 @@ pub(super) fn verify(
     let display = opts.record.display().to_string();
     let bytes = crate::hostfs::read_path(opts.record, crate::hostfs::MAX_RECORD).map_err(|e| {
         Refusal::new(
-            BAD_INPUT,
+            REFUSED,
             format!("cannot read the record {}: {e}", quote(&display)),
         )
     })?;
@@ -167,7 +178,7 @@ pub(super) fn verify(
     if let (Some(want), Some(rec)) = (opts.expect, &outcome.record) {
         if rec.binding != want {
             return Err(Refusal::new(
-                DIFFERS,
+                REFUSED,
                 format!(
                     "{display} binds {}, not the expected {want}, so nothing was started",
                     rec.binding
@@ -184,7 +195,7 @@ pub(super) fn verify(
     else {
         notes.note(Note::Verification(outcome.report.to_text()));
         return Err(Refusal::new(
-            verdict.exit_code().max(DIFFERS),
+            REFUSED,
             format!("{display} does not verify, so nothing was started"),
         ));
     };
@@ -192,7 +203,7 @@ pub(super) fn verify(
     let compiled = crate::compile_with_facts(&rec.spec.file, &rec.spec.text, rec.facts.clone())
         .map_err(|_| {
             Refusal::new(
-                DIFFERS,
+                REFUSED,
                 format!("{display} does not recompile, so nothing was started"),
             )
         })?;
@@ -228,7 +239,7 @@ fn host_check(
     let (ir, rec, display) = (&v.compiled.ir, &v.rec, &v.display);
     if let Some(d) = wrong_platform(ir.platform).filter(|_| !opts.dry_run) {
         return Err(
-            Refusal::new(BAD_INPUT, format!("{d}, so nothing was started")).help(format!(
+            Refusal::new(REFUSED, format!("{d}, so nothing was started")).help(format!(
                 "compile the spec for this host (`sealc compile SPEC --platform {}`) and run that seal",
                 crate::spec::Platform::host().as_str()
             )),
@@ -237,7 +248,7 @@ fn host_check(
     let drift = crate::exec::host_drift(rec, &RealHost);
     if !drift.is_empty() {
         let mut r = Refusal::new(
-            DIFFERS,
+            REFUSED,
             format!(
                 "this host no longer matches the facts {display} was compiled against, so nothing was started"
             ),
@@ -294,13 +305,13 @@ fn host_check(
     // `codex` (the launcher's name) runs the recorded, checked launcher.
     let command = crate::exec::resolve_launcher(ir, command);
     let ways = crate::exec::stdio::ways().map_err(|e| {
-        Refusal::new(BAD_INPUT, e.to_string())
+        Refusal::new(REFUSED, e.to_string())
             .help("give the command a file, a pipe or a terminal, e.g. `< /dev/null`")
     })?;
     // The command's output to a terminal goes through the terminal filter.
     let deliveries = crate::exec::stdio::deliveries(opts.raw_terminal);
     let user =
-        exec_user(ir.platform, opts.user).map_err(|e| Refusal::new(BAD_INPUT, e.to_string()))?;
+        exec_user(ir.platform, opts.user).map_err(|e| Refusal::new(REFUSED, e.to_string()))?;
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sealc"));
     // sealc runs inside as pid 1 and before the command is confined: a copy
     // the agent can replace would run unconfined in the next run.
@@ -311,7 +322,7 @@ fn host_check(
                 .is_some_and(|real| crate::ir::is_within(&exe.to_string_lossy(), real))
     }) {
         return Err(Refusal::new(
-            BAD_INPUT,
+            REFUSED,
             format!(
                 "sealc's own binary {} is inside the write root {}, where the agent could replace it for the next run, so nothing was started",
                 quote(&exe.display().to_string()),
@@ -334,7 +345,7 @@ fn host_check(
         Some(real) => {
             if let Some(w) = ir.write_root_holding(&real.to_string_lossy()) {
                 return Err(Refusal::new(
-                    BAD_INPUT,
+                    REFUSED,
                     format!(
                         "the record {} is inside the write root {} of its own seal, where the agent could rewrite it for any later run, so nothing was started",
                         quote(display),
@@ -346,7 +357,7 @@ fn host_check(
         }
         None if opts.expect.is_none() => {
             return Err(Refusal::new(
-                BAD_INPUT,
+                REFUSED,
                 format!(
                     "{} is not a regular file whose place can be told (a pipe, a deleted file), so whether the agent could have written it cannot be checked, and nothing was started",
                     quote(display)
@@ -362,7 +373,7 @@ fn host_check(
         if let Some(w) = crate::exec::write_root_reaching(ir, &t.dir, None) {
             ctx.report_refused = true;
             return Err(Refusal::new(
-                BAD_INPUT,
+                REFUSED,
                 format!(
                     "the run report {} would be inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started (and no report written)",
                     quote(&t.path().display().to_string()),
@@ -409,7 +420,7 @@ fn prepare(
     // What is protected has no second name the agent can write it through.
     if let Err(e) = crate::absent::check_protected(ir) {
         let mut r = Refusal::new(
-            DIFFERS,
+            REFUSED,
             "a protected path could be written or run from a writable place all the same, so nothing was started",
         )
         .help("remove the other name (`find WRITE_ROOT -samefile PATH` finds a hard link), or protect where the link leads too, then run again");
@@ -452,7 +463,7 @@ fn prepare(
             .find_map(|r| crate::exec::user::reachable(r, ids).err())
         {
             return Err(
-                Refusal::new(BAD_INPUT, format!("{e}, so nothing was started")).help(
+                Refusal::new(REFUSED, format!("{e}, so nothing was started")).help(
                     "let that user search every directory above the write roots (`chmod o+x`), or pick another with `--user`",
                 ),
             );
@@ -600,7 +611,7 @@ fn hand_over_how(
                     .iter()
                     .find_map(|r| crate::exec::user::reachable(r, d.ids).err())
                 {
-                    return Err(Refusal::new(BAD_INPUT, format!("{e}, so nothing was started"))
+                    return Err(Refusal::new(REFUSED, format!("{e}, so nothing was started"))
                         .help("let every user search each directory above the write roots (`chmod o+x`)"));
                 }
                 Some(d)
