@@ -436,6 +436,7 @@ fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
         .collect();
     v.extend(spec.launcher.as_ref().map(|l| &l.path));
     v.extend(spec.network.proxy.as_ref());
+    v.extend(&spec.network.hosts);
     v.extend(spec.exec.sandbox_exec.as_ref());
     v.extend(spec.exec.timeout.as_ref().map(|t| &t.bin));
     v.extend(spec.codex.workspace.as_ref());

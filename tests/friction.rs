@@ -405,3 +405,64 @@ fn an_unset_pass_that_looks_secret_gets_the_secret_advice_from_the_facts_too() {
         .unwrap()
         .contains("set `PATH` before compiling"));
 }
+
+/// A harness points one spec at the stand-in it picks: `${var}` in
+/// `network.hosts` is substituted (and recorded), a value that is no host
+/// is refused at its entry, and lint, which reads no host, accepts it.
+#[test]
+fn a_network_host_may_come_from_a_var() {
+    const SPEC: &str = r#"#:schema ../schemas/seal-spec.schema.json
+version = 1
+name = "stand-in"
+[target]
+platform = "linux"
+[vars]
+api = { default = "api.openai.com" }
+[network]
+mode = "allowlist"
+hosts = ["${api}", "*.oaiusercontent.com"]
+ports = [443]
+"#;
+    let compile = |var: &[&str]| {
+        let mut args = vec!["compile", "s.toml", "--out", "out"];
+        args.extend(var);
+        Sealc::new().file("s.toml", SPEC).args(args).run()
+    };
+    let hosts = |out: &Out| -> Vec<String> {
+        let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&env).unwrap();
+        let text = v.to_string();
+        ["api.openai.com", "127.0.0.1", "stand-in.test"]
+            .into_iter()
+            .filter(|h| text.contains(&format!("\"{h}\"")))
+            .map(String::from)
+            .collect()
+    };
+    let out = compile(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(hosts(&out), ["api.openai.com"]);
+    let out = compile(&["--var", "api=stand-in.test"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(hosts(&out), ["stand-in.test"]);
+    let out = compile(&["--var", "api=127.0.0.1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(hosts(&out), ["127.0.0.1"]);
+    let out = compile(&["--var", "api=not a host"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`not a host` cannot be allowed"),
+        "{}",
+        out.stderr
+    );
+    // Lint reads no host: a required var in a host is taken as written,
+    // and counts as used.
+    let required = SPEC.replace("default = \"api.openai.com\"", "required = true");
+    for spec in [SPEC, required.as_str()] {
+        let lint = Sealc::new()
+            .file("s.toml", spec)
+            .args(["lint", "s.toml"])
+            .run();
+        assert_eq!(lint.code, 0, "{}", lint.stderr);
+        assert!(!lint.stderr.contains("unused"), "{}", lint.stderr);
+    }
+}

@@ -37,8 +37,8 @@ pub const PROXY_PATTERN: &str =
     r"^(127\.0\.0\.1|localhost|\[::1\]):([0-9]{1,5}|\$\{[A-Za-z_][A-Za-z0-9_]*\})$";
 /// A host name (non-ASCII labels are converted with IDNA); a leading `*.`
 /// or `.` allows every subdomain, not the name itself. Or a bracketed IPv6
-/// literal.
-pub const HOST_PATTERN: &str = r"^((\*?\.)?([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?(\.([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?)*|\[[0-9A-Fa-f:.]+\])$";
+/// literal; or a value with a `${var}` in it, checked once substituted.
+pub const HOST_PATTERN: &str = r"^((\*?\.)?([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?(\.([A-Za-z0-9]|[^\x00-\x7f])(([A-Za-z0-9-]|[^\x00-\x7f])*([A-Za-z0-9]|[^\x00-\x7f]))?)*|\[[0-9A-Fa-f:.]+\]|[^\x00-\x1f\x7f]*\$\{[A-Za-z_][A-Za-z0-9_]*\}[^\x00-\x1f\x7f]*)$";
 /// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`).
 pub const RANGE_PATTERN: &str = r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$";
 /// Does an env var name look like it holds a secret (`GITHUB_TOKEN`,
@@ -279,7 +279,7 @@ pub struct Network {
     #[serde(default)]
     #[schemars(pattern(PROXY_PATTERN), extend("examples" = ["127.0.0.1:${proxy_port}"]))]
     pub proxy: Option<Spanned<String>>,
-    /// Hosts the proxy may let through, compared case-insensitively after IDNA: an exact name; `*.example.com` (or `.example.com`) for every name below `example.com` but not `example.com` itself; or an IP literal (`192.0.2.7`, `[2001:db8::7]`), the only way an IP literal is let through. Recorded in `env.json`.
+    /// Hosts the proxy may let through, compared case-insensitively after IDNA: an exact name; `*.example.com` (or `.example.com`) for every name below `example.com` but not `example.com` itself; or an IP literal (`192.0.2.7`, `[2001:db8::7]`), the only way an IP literal is let through. `${var}` may give all or part of one (so one spec points at a stand-in a harness picks). Recorded in `env.json`.
     #[serde(default)]
     #[schemars(inner(pattern(HOST_PATTERN)), extend("examples" = [["api.openai.com", "*.oaiusercontent.com"]]))]
     pub hosts: Vec<Spanned<String>>,
