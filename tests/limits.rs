@@ -405,3 +405,30 @@ fn a_killed_sealc_leaves_a_report_that_says_the_run_is_unfinished() {
     check(&out, &r, "exited", "", 0);
     assert!(r["ended_at"].is_string(), "{r:#}");
 }
+
+/// What the command left running when it ended is counted and named in
+/// the report before sealc's init ends it, in both isolation modes (a
+/// background child and one in a session of its own); a command that
+/// leaves nothing says 0.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn what_the_command_left_running_is_counted_and_named() {
+    if !bwrap_works() {
+        return;
+    }
+    for mode in ["", "[exec]\nisolation = \"landlock\""] {
+        let lab = Lab::new(&format!("wall_seconds = 30\n{mode}"));
+        let (out, r) = lab.sh("sleep 300 & setsid sleep 301 & sleep 0.2; exit 0");
+        check(&out, &r, "exited", "", 0);
+        assert_eq!(r["left_running"]["count"], 2, "{mode}: {r:#}");
+        assert_eq!(
+            r["left_running"]["names"],
+            serde_json::json!(["sleep", "sleep"]),
+            "{mode}: {r:#}"
+        );
+        assert_eq!(survivors("sleep 30"), Vec::<String>::new());
+        let (out, r) = lab.sh("exit 0");
+        check(&out, &r, "exited", "", 0);
+        assert_eq!(r["left_running"]["count"], 0, "{mode}: {r:#}");
+    }
+}

@@ -415,6 +415,11 @@ pub fn init_main(
 /// What the init writes first on the status pipe.
 pub const INIT_LINE: &str = "init";
 
+/// What starts the init's last line on the status pipe, after the
+/// command's end: what the command left running, as JSON
+/// (`left {"count":N,"names":[...]}`).
+pub const LEFT_LINE: &str = "left ";
+
 /// A line on the status pipe `fd`, while the pipe is still this process's
 /// (lines are shorter than `PIPE_BUF`, so whole on the pipe, whoever else
 /// writes to it).
@@ -517,23 +522,32 @@ fn init_run(
             Err(e) => return Err(Failure::os("cannot wait for the command", e)),
         }
     };
-    if let Some(fd) = status_fd {
+    // SAFETY: the status pipe named on the command line; this process owns
+    // it from here to its end (its last uses).
+    #[allow(unsafe_code)]
+    let mut pipe = status_fd.map(|fd| std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
+    if let Some(p) = pipe.as_mut() {
         let line = match (status.terminating_signal(), own_ns) {
             (Some(n), Some(t)) => format!("signaled {n} cpu_ns {t}\n"),
             (Some(n), None) => format!("signaled {n}\n"),
             (None, _) => format!("exited {}\n", status.exit_status().unwrap_or(0)),
         };
-        // SAFETY: the status pipe named on the command line; this is its
-        // last use in this process.
-        #[allow(unsafe_code)]
-        let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
-        let _ = io::Write::write_all(&mut std::fs::File::from(pipe), line.as_bytes());
+        let _ = io::Write::write_all(p, line.as_bytes());
     }
-    if landlock {
-        // What the command left running ends with it, as a pid namespace
-        // ends with its pid 1 (after its end is said: the outcome is the
-        // command's, however long this takes).
-        tree::end_all();
+    // What the command left running ends with it, as a pid namespace ends
+    // with its pid 1 (after its end is said: the outcome is the command's,
+    // however long this takes), counted and named for the report.
+    let names = tree::left_names(landlock);
+    let count = if landlock {
+        Some(tree::end_all())
+    } else {
+        tree::end_namespace()
+    };
+    if let (Some(p), Some(count)) = (pipe.as_mut(), count) {
+        let left = super::report::LeftRunning { count, names };
+        if let Ok(json) = serde_json::to_string(&left) {
+            let _ = io::Write::write_all(p, format!("{LEFT_LINE}{json}\n").as_bytes());
+        }
     }
     Ok(exit_code_of(status))
 }

@@ -15,6 +15,17 @@ pub struct RunResult {
     /// A process of the sandbox was still there when `run` returned (its
     /// pid 1 did not end after `SIGKILL`): nothing may be handed back.
     pub survivors: bool,
+    /// What the command left running when it ended, as the init counted
+    /// them before ending them.
+    pub left_running: Option<report::LeftRunning>,
+}
+
+/// The init's `left` line on the status pipe (`left {"count":N,"names":[...]}`).
+pub(super) fn left_running(status_text: &str) -> Option<report::LeftRunning> {
+    status_text
+        .lines()
+        .find_map(|l| l.strip_prefix(super::inside::LEFT_LINE))
+        .and_then(|json| serde_json::from_str(json).ok())
 }
 
 impl RunResult {

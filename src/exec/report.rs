@@ -131,6 +131,15 @@ pub struct Stream {
     pub truncated: bool,
 }
 
+/// The processes the command left running when it ended, which sealc's
+/// init then ended: how many, and the names of the first few (where the
+/// init could read them: a `/proc` of the run's own).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LeftRunning {
+    pub count: u64,
+    pub names: Vec<String>,
+}
+
 /// One limit: its value and what enforced it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Limit {
@@ -171,6 +180,10 @@ pub struct Report {
     pub limits: BTreeMap<&'static str, Limit>,
     /// Which limits were reached (a process limit makes `fork` fail; it ends nothing by itself).
     pub limits_reached: Vec<crate::limit::Limit>,
+    /// What the command left running when it ended (ended by sealc's init
+    /// then); absent when not known (no init, or the run was stopped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_running: Option<LeftRunning>,
     /// Each connection to sealc's own proxy (network `allowlist`), in the order opened.
     pub network: Vec<crate::audit::Connection>,
     /// Connections past the report's cap, counted only.

@@ -448,6 +448,7 @@ pub fn run(
         peak_memory_kib: inside.then_some(peak_kib),
         limits_reached,
         survivors,
+        left_running: super::outcome::left_running(&status_text),
     })
 }
 

@@ -111,9 +111,10 @@ pub(super) fn scope_signals() {
 /// Without: `SIGKILL` to each child in turn (an orphan below comes up to
 /// this subreaper when its parent dies, and is ended in the next round),
 /// every zombie reaped before the next look at `/proc`.
-pub(super) fn end_all() {
+pub(super) fn end_all() -> u64 {
     use rustix::process::{kill_process, wait, Pid, Signal, WaitOptions};
     let me = rustix::process::getpid().as_raw_nonzero().get();
+    let mut reaped = 0;
     loop {
         if SCOPED.load(std::sync::atomic::Ordering::SeqCst) {
             // SAFETY: `kill(-1, SIGKILL)` takes no pointer; the Landlock
@@ -135,7 +136,8 @@ pub(super) fn end_all() {
         let mut left = false;
         loop {
             match wait(WaitOptions::NOHANG) {
-                Ok(Some(_)) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(Some(_)) => reaped += 1,
+                Err(rustix::io::Errno::INTR) => continue,
                 Ok(None) => {
                     left = true;
                     break;
@@ -147,8 +149,67 @@ pub(super) fn end_all() {
             break;
         }
         match wait(WaitOptions::empty()) {
-            Ok(Some(_)) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(Some(_)) => reaped += 1,
+            Err(rustix::io::Errno::INTR) => continue,
             Ok(None) | Err(_) => break,
         }
     }
+    reaped
+}
+
+/// As pid 1 of the run's pid namespace (the namespaces mode): end every
+/// other process of it with one `kill(-1, SIGKILL)` and reap them,
+/// counting. `None` when this init is not pid 1 of a namespace of its own,
+/// where `kill(-1)` would reach further (the kernel ends the rest when the
+/// init exits, as before).
+pub(super) fn end_namespace() -> Option<u64> {
+    use rustix::process::{wait, WaitOptions};
+    if rustix::process::getpid().as_raw_nonzero().get() != 1 {
+        return None;
+    }
+    // SAFETY: `kill(-1, SIGKILL)` takes no pointer; from pid 1 of a pid
+    // namespace it reaches the processes of that namespace only.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-1, libc::SIGKILL);
+    }
+    let mut reaped = 0;
+    loop {
+        match wait(WaitOptions::empty()) {
+            Ok(Some(_)) => reaped += 1,
+            Err(rustix::io::Errno::INTR) => continue,
+            Ok(None) | Err(_) => return Some(reaped),
+        }
+    }
+}
+
+/// The names (`comm`) of the first few processes left below this init, for
+/// the report: its descendants in the Landlock mode; in a pid namespace,
+/// every other process of it, where `/proc` is the namespace's own (this
+/// init is `/proc/self` = 1 there). Sorted; none where they cannot be read.
+pub(super) fn left_names(landlock: bool) -> Vec<String> {
+    const SHOWN: usize = 16;
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let pids: Vec<i32> = if landlock {
+        descendants(me)
+    } else if std::fs::read_link("/proc/self").is_ok_and(|l| l.as_os_str() == "1") {
+        std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                    .filter(|p| *p != me)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut names: Vec<String> = pids
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok())
+        .map(|c| c.trim_end_matches('\n').to_string())
+        .collect();
+    names.sort();
+    names.truncate(SHOWN);
+    names
 }
