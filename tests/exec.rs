@@ -1664,3 +1664,52 @@ fn a_hidden_command_and_a_hidden_working_directory_are_named() {
 fn quoted(p: &Path) -> String {
     format!("`{}`", p.display())
 }
+
+/// In the Landlock mode the working directory is not replaced: the warning
+/// says the command starts there but reads nothing in it, and it does.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn a_hidden_working_directory_in_the_landlock_mode_is_named_and_unreadable() {
+    if !bwrap_works() {
+        return;
+    }
+    let lab = Lab::with_spec(
+        r#"version = 1
+name = "landlock-cwd"
+[target]
+platform = "linux"
+[vars]
+run = { required = true }
+checkout = { required = true }
+proxy_port = { required = true }
+[filesystem]
+deny_read = ["${checkout}"]
+write = ["${run}/ws"]
+[network]
+mode = "none"
+[env]
+pass = ["PATH"]
+set = { PORT = "${proxy_port}" }
+[exec]
+isolation = "landlock"
+"#,
+    );
+    let out = lab
+        .exec_cmd(&["/bin/sh", "-c", "pwd; cat SKILL.md"])
+        .current_dir(lab.t.join("checkout/skills/premortem"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let all = text(&out);
+    let flat = all.replace('\n', " ");
+    assert!(
+        flat.contains("is hidden by the seal (filesystem.deny_read \"${checkout}\"): the command starts there but can read no file in it"),
+        "{all}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("checkout/skills/premortem"),
+        "{all}"
+    );
+    assert!(!all.contains(SECRET.trim()), "{all}");
+    assert!(all.contains("Permission denied"), "{all}");
+}

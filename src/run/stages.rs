@@ -41,13 +41,20 @@ pub(super) fn run(
     let has_proc_entry = |p: &str| Path::new(p).exists();
     let cwd = std::env::current_dir().ok();
     // The command starts in the caller's directory only where the seal
-    // shows it: inside a hidden root it gets an empty stand-in or `/`.
+    // shows it: inside a hidden root it gets an empty stand-in or `/`
+    // (the namespaces mode), or starts there unable to read its files
+    // (the Landlock mode, which hides no names).
     if let Some((at, by)) = cwd
         .as_deref()
         .and_then(|c| super::help::hidden_by(ir, c).map(|by| (c, by)))
     {
+        let there = if ir.exec.isolation == crate::spec::Isolation::Landlock {
+            "the command starts there but can read no file in it (only its names)"
+        } else {
+            "the command does not see it, and starts in an empty stand-in of it or in `/`"
+        };
         notes.note(Note::Warning(format!(
-            "the working directory {} is hidden by the seal ({by}): the command does not see it, and starts in an empty stand-in of it or in `/`; change to a directory the seal shows first",
+            "the working directory {} is hidden by the seal ({by}): {there}; change to a directory the seal shows first",
             quote(&at.display().to_string())
         )));
     }
