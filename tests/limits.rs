@@ -388,6 +388,12 @@ fn a_killed_sealc_leaves_a_report_that_says_the_run_is_unfinished() {
     assert_eq!(line, "started\n");
     sealc.kill().unwrap();
     sealc.wait().unwrap();
+    // What it ran ends with it.
+    let started = std::time::Instant::now();
+    while !survivors("sleep 20").is_empty() && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(survivors("sleep 20"), Vec::<String>::new());
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(lab.report_path()).unwrap()).unwrap();
     assert_eq!(r["schema"], "sealc.run/v1", "{r:#}");
