@@ -152,94 +152,30 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         )];
     };
 
-    // The denied roots a run inside the seal can reach: inside a write root
-    // by the path as written, or by the recorded realpath.
-    let paths = |list: &[crate::spec::Spanned<String>]| -> BTreeSet<String> {
-        list.iter()
-            .filter_map(|r| crate::spec::interpolate(r, src, &recorded.vars).ok())
-            .collect()
-    };
-    let fs = &spec.filesystem;
-    let writes = paths(&fs.write);
-    let write_reals: Vec<&String> = writes
-        .iter()
-        .filter_map(|w| recorded.realpaths.get(w))
+    let denied_reals: BTreeSet<&String> = reach_denied(&spec, src, recorded)
+        .into_iter()
+        .filter_map(|d| recorded.realpaths.get(&d))
         .collect();
-    // A Codex seal denies Codex's other config layers as `deny_read` roots
-    // (`Spec::codex_denied`): the workspace's `.codex` is one, and it lies
-    // in a write root.
-    let mut denied = paths(&fs.deny_read);
-    denied.extend(paths(&fs.metadata_only));
-    denied.extend(paths(&spec.codex_denied()));
-    let movable = |p: &str| {
-        denied.contains(p)
-            && (writes.iter().any(|w| is_within(p, w))
-                || recorded
-                    .realpaths
-                    .get(p)
-                    .is_some_and(|r| write_reals.iter().any(|w| is_within(r, w))))
-    };
-    let denied_reals: BTreeSet<&String> = denied
-        .iter()
-        .filter_map(|d| recorded.realpaths.get(d))
-        .collect();
-    // A denied root absent when compiled that exists now, inside a write
-    // root by the path as written or by where it is now.
-    let appeared = |p: &str, now: &str| {
-        denied.contains(p)
-            && (writes.iter().any(|w| is_within(p, w))
-                || write_reals.iter().any(|w| is_within(now, w))
-                || recorded.absent_writes.values().any(|a| is_within(now, a)))
-    };
-    let mut appeared_reals: BTreeSet<String> = BTreeSet::new();
-
-    let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
-    // A directory at a stand-in's place, made since compiling, is used as
-    // the stand-in; anything else there is drift.
     let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
-    let in_stand_in = |p: &str, now: &str| {
-        recorded
-            .stand_ins
-            .get(p)
-            .is_some_and(|s| s.kind == PathKind::Dir && is_within(now, &s.at) && dir_at(&s.at))
-    };
-    let all: BTreeSet<&String> = recorded
-        .realpaths
-        .keys()
-        .chain(here.realpaths.keys())
-        .collect();
-    for p in all {
-        let (was, now) = (recorded.realpaths.get(p), here.realpaths.get(p));
-        if was == now {
-            continue;
-        }
-        // A write root absent when compiled, made since where the record
-        // says (by `sealc exec` or by hand): what the seal mounts.
-        if was.is_none() && now.is_some() && now == recorded.absent_writes.get(p) {
-            continue;
-        }
-        // A protected path absent when compiled, there now inside the place
-        // of its stand-in (a directory made there since): that directory
-        // is bound read-only as the stand-in.
-        if was.is_none() && now.is_some_and(|n| in_stand_in(p, n)) {
-            continue;
-        }
-        if let (None, Some(now)) = (was, now) {
-            if appeared(p, now) {
-                appeared_reals.insert(now.clone());
+    let mut appeared_reals: BTreeSet<String> = BTreeSet::new();
+    let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+    for at in realpaths_now(record, &spec, &here, &dir_at) {
+        let (p, was, now) = (at.path, at.was, at.now);
+        match at.verdict {
+            RealpathNow::Same | RealpathNow::MadeWhereRecorded | RealpathNow::InStandIn => {}
+            RealpathNow::Appeared => {
+                let now = now.map_or_else(String::new, String::clone);
                 drift.push(Drift::new(
                     DriftKind::Appeared,
                     format!(
                         "{}: the denied root inside a write root was absent when compiled and exists now (at {}): a run may have made it, since nothing hid it while it was absent; {PREPARED}",
                         quote(p),
-                        quote(now)
+                        quote(&now)
                     ),
                 ));
-                continue;
+                appeared_reals.insert(now);
             }
-        }
-        if was.is_some() && movable(p) {
-            drift.push(Drift::new(
+            RealpathNow::Moved => drift.push(Drift::new(
                 DriftKind::Moved,
                 format!(
                     "{}: the denied root was compiled as {}, now {}: it or an ancestor was moved or replaced since compiling; {EXPOSES}",
@@ -247,12 +183,11 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
                     show(was),
                     show(now)
                 ),
-            ));
-        } else {
-            drift.push(Drift::new(
+            )),
+            RealpathNow::Gone | RealpathNow::Changed => drift.push(Drift::new(
                 DriftKind::Host,
                 format!("{}: compiled as {}, now {}", quote(p), show(was), show(now)),
-            ));
+            )),
         }
     }
 
@@ -438,6 +373,136 @@ pub fn host_drift(record: &Record, host: &dyn Host) -> Vec<Drift> {
         drift.push(Drift::new(DriftKind::Builder, message));
     }
     drift
+}
+
+/// The denied and metadata-only roots of a seal, as the record's vars
+/// spell them; a Codex seal's other config layers are `deny_read` roots
+/// too (`Spec::codex_denied`: the workspace's `.codex` is one, and it lies
+/// in a write root).
+fn reach_denied(
+    spec: &crate::spec::Spec,
+    src: &str,
+    recorded: &crate::facts::Facts,
+) -> BTreeSet<String> {
+    let fs = &spec.filesystem;
+    let mut denied = interpolated(&fs.deny_read, src, recorded);
+    denied.extend(interpolated(&fs.metadata_only, src, recorded));
+    denied.extend(interpolated(&spec.codex_denied(), src, recorded));
+    denied
+}
+
+fn interpolated(
+    list: &[crate::spec::Spanned<String>],
+    src: &str,
+    recorded: &crate::facts::Facts,
+) -> BTreeSet<String> {
+    list.iter()
+        .filter_map(|r| crate::spec::interpolate(r, src, &recorded.vars).ok())
+        .collect()
+}
+
+/// One root's realpath, compiled and now, and what the difference means.
+pub struct RealpathAt<'a> {
+    pub path: &'a str,
+    pub was: Option<&'a String>,
+    pub now: Option<&'a String>,
+    pub verdict: RealpathNow,
+}
+
+/// What a root's realpath now means for the seal: one reading for both who
+/// ask, `sealc exec`'s host check (refuses on the last four) and `sealc
+/// verify --live` (reports each; only [`RealpathNow::Gone`] is "absent
+/// here", since a reviewer's host may lack what the seal names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RealpathNow {
+    Same,
+    /// A write root absent when compiled, made since where the record says
+    /// (by `sealc exec` or by hand): what the seal mounts.
+    MadeWhereRecorded,
+    /// A protected path absent when compiled, there now inside the place of
+    /// its stand-in (a directory made there since), which is bound
+    /// read-only as the stand-in.
+    InStandIn,
+    /// A denied root inside a write root, absent when compiled, exists now:
+    /// a run may have made it ([`DriftKind::Appeared`]).
+    Appeared,
+    /// A denied root inside a write root (by its path or its realpath)
+    /// resolves elsewhere now, or is gone: it or an ancestor was moved
+    /// ([`DriftKind::Moved`]).
+    Moved,
+    /// Any other root there when compiled and gone now.
+    Gone,
+    /// Any other change.
+    Changed,
+}
+
+/// Every root's realpath in the record or on the host now (`here`), with
+/// its [`RealpathNow`]; `dir_at` says whether a directory is at a path.
+pub fn realpaths_now<'a>(
+    record: &'a Record,
+    spec: &crate::spec::Spec,
+    here: &'a crate::facts::Facts,
+    dir_at: &dyn Fn(&str) -> bool,
+) -> Vec<RealpathAt<'a>> {
+    let recorded = &record.facts;
+    let src = &record.spec.text;
+    // The denied roots a run inside the seal can reach: inside a write root
+    // by the path as written, or by the recorded realpath.
+    let writes = interpolated(&spec.filesystem.write, src, recorded);
+    let write_reals: Vec<&String> = writes
+        .iter()
+        .filter_map(|w| recorded.realpaths.get(w))
+        .collect();
+    let denied = reach_denied(spec, src, recorded);
+    let movable = |p: &str| {
+        denied.contains(p)
+            && (writes.iter().any(|w| is_within(p, w))
+                || recorded
+                    .realpaths
+                    .get(p)
+                    .is_some_and(|r| write_reals.iter().any(|w| is_within(r, w))))
+    };
+    // A denied root absent when compiled that exists now, inside a write
+    // root by the path as written or by where it is now.
+    let appeared = |p: &str, now: &str| {
+        denied.contains(p)
+            && (writes.iter().any(|w| is_within(p, w))
+                || write_reals.iter().any(|w| is_within(now, w))
+                || recorded.absent_writes.values().any(|a| is_within(now, a)))
+    };
+    let in_stand_in = |p: &str, now: &str| {
+        recorded
+            .stand_ins
+            .get(p)
+            .is_some_and(|s| s.kind == PathKind::Dir && is_within(now, &s.at) && dir_at(&s.at))
+    };
+    let all: BTreeSet<&String> = recorded
+        .realpaths
+        .keys()
+        .chain(here.realpaths.keys())
+        .collect();
+    all.into_iter()
+        .map(|p| {
+            let (was, now) = (recorded.realpaths.get(p), here.realpaths.get(p));
+            let verdict = match (was, now) {
+                _ if was == now => RealpathNow::Same,
+                (None, Some(n)) if Some(n) == recorded.absent_writes.get(p) => {
+                    RealpathNow::MadeWhereRecorded
+                }
+                (None, Some(n)) if in_stand_in(p, n) => RealpathNow::InStandIn,
+                (None, Some(n)) if appeared(p, n) => RealpathNow::Appeared,
+                (Some(_), _) if movable(p) => RealpathNow::Moved,
+                (Some(_), None) => RealpathNow::Gone,
+                _ => RealpathNow::Changed,
+            };
+            RealpathAt {
+                path: p,
+                was,
+                now,
+                verdict,
+            }
+        })
+        .collect()
 }
 
 /// A chain as one line: each entry, the file with its digest; `absent` when empty.

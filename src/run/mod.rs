@@ -293,6 +293,14 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             (code, Some((phase, message)))
         }
     };
+    let what = if ctx.write_roots == Some("idmapped") {
+        "cannot clear a set-id bit"
+    } else {
+        "cannot hand back ownership"
+    };
+    for p in &ctx.hand_back {
+        notes.note(Note::Said(format!("{what}: {p}")));
+    }
     // However the run ended (or stopped before it started), the Codex home
     // made for it is finished: no later run starts with it.
     let keep = target.as_ref().filter(|_| !ctx.report_refused);

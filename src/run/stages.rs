@@ -744,14 +744,8 @@ fn hand_back(
     } else {
         ctx.hand_back = crate::exec::user::hand_back(&owners, ids, opts.walk_limit);
     }
-    let what = if idmapped {
-        "cannot clear a set-id bit"
-    } else {
-        "cannot hand back ownership"
-    };
-    for p in &ctx.hand_back {
-        notes.note(Note::Said(format!("{what}: {p}")));
-    }
+    // What could not be handed back is told after the run's own error, if
+    // any (`run::exec`): what went wrong first comes first.
     // Handed back: the next run over these roots may read their owners.
     ctx.holds = None;
 }

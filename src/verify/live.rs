@@ -2,7 +2,7 @@
 //! read back after a run.
 
 use super::*;
-use crate::drift::{AbsentWriteNow, StandInNow};
+use crate::drift::{AbsentWriteNow, RealpathNow, StandInNow};
 
 /// Re-resolve the facts on a host and compare them, fact by fact, with the
 /// record: `ok` (checked), `drift` (differs, both values shown) or
@@ -49,17 +49,35 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
         rep.push("live hard links", Status::Drift, d.message.clone());
     }
     // Each root's realpath as the host check reads it: from the same
-    // regathered facts (`here`), not a second reading of the host.
-    for (path, real) in &recorded.realpaths {
-        let subject = format!("live realpath {path}");
-        match here.realpaths.get(path) {
-            Some(r) if r == real => rep.push(subject, Status::Ok, "checked"),
-            Some(r) => rep.push(
+    // regathered facts (`here`), judged by the same reading
+    // (`drift::realpaths_now`), not a second one.
+    let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
+    for at in crate::drift::realpaths_now(record, &spec, &here, &dir_at) {
+        let subject = format!("live realpath {}", at.path);
+        let show = |r: Option<&String>| r.map_or("absent".to_string(), |r| quote(r));
+        let changed = || format!("record {}, here {}", show(at.was), show(at.now));
+        match at.verdict {
+            RealpathNow::Same => rep.push(subject, Status::Ok, "checked"),
+            // Reported below, with the write root or the stand-in.
+            RealpathNow::MadeWhereRecorded | RealpathNow::InStandIn => {}
+            RealpathNow::Gone => rep.push(subject, Status::Absent, "does not exist here"),
+            RealpathNow::Changed => rep.push(subject, Status::Drift, changed()),
+            RealpathNow::Moved => rep.push(
                 subject,
                 Status::Drift,
-                format!("record {}, here {}", quote(real), quote(r)),
+                format!(
+                    "{}: the denied root inside a write root, or an ancestor, was moved or replaced",
+                    changed()
+                ),
             ),
-            None => rep.push(subject, Status::Absent, "does not exist here"),
+            RealpathNow::Appeared => rep.push(
+                subject,
+                Status::Drift,
+                format!(
+                    "{}: the denied root inside a write root was absent when compiled; a run may have made it",
+                    changed()
+                ),
+            ),
         }
     }
     // Read as `sealc exec`'s host check reads them (`drift::now`).
@@ -87,7 +105,6 @@ pub fn live_facts(record: &Record, host: &dyn Host, rep: &mut Report) {
     }
     // Protected paths absent when compiled: what holds their place. A
     // directory made at a stand-in's place since is used, as `exec` does.
-    let dir_at = |at: &str| host.lstat(at) == Some(crate::facts::Kind::Dir);
     for (path, was) in &recorded.stand_ins {
         let subject = format!("live stand-in {path}");
         let (status, what) = match crate::drift::stand_in_now(path, was, &here, &dir_at) {
@@ -385,5 +402,74 @@ mod tests {
             let live = rep.checks.iter().any(|c| c.status == Status::Drift);
             assert_eq!((exec, live), (drifts, drifts), "{what}: {:?}", rep.checks);
         }
+    }
+
+    /// A denied root inside a write root that a run moved away, replaced by
+    /// a link, or made after compiling: `sealc exec` refuses each, and
+    /// `verify --live` says drift for each, from the same reading
+    /// (`drift::realpaths_now`). Before, a moved-away root was only
+    /// "absent here" for `--live`, which verified.
+    #[test]
+    fn live_and_the_host_check_agree_on_a_denied_root_in_a_write_root() {
+        let spec = "version = 1\nname = \"m\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/w\"]\ndeny_read = [\"/w/secret\", \"/w/later\", \"/gone\"]\n";
+        let h = FakeHost::new()
+            .dir("/w")
+            .dir("/w/secret")
+            .dir("/gone")
+            .dir("/elsewhere")
+            .file("/usr/bin/bwrap", b"bwrap")
+            .file("/usr/bin/env", b"env");
+        let r = crate::compile("m.toml", spec, &Vec::new(), &h)
+            .expect("compiles")
+            .record;
+        let bare = || {
+            FakeHost::new()
+                .dir("/w")
+                .dir("/gone")
+                .dir("/elsewhere")
+                .file("/usr/bin/bwrap", b"bwrap")
+                .file("/usr/bin/env", b"env")
+        };
+        for (what, host, drifts) in [
+            ("unchanged", h.clone(), false),
+            ("moved away", bare(), true),
+            (
+                "a link in its place",
+                bare().link("/w/secret", "/elsewhere"),
+                true,
+            ),
+            ("made after compiling", h.clone().dir("/w/later"), true),
+        ] {
+            let exec = crate::drift::host_drift(&r, &host);
+            let mut rep = Report::default();
+            live_facts(&r, &host, &mut rep);
+            let live = rep.checks.iter().any(|c| c.status == Status::Drift);
+            assert_eq!(
+                (!exec.is_empty(), live),
+                (drifts, drifts),
+                "{what}: {exec:?} {:?}",
+                rep.checks
+            );
+        }
+        // A root outside every write root, gone here: a reviewer's host may
+        // lack it; `--live` says so and the host check refuses.
+        let host = FakeHost::new()
+            .dir("/w")
+            .dir("/w/secret")
+            .dir("/elsewhere")
+            .file("/usr/bin/bwrap", b"bwrap")
+            .file("/usr/bin/env", b"env");
+        assert!(!crate::drift::host_drift(&r, &host).is_empty());
+        let mut rep = Report::default();
+        live_facts(&r, &host, &mut rep);
+        assert!(
+            rep.checks.iter().all(|c| c.status != Status::Drift),
+            "{:?}",
+            rep.checks
+        );
+        assert!(rep
+            .checks
+            .iter()
+            .any(|c| c.subject == "live realpath /gone" && c.status == Status::Absent));
     }
 }
