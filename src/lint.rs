@@ -437,6 +437,10 @@ fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
     v.extend(spec.launcher.as_ref().map(|l| &l.path));
     v.extend(spec.network.proxy.as_ref());
     v.extend(&spec.network.hosts);
+    v.extend(spec.network.ports.iter().filter_map(|p| match p {
+        crate::spec::PortEntry::Var(v) => Some(v),
+        crate::spec::PortEntry::Number(_) => None,
+    }));
     v.extend(spec.exec.sandbox_exec.as_ref());
     v.extend(spec.exec.timeout.as_ref().map(|t| &t.bin));
     v.extend(spec.codex.workspace.as_ref());

@@ -466,3 +466,82 @@ ports = [443]
         assert!(!lint.stderr.contains("unused"), "{}", lint.stderr);
     }
 }
+
+/// A harness points one spec at a stand-in on a port it picks: a port of
+/// `network.ports` may be one `${var}`, substituted and recorded as a
+/// number; a value that is no port is refused at its entry; a string with
+/// no var is a type error; lint, which knows no value, accepts it and
+/// counts the var as used.
+#[test]
+fn a_network_port_may_come_from_a_var() {
+    const SPEC: &str = r#"#:schema ../schemas/seal-spec.schema.json
+version = 1
+name = "stand-in"
+[target]
+platform = "linux"
+[vars]
+port = { default = "443" }
+[network]
+mode = "allowlist"
+hosts = ["api.openai.com"]
+ports = ["${port}", 8443]
+"#;
+    let compile = |spec: &str, var: &[&str]| {
+        let mut args = vec!["compile", "s.toml", "--out", "out"];
+        args.extend(var);
+        Sealc::new().file("s.toml", spec).args(args).run()
+    };
+    let ports = |out: &Out| -> serde_json::Value {
+        let env = std::fs::read_to_string(out.path("out/env.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&env).unwrap();
+        fn find(v: &serde_json::Value) -> Option<serde_json::Value> {
+            match v {
+                serde_json::Value::Object(m) => m
+                    .get("ports")
+                    .cloned()
+                    .or_else(|| m.values().find_map(find)),
+                serde_json::Value::Array(a) => a.iter().find_map(find),
+                _ => None,
+            }
+        }
+        find(&v).expect("env.json records the ports")
+    };
+    let out = compile(SPEC, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(ports(&out), serde_json::json!([443, 8443]));
+    let out = compile(SPEC, &["--var", "port=40123"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(ports(&out), serde_json::json!([8443, 40123]));
+    for bad in ["0", "65536", "http", "0443", " 80"] {
+        let out = compile(SPEC, &["--var", &format!("port={bad}")]);
+        assert_eq!(out.code, 2, "{bad}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("port `{bad}` is outside 1-65535")),
+            "{bad}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("ports = [\"${port}\""),
+            "{}",
+            out.stderr
+        );
+    }
+    let no_var = SPEC.replace("\"${port}\"", "\"443\"");
+    let out = compile(&no_var, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("an integer or a `${var}`"),
+        "{}",
+        out.stderr
+    );
+    let required = SPEC.replace("default = \"443\"", "required = true");
+    for spec in [SPEC, required.as_str()] {
+        let lint = Sealc::new()
+            .file("s.toml", spec)
+            .args(["lint", "s.toml"])
+            .run();
+        assert_eq!(lint.code, 0, "{}", lint.stderr);
+        assert!(!lint.stderr.contains("unused"), "{}", lint.stderr);
+    }
+}

@@ -283,14 +283,51 @@ pub struct Network {
     #[serde(default)]
     #[schemars(inner(pattern(HOST_PATTERN)), extend("examples" = [["api.openai.com", "*.oaiusercontent.com"]]))]
     pub hosts: Vec<Spanned<String>>,
-    /// Ports the proxy may let through, exactly.
+    /// Ports the proxy may let through, exactly: a number, or a string that is one `${var}` (so one spec points at a stand-in on a port a harness picks), checked once substituted.
     #[serde(default)]
-    #[schemars(inner(range(min = 1, max = 65535)), extend("examples" = [[443]]))]
-    pub ports: Vec<Spanned<i64>>,
+    #[schemars(extend("examples" = [[443]]))]
+    pub ports: Vec<PortEntry>,
     /// `allowlist` mode: address ranges (CIDR) that a name in `hosts` may resolve into although they are special (loopback, private, link-local, shared, multicast, unspecified, documentation, reserved). Any other answer in those ranges is refused.
     #[serde(default)]
     #[schemars(inner(pattern(RANGE_PATTERN)), extend("examples" = [["10.20.0.0/16"]]))]
     pub allow_ranges: Vec<Spanned<String>>,
+}
+
+/// A port of `network.ports` as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortEntry {
+    Number(Spanned<i64>),
+    /// `"${var}"`: the port is the var's value.
+    Var(Spanned<String>),
+}
+
+impl PortEntry {
+    pub fn span(&self) -> &Span {
+        match self {
+            PortEntry::Number(n) => &n.span,
+            PortEntry::Var(v) => &v.span,
+        }
+    }
+}
+
+/// A port given by a var: the whole string is one `${var}`.
+pub const PORT_VAR_PATTERN: &str = r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$";
+
+impl JsonSchema for PortEntry {
+    fn schema_name() -> Cow<'static, str> {
+        "PortEntry".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                { "type": "integer", "minimum": 1, "maximum": 65535 },
+                { "type": "string", "pattern": PORT_VAR_PATTERN }
+            ]
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]

@@ -131,8 +131,18 @@ impl Cx {
                 .into_iter()
                 .enumerate()
             {
-                if let Some(p) = self.integer(&format!("network.ports[{i}]"), item) {
-                    ports.push(p);
+                let path = format!("network.ports[{i}]");
+                // A string is a port given by a var, checked once substituted.
+                match item.get_ref() {
+                    DeValue::String(s) if s.contains("${") => {
+                        ports.push(PortEntry::Var(Spanned::new(s.to_string(), item.span())));
+                    }
+                    DeValue::String(_) => self.type_error(&path, item, "an integer or a `${var}`"),
+                    _ => {
+                        if let Some(p) = self.integer(&path, item) {
+                            ports.push(PortEntry::Number(p));
+                        }
+                    }
                 }
             }
         }
