@@ -373,6 +373,8 @@ fn a_killed_sealc_leaves_a_report_that_says_the_run_is_unfinished() {
         .arg(lab.t.join("seal/seal.json"))
         .arg("--report")
         .arg(lab.report_path())
+        .arg("--stderr")
+        .arg(lab.t.join("err.txt"))
         .args(["--", "/bin/sh", "-c", "echo started; exec sleep 20"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -406,6 +408,17 @@ fn a_killed_sealc_leaves_a_report_that_says_the_run_is_unfinished() {
     );
     assert_eq!(r["argv"][0], "/bin/sh", "{r:#}");
     assert!(r["layers"].is_object(), "{r:#}");
+    // The kept stderr stays under its temp name, never in place half done.
+    assert!(!lab.t.join("err.txt").exists());
+    let staged = std::fs::read_dir(&lab.t)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(".err.txt.sealc-") && n.ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(staged, 1);
     // A run that ends replaces it.
     let (out, r) = lab.run(&["/bin/true"]);
     check(&out, &r, "exited", "", 0);
@@ -436,5 +449,143 @@ fn what_the_command_left_running_is_counted_and_named() {
         let (out, r) = lab.sh("exit 0");
         check(&out, &r, "exited", "", 0);
         assert_eq!(r["left_running"]["count"], 0, "{mode}: {r:#}");
+    }
+}
+
+/// `--stdout FILE` and `--stderr FILE` keep the command's output where the
+/// harness says, as safely as the report: made under a random name beside
+/// it and renamed into place (a link planted at the name is replaced, its
+/// target untouched), mode 0600, nothing on sealc's own stdout, the
+/// report's `sha256` that of the file (also past the output limit). A
+/// file inside a write root, one named twice, or a run refused before it
+/// starts: nothing runs and no file is made.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn the_output_is_kept_where_the_harness_says() {
+    use std::os::unix::fs::PermissionsExt;
+    if !bwrap_works() {
+        return;
+    }
+    let digest = |b: &[u8]| {
+        use sha2::Digest;
+        format!("sha256:{:x}", sha2::Sha256::digest(b))
+    };
+    let exec = |lab: &Lab, extra: &[String], script: &str| -> Output {
+        Command::new(env!("CARGO_BIN_EXE_sealc"))
+            .current_dir(&lab.t)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .arg("exec")
+            .arg(lab.t.join("seal/seal.json"))
+            .args(extra)
+            .args(["--", "/bin/bash", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let leftovers = |lab: &Lab| -> Vec<String> {
+        std::fs::read_dir(&lab.t)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".sealc-"))
+            .collect()
+    };
+    let p = |lab: &Lab, name: &str| lab.t.join(name).display().to_string();
+
+    let lab = Lab::new("");
+    std::fs::write(lab.t.join("victim"), "victim").unwrap();
+    std::os::unix::fs::symlink(lab.t.join("victim"), lab.t.join("out.txt")).unwrap();
+    let args = [
+        "--stdout".to_string(),
+        p(&lab, "out.txt"),
+        "--stderr".into(),
+        p(&lab, "err.txt"),
+        "--report".into(),
+        p(&lab, "report.json"),
+    ];
+    let out = exec(
+        &lab,
+        &args,
+        "printf 'one\\0two\\n'; printf 'err' >&2; exit 3",
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(out.stdout.is_empty(), "{all}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("err"),
+        "{all}"
+    );
+    assert_eq!(std::fs::read(lab.t.join("victim")).unwrap(), b"victim");
+    let meta = std::fs::symlink_metadata(lab.t.join("out.txt")).unwrap();
+    assert!(meta.is_file(), "{all}");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let kept = std::fs::read(lab.t.join("out.txt")).unwrap();
+    assert_eq!(kept, b"one\0two\n");
+    assert_eq!(std::fs::read(lab.t.join("err.txt")).unwrap(), b"err");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.report_path()).unwrap()).unwrap();
+    assert_eq!(r["stdout"]["kept"], p(&lab, "out.txt"), "{r:#}");
+    assert_eq!(r["stdout"]["sha256"], digest(&kept), "{r:#}");
+    assert_eq!(r["stderr"]["kept"], p(&lab, "err.txt"), "{r:#}");
+    assert_eq!(r["stderr"]["sha256"], digest(b"err"), "{r:#}");
+    assert_eq!(r["exit_code"], 3, "{r:#}");
+    assert_eq!(leftovers(&lab), Vec::<String>::new());
+
+    // Past the output limit: the file holds what was let through.
+    let lab = Lab::new("output_bytes = 1000");
+    let args = ["--stdout".to_string(), p(&lab, "out.txt")];
+    let out = exec(&lab, &args, "head -c 5000 /dev/zero | tr '\\0' x");
+    assert_eq!(
+        out.status.code(),
+        Some(sealc::exit::OUTPUT_LIMIT),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(lab.t.join("out.txt")).unwrap().len(), 1000);
+
+    // Refused: nothing runs (no marker), no file is made.
+    let lab = Lab::new("");
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    for (what, args) in [
+        (
+            "in a write root",
+            vec!["--stdout".to_string(), p(&lab, "ws/out.txt")],
+        ),
+        (
+            "named twice",
+            vec![
+                "--stdout".to_string(),
+                p(&lab, "out.txt"),
+                "--stderr".into(),
+                p(&lab, "out.txt"),
+            ],
+        ),
+        (
+            "the report's",
+            vec![
+                "--stdout".to_string(),
+                p(&lab, "out.txt"),
+                "--report".into(),
+                p(&lab, "out.txt"),
+            ],
+        ),
+        (
+            "another binding",
+            vec![
+                "--stdout".to_string(),
+                p(&lab, "out.txt"),
+                "--expect".into(),
+                zeros.clone(),
+            ],
+        ),
+    ] {
+        let out = exec(&lab, &args, "touch ws/ran");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(125), "{what}: {all}");
+        assert!(!lab.t.join("ws/ran").exists(), "{what}: {all}");
+        assert!(!lab.t.join("out.txt").exists(), "{what}: {all}");
+        assert!(!lab.t.join("ws/out.txt").exists(), "{what}: {all}");
+        assert_eq!(leftovers(&lab), Vec::<String>::new(), "{what}");
     }
 }

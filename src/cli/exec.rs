@@ -45,6 +45,12 @@ pub struct Args {
     /// Write a JSON run report here (atomically, also when nothing could start): outcome, limits, usage, bytes relayed.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Keep the command's stdout in FILE instead of relaying it to sealc's (written under a random name beside it, renamed into place when the run ends, mode 0600; the report gives its sha256).
+    #[arg(long, value_name = "FILE")]
+    stdout: Option<PathBuf>,
+    /// Keep the command's stderr in FILE instead of relaying it to sealc's, as `--stdout` does.
+    #[arg(long, value_name = "FILE")]
+    stderr: Option<PathBuf>,
     /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
     #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
     expect: Option<String>,
@@ -79,6 +85,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         user: a.user.as_deref(),
         expect: a.expect.as_deref(),
         report: a.report.as_deref(),
+        keep: [a.stdout.as_deref(), a.stderr.as_deref()],
         force: a.force,
         raw_terminal: a.raw_terminal,
         resolve: &a.resolve,

@@ -129,6 +129,11 @@ pub struct Stream {
     pub sha256: String,
     /// Bytes past `limits.output_bytes` were dropped.
     pub truncated: bool,
+    /// `--stdout FILE` / `--stderr FILE`: where the stream was kept (its
+    /// `sha256` is then the file's); absent when it was relayed to sealc's
+    /// own descriptor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// The processes the command left running when it ended, which sealc's
@@ -293,6 +298,7 @@ mod tests {
             terminal: Some("filtered"),
             sha256: "sha256:x".into(),
             truncated: false,
+            kept: None,
         })
         .unwrap();
         assert_eq!(

@@ -65,6 +65,16 @@ pub fn way(n: usize, fd: BorrowedFd<'_>) -> Result<Way, Failure> {
     )))
 }
 
+/// How the command's standard descriptors reach it and where its output
+/// goes: [`ways`], [`deliveries`], and the files that keep stdout and
+/// stderr instead of sealc's own (`--stdout`, `--stderr`).
+#[derive(Debug)]
+pub struct Streams {
+    pub ways: [Way; 3],
+    pub deliveries: [Delivery; 2],
+    pub kept: [Option<std::fs::File>; 2],
+}
+
 /// How sealc writes the command's relayed stdout or stderr to its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delivery {

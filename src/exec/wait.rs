@@ -59,8 +59,7 @@ pub(super) fn inheritable(fd: &OwnedFd) -> io::Result<i32> {
 /// `bridge`, the proxy bridge is served from that directory.
 pub fn run(
     plan: &Plan,
-    ways: [stdio::Way; 3],
-    deliveries: [stdio::Delivery; 2],
+    streams: stdio::Streams,
     trees: &[idmap::Tree],
     bridge: Option<&Bridge>,
 ) -> io::Result<RunResult> {
@@ -190,9 +189,13 @@ pub fn run(
         stdio::Way::Relay => Stdio::piped(),
         stdio::Way::Null => Stdio::null(),
     };
+    // A stream kept in a file (`--stdout`, `--stderr`) is relayed there,
+    // also when sealc's own descriptor is closed.
+    let ways = streams.ways;
+    let kept = |i: usize| streams.kept[i].is_some();
     cmd.stdin(way(ways[0]))
-        .stdout(way(ways[1]))
-        .stderr(way(ways[2]));
+        .stdout(way(if kept(0) { stdio::Way::Relay } else { ways[1] }))
+        .stderr(way(if kept(1) { stdio::Way::Relay } else { ways[2] }));
     if plan.mechanism == super::Mechanism::Landlock {
         // Whatever the init leaves (killed at a limit, or by a signal)
         // comes up to sealc, never to the host's init.
@@ -243,10 +246,11 @@ pub fn run(
     };
     let mut out_relay = None;
     let mut err_relay = None;
+    let [kept_out, kept_err] = streams.kept;
     if let Some(from) = child.stdout.take() {
-        let to = caller(io::stdout().as_fd())?;
+        let to = kept_out.map_or_else(|| caller(io::stdout().as_fd()), Ok)?;
         let tx = tx.clone();
-        let delivery = deliveries[0];
+        let delivery = streams.deliveries[0];
         out_relay = Some(std::thread::spawn(move || {
             let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));
@@ -255,9 +259,9 @@ pub fn run(
         }));
     }
     if let Some(from) = child.stderr.take() {
-        let to = caller(io::stderr().as_fd())?;
+        let to = kept_err.map_or_else(|| caller(io::stderr().as_fd()), Ok)?;
         let tx = tx.clone();
-        let delivery = deliveries[1];
+        let delivery = streams.deliveries[1];
         err_relay = Some(std::thread::spawn(move || {
             let over = || {
                 let _ = tx.send(Event::Stop(Stop::Output));

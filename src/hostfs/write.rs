@@ -19,6 +19,11 @@ impl Staged<'_> {
         self.file.sync_all()
     }
 
+    /// A second descriptor of the file, to write to it while it is staged.
+    pub fn try_clone_file(&self) -> io::Result<std::fs::File> {
+        self.file.try_clone()
+    }
+
     /// Rename it over its name, in the directory it was staged in.
     pub fn commit(mut self) -> io::Result<()> {
         let r = rustix::fs::renameat(self.dir, &self.tmp, self.dir, &self.name).map_err(errno);
@@ -135,6 +140,13 @@ impl Target {
     /// [`Dir::write`] of the target.
     pub fn write(&self, bytes: &[u8], mode: u32) -> io::Result<()> {
         self.dir.write(&self.name, bytes, mode)
+    }
+
+    /// Do both name one file: the same name in the same directory (by
+    /// device and inode)?
+    pub fn same_file(&self, other: &Target) -> bool {
+        self.name == other.name
+            && matches!((self.dir.id(), other.dir.id()), (Ok(a), Ok(b)) if a == b)
     }
 
     /// The target's path.

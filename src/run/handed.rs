@@ -56,7 +56,13 @@ pub(super) fn confine_and_wait(
         p.audit = audit.clone();
     }
     let (ways, deliveries) = (checked.ways, checked.deliveries);
-    let code = match crate::exec::run(&plan, ways, deliveries, &ctx.trees, bridge.as_ref()) {
+    let kept = [0, 1].map(|i| checked.kept[i].as_ref().and_then(|f| f.try_clone().ok()));
+    let streams = crate::exec::stdio::Streams {
+        ways,
+        deliveries,
+        kept,
+    };
+    let code = match crate::exec::run(&plan, streams, &ctx.trees, bridge.as_ref()) {
         Ok(result) => {
             // The sandbox started: what the run made in the write roots
             // made for it is its output, and they stay.

@@ -45,6 +45,10 @@ pub struct Options<'a> {
     pub user: Option<&'a str>,
     pub expect: Option<&'a str>,
     pub report: Option<&'a Path>,
+    /// `--stdout FILE`, `--stderr FILE`: the command's output kept there
+    /// (written under a random name beside it, renamed into place when the
+    /// run ends) instead of relayed to sealc's own.
+    pub keep: [Option<&'a Path>; 2],
     pub force: bool,
     pub raw_terminal: bool,
     pub resolve: &'a [String],
@@ -284,7 +288,48 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             }
         }
     }
-    let (code, refusal) = match stages::run(opts, command, target.as_ref(), notes, &mut ctx) {
+    // Where the command's output is kept, opened now as the report's
+    // directory is.
+    let mut kept: [Option<crate::hostfs::Target>; 2] = [None, None];
+    for (i, path) in opts.keep.iter().enumerate() {
+        let Some(path) = path.filter(|_| !opts.dry_run) else {
+            continue;
+        };
+        let flag = ["--stdout", "--stderr"][i];
+        let t = match crate::hostfs::Target::open(path) {
+            Ok(t) => t,
+            Err(e) => {
+                Refusal::new(
+                    REFUSED,
+                    format!(
+                        "cannot keep the command's output at {} (`{flag}`): {e}, so nothing was started",
+                        quote(&path.display().to_string())
+                    ),
+                )
+                .tell(notes);
+                return Ended::Status(REFUSED);
+            }
+        };
+        for w in t.dir.warnings() {
+            notes.note(Note::Warning(format!("`{flag}`: {w}")));
+        }
+        let other = kept.iter().flatten().chain(target.as_ref());
+        if let Some(same) = other.into_iter().find(|o| o.same_file(&t)) {
+            Refusal::new(
+                REFUSED,
+                format!(
+                    "`{flag}` names {}, which is already written by this run, so nothing was started",
+                    quote(&same.path().display().to_string())
+                ),
+            )
+            .help("give `--stdout`, `--stderr` and `--report` a file each")
+            .tell(notes);
+            return Ended::Status(REFUSED);
+        }
+        kept[i] = Some(t);
+    }
+    let (code, refusal) = match stages::run(opts, command, target.as_ref(), &kept, notes, &mut ctx)
+    {
         Ok(Ended::DryRun(plan)) => return Ended::DryRun(plan),
         Ok(Ended::Status(code)) => (code, None),
         Err(r) => {
