@@ -24,6 +24,7 @@
 mod codex;
 mod handed;
 mod help;
+mod kept;
 mod stages;
 
 use std::ffi::OsString;
@@ -290,44 +291,13 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     }
     // Where the command's output is kept, opened now as the report's
     // directory is.
-    let mut kept: [Option<crate::hostfs::Target>; 2] = [None, None];
-    for (i, path) in opts.keep.iter().enumerate() {
-        let Some(path) = path.filter(|_| !opts.dry_run) else {
-            continue;
-        };
-        let flag = ["--stdout", "--stderr"][i];
-        let t = match crate::hostfs::Target::open(path) {
-            Ok(t) => t,
-            Err(e) => {
-                Refusal::new(
-                    REFUSED,
-                    format!(
-                        "cannot keep the command's output at {} (`{flag}`): {e}, so nothing was started",
-                        quote(&path.display().to_string())
-                    ),
-                )
-                .tell(notes);
-                return Ended::Status(REFUSED);
-            }
-        };
-        for w in t.dir.warnings() {
-            notes.note(Note::Warning(format!("`{flag}`: {w}")));
-        }
-        let other = kept.iter().flatten().chain(target.as_ref());
-        if let Some(same) = other.into_iter().find(|o| o.same_file(&t)) {
-            Refusal::new(
-                REFUSED,
-                format!(
-                    "`{flag}` names {}, which is already written by this run, so nothing was started",
-                    quote(&same.path().display().to_string())
-                ),
-            )
-            .help("give `--stdout`, `--stderr` and `--report` a file each")
-            .tell(notes);
+    let kept = match kept::open(opts, target.as_ref(), notes) {
+        Ok(k) => k,
+        Err(r) => {
+            r.tell(notes);
             return Ended::Status(REFUSED);
         }
-        kept[i] = Some(t);
-    }
+    };
     let (code, refusal) = match stages::run(opts, command, target.as_ref(), &kept, notes, &mut ctx)
     {
         Ok(Ended::DryRun(plan)) => return Ended::DryRun(plan),

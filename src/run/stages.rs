@@ -128,30 +128,7 @@ pub(super) fn run(
             .in_phase(Phase::Prepare)
         })?;
     }
-    // The files that keep the command's output: made now under a random
-    // name beside their own (never through a link), renamed into place
-    // when the run ends; removed if it never starts.
-    let mut staged = Vec::new();
-    for (i, t) in kept.iter().enumerate() {
-        let Some(t) = t else { continue };
-        let file = t
-            .dir
-            .stage_unsynced(&t.name, b"", 0o600)
-            .and_then(|s| Ok((s.try_clone_file()?, s)))
-            .map_err(|e| {
-                Refusal::new(
-                    REFUSED,
-                    format!(
-                        "cannot keep the command's output at {}: {e}, so nothing was started",
-                        quote(&t.path().display().to_string())
-                    ),
-                )
-                .in_phase(Phase::Prepare)
-            })?;
-        checked.kept[i] = Some(file.0);
-        checked.deliveries[i] = crate::exec::stdio::Delivery::Bytes;
-        staged.push((i, t.path(), file.1));
-    }
+    let staged = super::kept::stage(kept, &mut checked.kept, &mut checked.deliveries)?;
     let idmapped = ctx.write_roots == Some("idmapped");
     // Stage 4, **confine and wait**: chowned roots are handed over first.
     if let (Some(ids), false) = (checked.user, idmapped) {
@@ -178,21 +155,7 @@ pub(super) fn run(
     );
     hand_back(opts, &checked, prepared, notes, ctx);
     let code = code.map_err(at(Phase::SandboxStart))?;
-    // The kept output, in place; the report says where.
-    for (i, path, file) in staged {
-        let shown = path.display().to_string();
-        if let Err(e) = file.sync().and_then(|()| file.commit()) {
-            notes.note(Note::Error {
-                message: format!("cannot keep the command's output at {}: {e}", quote(&shown)),
-                help: Vec::new(),
-            });
-            return Ok(Ended::Status(if code == 0 { REFUSED } else { code }));
-        }
-        if let Some(r) = ctx.result.as_mut() {
-            [&mut r.stdout, &mut r.stderr][i].kept = Some(shown);
-        }
-    }
-    Ok(Ended::Status(code))
+    Ok(Ended::Status(super::kept::commit(staged, code, notes, ctx)))
 }
 
 /// `--resolve NAME=ADDR` (tests only).
@@ -435,21 +398,7 @@ fn host_check(
             .help("give `--report` a path outside every write root of the seal"));
         }
     }
-    // The kept output is evidence as the report is.
-    for (t, flag) in kept.iter().zip(["--stdout", "--stderr"]) {
-        let Some(t) = t else { continue };
-        if let Some(w) = crate::exec::write_root_reaching(ir, &t.dir, None) {
-            return Err(Refusal::new(
-                REFUSED,
-                format!(
-                    "the command's output would be kept at {} (`{flag}`), inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started",
-                    quote(&t.path().display().to_string()),
-                    quote(w)
-                ),
-            )
-            .help(format!("give `{flag}` a path outside every write root of the seal")));
-        }
-    }
+    super::kept::check(ir, kept)?;
     Ok(Checked {
         command,
         ways,
