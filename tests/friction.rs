@@ -275,7 +275,7 @@ fn a_value_of_the_wrong_type_shows_the_shape_it_takes() {
         ),
         (
             "[network]\nports = [\"443\"]\n",
-            "`network.ports[0]` must be an integer, found a string",
+            "`network.ports[0]` must be an integer or a `${var}`, found a string",
             "write it like `ports = [443]`",
         ),
         (
