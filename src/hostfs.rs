@@ -24,7 +24,7 @@
 
 mod walk;
 mod write;
-pub use self::walk::{remove_tree, walk, Bounds, Entry, Walked};
+pub use self::walk::{empty_dir, remove_tree, walk, Bounds, Entry, Walked};
 use self::write::check_name;
 pub use self::write::{random_hex, run_dir, Staged, Target};
 

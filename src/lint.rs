@@ -442,6 +442,7 @@ fn spec_strings(spec: &Spec) -> Vec<&Spanned<String>> {
         crate::spec::PortEntry::Number(_) => None,
     }));
     v.extend(spec.exec.sandbox_exec.as_ref());
+    v.extend(&spec.exec.reset);
     v.extend(spec.exec.timeout.as_ref().map(|t| &t.bin));
     v.extend(spec.codex.workspace.as_ref());
     v.extend(spec.codex.version.as_ref());

@@ -27,6 +27,7 @@ pub const EXEC_IN_WRITE_ROOT: &str = "sealc::exec::in-write-root";
 pub const EXEC_NO_BWRAP: &str = "sealc::exec::no-bwrap";
 pub const EXEC_HOST_LAYERS: &str = "sealc::exec::host-layers";
 pub const EXEC_SECRET: &str = "sealc::exec::secret";
+pub const EXEC_RESET: &str = "sealc::exec::reset";
 pub const IO_READ: &str = "sealc::io::read";
 pub const IO_WRITE: &str = "sealc::io::write";
 pub const IPC_UNKNOWN: &str = "sealc::ipc::unknown";

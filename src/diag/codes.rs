@@ -314,6 +314,11 @@ deny_read = [\"${ws}/link\"]",
         "[target]\nplatform = \"linux\"\n[exec]\nisolation = \"landlock\"\n[network]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\nports = [443]",
     ),
     (
+        code::EXEC_RESET,
+        "an `exec.reset` entry is not a write root of the seal, or holds another root that exists (emptying it before each run would remove that root)",
+        "[filesystem]\nwrite = [\"/tmp/ws\"]\n[exec]\nreset = [\"/tmp/elsewhere\"]",
+    ),
+    (
         code::EXEC_NO_BWRAP,
         "a Linux seal is compiled on a Linux host where its bubblewrap (`[exec] bwrap`, default `/usr/bin/bwrap`) does not exist, so `sealc exec` cannot run it here (a warning)",
         "# on a Linux host without /usr/bin/bwrap: sealc compile spec.toml --platform linux",

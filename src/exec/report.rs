@@ -200,6 +200,10 @@ pub struct Report {
     /// `--resolve NAME=ADDR` overrides in force (a test run).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resolve_overrides: Vec<String>,
+    /// `exec.reset`: each write root emptied before the run, with how
+    /// many entries went.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reset: std::collections::BTreeMap<String, u64>,
     pub schema: &'static str,
     pub started_at: String,
     pub stderr: Stream,

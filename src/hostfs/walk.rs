@@ -162,6 +162,61 @@ pub(super) fn walk_dir(
 /// directory listed once, at most `entries` entries. A file at `name` is
 /// removed. Returns how many entries went.
 pub fn remove_tree(parent: &OwnedFd, name: &OsStr, entries: usize) -> io::Result<usize> {
+    remove_tree_owned(parent, name, entries, None)
+}
+
+/// Empty the directory `dir` (held open) of everything in it, as
+/// [`remove_tree`] removes a tree, and only where its owner could do it
+/// alone: every directory met must be the owner's (root's sealc removes
+/// nothing a directory of another user would have protected, whatever was
+/// moved in), none another mount. A directory of the owner's that its
+/// owner cannot write is given write access first (about to go anyway).
+/// At most `entries` entries; returns how many went.
+pub fn empty_dir(dir: &OwnedFd, entries: usize) -> io::Result<usize> {
+    let st = rustix::fs::fstat(dir).map_err(errno)?;
+    let owner = st.st_uid;
+    let top = (st.st_dev, mnt_at(dir, c"."));
+    let listed = rustix::fs::openat(dir, ".", dir_flags(), Mode::empty()).map_err(errno)?;
+    let mut gone = 0usize;
+    for e in rustix::fs::Dir::read_from(&listed).map_err(errno)? {
+        let e = e.map_err(errno)?;
+        let n = e.file_name();
+        if n.to_bytes() == b"." || n.to_bytes() == b".." {
+            continue;
+        }
+        let st = match rustix::fs::statat(dir, n, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(errno(e)),
+        };
+        if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            if !same_mount(dir, n, &st, top) {
+                return Err(io::Error::other(format!(
+                    "{} is another mount, which sealc does not touch",
+                    crate::diag::quote(&n.to_string_lossy())
+                )));
+            }
+            let left = entries.saturating_sub(gone);
+            gone += remove_tree_owned(dir, OsStr::from_bytes(n.to_bytes()), left, Some(owner))?;
+        } else {
+            gone += 1;
+            if gone > entries {
+                return Err(io::Error::other(format!("more than {entries} entries")));
+            }
+            rustix::fs::unlinkat(dir, n, AtFlags::empty()).map_err(errno)?;
+        }
+    }
+    Ok(gone)
+}
+
+/// [`remove_tree`]; with `owner`, every directory in the tree must be
+/// that user's ([`empty_dir`]).
+fn remove_tree_owned(
+    parent: &OwnedFd,
+    name: &OsStr,
+    entries: usize,
+    owner: Option<u32>,
+) -> io::Result<usize> {
     check_name(name)?;
     let st = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => st,
@@ -172,6 +227,23 @@ pub fn remove_tree(parent: &OwnedFd, name: &OsStr, entries: usize) -> io::Result
         rustix::fs::unlinkat(parent, name, AtFlags::empty()).map_err(errno)?;
         return Ok(1);
     }
+    // The owner's alone, and writable by them (checked again on the open
+    // descriptor, so nothing swapped in between is entered).
+    let owned = |fd: &OwnedFd| -> io::Result<()> {
+        let Some(o) = owner else { return Ok(()) };
+        let st = rustix::fs::fstat(fd).map_err(errno)?;
+        if st.st_uid != o {
+            return Err(io::Error::other(format!(
+                "a directory in it belongs to uid {}, not to its owner (uid {o}), so sealc removes nothing there",
+                st.st_uid
+            )));
+        }
+        if st.st_mode & 0o700 != 0o700 {
+            rustix::fs::fchmod(fd, Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777))
+                .map_err(errno)?;
+        }
+        Ok(())
+    };
     let c_name = std::ffi::CString::new(name.as_bytes()).map_err(io::Error::other)?;
     let mnt = mnt_at(parent, &c_name);
     let top = (st.st_dev, mnt);
@@ -187,6 +259,7 @@ pub fn remove_tree(parent: &OwnedFd, name: &OsStr, entries: usize) -> io::Result
         pending: Option<Vec<std::ffi::CString>>,
     }
     let mut cur = rustix::fs::openat(parent, name, dir_flags(), Mode::empty()).map_err(errno)?;
+    owned(&cur)?;
     let mut levels = vec![Level {
         name: c_name,
         parent: id(parent)?,
@@ -238,6 +311,7 @@ pub fn remove_tree(parent: &OwnedFd, name: &OsStr, entries: usize) -> io::Result
             Some(n) => {
                 let child = rustix::fs::openat(&cur, n.as_c_str(), dir_flags(), Mode::empty())
                     .map_err(errno)?;
+                owned(&child)?;
                 let parent_id = id(&cur)?;
                 levels.push(Level {
                     name: n,

@@ -11,8 +11,10 @@ mod isolation;
 pub use codex::codex_inexpressible;
 mod launcher;
 mod network;
+mod reset;
 mod roots;
 mod run;
+pub use run::{ExecIr, LimitsIr};
 mod spellings;
 pub use spellings::Spellings;
 
@@ -179,56 +181,6 @@ pub struct EnvIr {
     pub vars: BTreeMap<String, String>,
     /// Names whose values a runner supplies at start.
     pub secrets: BTreeSet<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExecIr {
-    pub sandbox_exec: String,
-    pub bwrap: String,
-    pub timeout: Option<(String, u64)>,
-    pub limits: LimitsIr,
-    /// The Linux sandbox's `/proc` (`exec.proc`; `host` in the Landlock
-    /// mode, which has no other).
-    pub proc: crate::spec::ProcMode,
-    /// How a Linux seal confines the command (`exec.isolation`).
-    pub isolation: crate::spec::Isolation,
-}
-
-/// The run's limits (`[limits]`), each checked to be in range. The wall
-/// limit is `limits.wall_seconds` or `exec.timeout.seconds` (never both).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LimitsIr {
-    pub wall_seconds: Option<u64>,
-    pub cpu_seconds: Option<u64>,
-    pub memory_mib: Option<u64>,
-    pub processes: Option<u64>,
-    pub open_files: Option<u64>,
-    pub file_size_mib: Option<u64>,
-    pub output_bytes: Option<u64>,
-}
-
-impl LimitsIr {
-    /// A limit's value, if the seal sets it.
-    pub fn get(&self, l: crate::limit::Limit) -> Option<u64> {
-        use crate::limit::Limit;
-        match l {
-            Limit::WallSeconds => self.wall_seconds,
-            Limit::CpuSeconds => self.cpu_seconds,
-            Limit::MemoryMib => self.memory_mib,
-            Limit::Processes => self.processes,
-            Limit::OpenFiles => self.open_files,
-            Limit::FileSizeMib => self.file_size_mib,
-            Limit::OutputBytes => self.output_bytes,
-        }
-    }
-
-    /// Every limit that is set.
-    pub fn set(&self) -> Vec<(crate::limit::Limit, u64)> {
-        crate::limit::Limit::ALL
-            .into_iter()
-            .filter_map(|l| Some((l, self.get(l)?)))
-            .collect()
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -483,6 +435,10 @@ impl Lower<'_> {
         let mut roots = roots;
         self.codex_protected(spec, &mut roots, &codex);
         self.isolation(spec, &roots, &network);
+        let exec = ExecIr {
+            reset: self.reset(spec, &roots),
+            ..exec
+        };
         let pins = pins(&roots, self.platform(spec));
         let asserts = self.asserts(spec);
         let ipc_allowed = self.ipc_allowed(spec);

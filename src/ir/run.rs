@@ -2,6 +2,59 @@
 
 use super::*;
 
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecIr {
+    pub sandbox_exec: String,
+    pub bwrap: String,
+    pub timeout: Option<(String, u64)>,
+    pub limits: LimitsIr,
+    /// The Linux sandbox's `/proc` (`exec.proc`; `host` in the Landlock
+    /// mode, which has no other).
+    pub proc: crate::spec::ProcMode,
+    /// How a Linux seal confines the command (`exec.isolation`).
+    pub isolation: crate::spec::Isolation,
+    /// `exec.reset`: write roots (their paths as written, substituted)
+    /// that `sealc exec` empties before each run, in order.
+    pub reset: Vec<String>,
+}
+
+/// The run's limits (`[limits]`), each checked to be in range. The wall
+/// limit is `limits.wall_seconds` or `exec.timeout.seconds` (never both).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitsIr {
+    pub wall_seconds: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    pub memory_mib: Option<u64>,
+    pub processes: Option<u64>,
+    pub open_files: Option<u64>,
+    pub file_size_mib: Option<u64>,
+    pub output_bytes: Option<u64>,
+}
+
+impl LimitsIr {
+    /// A limit's value, if the seal sets it.
+    pub fn get(&self, l: crate::limit::Limit) -> Option<u64> {
+        use crate::limit::Limit;
+        match l {
+            Limit::WallSeconds => self.wall_seconds,
+            Limit::CpuSeconds => self.cpu_seconds,
+            Limit::MemoryMib => self.memory_mib,
+            Limit::Processes => self.processes,
+            Limit::OpenFiles => self.open_files,
+            Limit::FileSizeMib => self.file_size_mib,
+            Limit::OutputBytes => self.output_bytes,
+        }
+    }
+
+    /// Every limit that is set.
+    pub fn set(&self) -> Vec<(crate::limit::Limit, u64)> {
+        crate::limit::Limit::ALL
+            .into_iter()
+            .filter_map(|l| Some((l, self.get(l)?)))
+            .collect()
+    }
+}
+
 impl Lower<'_> {
     pub(super) fn exec(&mut self, spec: &Spec) -> ExecIr {
         let x = &spec.exec;
@@ -48,6 +101,7 @@ impl Lower<'_> {
                 }
             },
             isolation,
+            reset: Vec::new(),
         }
     }
 

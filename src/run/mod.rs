@@ -25,6 +25,7 @@ mod codex;
 mod handed;
 mod help;
 mod kept;
+mod reset;
 mod stages;
 
 use std::ffi::OsString;
@@ -189,6 +190,11 @@ struct Ctx {
     holds: Option<crate::exec::user::Holds>,
     /// When `sealc exec` started.
     started: std::time::SystemTime,
+    /// `exec.reset`: each write root emptied before the run, and how many
+    /// entries went.
+    reset: std::collections::BTreeMap<String, u64>,
+    /// Their locks, held until the run ends.
+    reset_locks: Vec<crate::hostfs::Dir>,
 }
 
 /// The report written before the command starts, which the run's end
@@ -264,6 +270,8 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         made_roots: Default::default(),
         holds: None,
         started,
+        reset: Default::default(),
+        reset_locks: Vec::new(),
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -355,6 +363,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         outcome: Some(outcome),
         peak_memory_kib: r.peak_memory_kib,
         resolve_overrides: ctx.network.resolve_overrides,
+        reset: ctx.reset,
         hand_back_errors: ctx.hand_back,
         schema: report::SCHEMA,
         started_at: report::rfc3339(started),

@@ -32,6 +32,7 @@ pub(super) fn run(
     let at = |phase: Phase| move |r: Refusal| r.in_phase(phase);
     let overrides = resolve_overrides(opts.resolve).map_err(at(Phase::Verify))?;
     let v = verify(opts, notes, ctx).map_err(at(Phase::Verify))?;
+    super::reset::reset(&v.compiled.ir, opts, ctx).map_err(at(Phase::Prepare))?;
     let mut checked =
         host_check(opts, &v, command, report, kept, ctx).map_err(at(Phase::HostCheck))?;
     let ir = &v.compiled.ir;
@@ -99,6 +100,8 @@ pub(super) fn run(
             "user": plan.user.map(|u| format!("{}:{}", u.uid, u.gid)),
             "codex_config": codex_target(ir),
             "stand_ins": ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
+            // Emptied before a real run; `--dry-run` empties nothing.
+            "reset": ir.exec.reset,
         })));
     }
     let prepared = prepare(opts, &v, &checked, &plan, notes, ctx).map_err(at(Phase::Prepare))?;

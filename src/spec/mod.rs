@@ -414,6 +414,10 @@ pub struct Exec {
     #[serde(default)]
     #[schemars(extend("default" = "namespaces"))]
     pub isolation: Option<Spanned<Isolation>>,
+    /// Write roots that `sealc exec` empties before each run, so every run of one seal starts from the same state (a harness's workspace and scratch directory). Each must be an entry of `filesystem.write` holding no other root that exists. Emptied by descriptor, no link followed, no other mount entered, only directories of the root's owner, while no other run resets it.
+    #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${run}/ws", "${run}/tmp"]]))]
+    pub reset: Vec<Spanned<String>>,
 }
 
 /// How a Linux seal confines the command (`exec.isolation`).

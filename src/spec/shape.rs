@@ -66,6 +66,7 @@ pub const SHAPES: &[(&str, &str)] = &[
         "sandbox_exec = \"/usr/bin/sandbox-exec\"",
     ),
     ("exec.bwrap", "bwrap = \"/usr/bin/bwrap\""),
+    ("exec.reset", "reset = [\"${run}/ws\"]"),
     (
         "exec.timeout",
         "timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }",

@@ -209,7 +209,14 @@ impl Cx {
         };
         t.finish(
             self,
-            &["sandbox_exec", "bwrap", "timeout", "proc", "isolation"],
+            &[
+                "sandbox_exec",
+                "bwrap",
+                "timeout",
+                "proc",
+                "isolation",
+                "reset",
+            ],
         );
         let timeout = t.get("timeout").and_then(|tv| {
             let tt = self.table("exec.timeout", tv)?;
@@ -234,6 +241,7 @@ impl Cx {
             })
         });
         Exec {
+            reset: self.strings("exec.reset", t.get("reset")),
             sandbox_exec: self.opt_string(&t, "sandbox_exec"),
             bwrap: self.opt_string(&t, "bwrap"),
             timeout,

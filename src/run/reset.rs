@@ -1,0 +1,71 @@
+//! `exec.reset`: the write roots emptied before each run, so every run of
+//! one seal starts from the same state under one binding (a harness's
+//! workspace and scratch directory, reset by sealc rather than by glue).
+//!
+//! After the record verifies and before the host check, each is emptied
+//! where it still resolves to its recorded realpath (elsewhere the host
+//! check refuses the run): opened from `/` without following a link,
+//! locked against every other run that resets it, and emptied by
+//! descriptor as [`crate::hostfs::empty_dir`] does (no link followed, no
+//! other mount entered, only directories of the root's owner, at most
+//! `--walk-limit` entries). The lock is held until the run ends.
+
+use super::*;
+
+use crate::hostfs::Dir;
+
+/// Empty each reset root; what went is counted in `ctx.reset`.
+pub(super) fn reset(ir: &crate::ir::Ir, opts: &Options<'_>, ctx: &mut Ctx) -> Result<(), Refusal> {
+    if opts.dry_run {
+        return Ok(());
+    }
+    for path in &ir.exec.reset {
+        let Some(root) = ir.roots.iter().find(|r| {
+            r.kind == crate::ir::RootKind::Write
+                && r.protect.is_none()
+                && crate::facts::normalize(&r.path) == *path
+        }) else {
+            continue;
+        };
+        let Some(real) = root.real.as_deref() else {
+            continue;
+        };
+        // Not where the record says: the host check refuses the run.
+        match crate::hostfs::resolve(Path::new(path)) {
+            Ok((now, rest)) if rest.is_empty() && now == Path::new(real) => {}
+            _ => continue,
+        }
+        let fail = |what: String| {
+            Refusal::new(
+                REFUSED,
+                format!(
+                    "cannot reset the write root {} (`exec.reset`): {what}, so nothing was started",
+                    quote(path)
+                ),
+            )
+        };
+        let dir = match Dir::open(Path::new(real)) {
+            Ok(d) => d,
+            // Made by the run (a write root absent when compiled) and not
+            // made yet: nothing to empty.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.made => continue,
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        match rustix::fs::flock(
+            dir.fd(),
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        ) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(fail("another run resets it now".into())
+                    .help("give each concurrent run a seal of its own (a run directory per run)"))
+            }
+            Err(e) => return Err(fail(format!("cannot lock it: {e}"))),
+        }
+        let gone = crate::hostfs::empty_dir(dir.fd(), opts.walk_limit as usize)
+            .map_err(|e| fail(e.to_string()))?;
+        ctx.reset.insert(path.clone(), gone as u64);
+        ctx.reset_locks.push(dir);
+    }
+    Ok(())
+}
