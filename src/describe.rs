@@ -9,7 +9,7 @@
 //! into a [`Change`].
 
 mod diff;
-pub use self::diff::{diff, Change, Effect, Section};
+pub use self::diff::{diff, only_vars_differ, Change, Effect, Section, VarChange};
 
 use std::collections::{BTreeMap, BTreeSet};
 

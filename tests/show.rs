@@ -424,3 +424,72 @@ fn bad_input_exits_2_and_prints_nothing_to_stdout() {
     );
     assert!(out.stderr.contains("not JSON"), "{}", out.stderr);
 }
+
+/// A harness compiles the reviewed spec once per run directory: `diff`
+/// says in one line that only var values differ (text and JSON), then
+/// what they change. A host on which a root resolves elsewhere (a link) is
+/// more than a var, and gets no such line.
+#[test]
+fn diff_of_two_run_directories_of_one_spec_says_only_vars_differ() {
+    let src = probe_rep();
+    let compile = |run: &str, host: sealc::facts::FakeHost| {
+        let flags: Vec<(String, String)> = flags_for(&src)
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "run" {
+                    (k, run.to_string())
+                } else {
+                    (k, v)
+                }
+            })
+            .collect();
+        sealc::compile_for("spec.toml", &src, &flags, None, &host)
+            .unwrap_or_else(|d| panic!("{}", sealc::diag::render(&d, "spec.toml", &src)))
+            .files
+    };
+    let a = compile("/Users/agent/runs/r1", demo_host());
+    let b = compile(
+        "/Users/agent/runs/r2",
+        demo_host().dir("/Users/agent/runs/r2/ws/.harness/secrets"),
+    );
+    let out = with_seals(&[("a", &a), ("b", &b)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let line = out.stdout.lines().nth(2).unwrap_or_default().to_string();
+    assert_eq!(
+        line,
+        "only var values differ (the same spec, the same policy with each var as written): `run` `/Users/agent/runs/r1` → `/Users/agent/runs/r2`",
+        "{}",
+        out.stdout
+    );
+    let json = with_seals(&[("a", &a), ("b", &b)])
+        .args(["diff", "a/seal.json", "b/seal.json", "--format", "json"])
+        .run();
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        v["only_vars"],
+        serde_json::json!([{"name": "run", "old": "/Users/agent/runs/r1", "new": "/Users/agent/runs/r2"}])
+    );
+    // The second run directory's workspace is a link elsewhere: a policy
+    // difference no var explains.
+    let linked = compile(
+        "/Users/agent/runs/r2",
+        demo_host()
+            .dir("/Users/agent/elsewhere/.harness/secrets")
+            .dir("/Users/agent/runs/r2")
+            .link("/Users/agent/runs/r2/ws", "/Users/agent/elsewhere"),
+    );
+    let out = with_seals(&[("a", &a), ("b", &linked)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("only var values"), "{}", out.stdout);
+    // Another spec: no such line either.
+    let out = diff_edit(
+        "\"${run}/tmp\"]",
+        "\"${run}/tmp\", \"${home}/.cache\"]",
+        "text",
+    );
+    assert!(!out.stdout.contains("only var values"), "{}", out.stdout);
+}

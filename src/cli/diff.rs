@@ -16,7 +16,7 @@ use serde_json::json;
 use super::show::{load, Loaded};
 use super::{Format, BAD_INPUT, DIFFERS, OK};
 use crate::describe::{Change, Effect};
-use crate::diag::{render, visible};
+use crate::diag::{quote, render, visible};
 use crate::record::canonical_json;
 
 /// `--help`'s closing sections: the exit codes from [`crate::exit::DIFF`].
@@ -54,8 +54,18 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
     };
     let changes = crate::describe::diff(&old.policy, &new.policy);
+    fn side(
+        l: &Loaded,
+    ) -> (
+        &str,
+        &std::collections::BTreeMap<String, String>,
+        &crate::describe::Policy,
+    ) {
+        (l.record.spec.text.as_str(), &l.record.facts.vars, &l.policy)
+    }
+    let only_vars = crate::describe::only_vars_differ(side(&old), side(&new));
     let text = match a.format {
-        Format::Text => to_text(&a, &old, &new, &changes),
+        Format::Text => to_text(&a, &old, &new, &changes, only_vars.as_deref()),
         Format::Json => {
             let side = |path: &PathBuf, l: &Loaded| {
                 json!({
@@ -71,6 +81,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
                 "old": side(&a.old, &old),
                 "new": side(&a.new, &new),
                 "same": changes.is_empty(),
+                "only_vars": only_vars,
                 "changes": changes,
             }))
         }
@@ -83,7 +94,13 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     }
 }
 
-fn to_text(a: &Args, old: &Loaded, new: &Loaded, changes: &[Change]) -> String {
+fn to_text(
+    a: &Args,
+    old: &Loaded,
+    new: &Loaded,
+    changes: &[Change],
+    only_vars: Option<&[crate::describe::VarChange]>,
+) -> String {
     let mut out = String::new();
     for (label, path, l) in [("old", &a.old, old), ("new", &a.new, new)] {
         out.push_str(&format!(
@@ -109,6 +126,19 @@ fn to_text(a: &Args, old: &Loaded, new: &Loaded, changes: &[Change]) -> String {
             "no difference: the two seals allow the same ({records})\n"
         ));
         return out;
+    }
+    // One spec, one policy once the vars are written back: a harness's
+    // run directories, each compiled from the reviewed spec. Said first,
+    // in one line; what the values change follows.
+    if let Some(vars) = only_vars {
+        let vars: Vec<String> = vars
+            .iter()
+            .map(|v| format!("`{}` {} → {}", v.name, quote(&v.old), quote(&v.new)))
+            .collect();
+        out.push_str(&format!(
+            "only var values differ (the same spec, the same policy with each var as written): {}\n",
+            vars.join(", ")
+        ));
     }
     let more = changes.iter().filter(|c| c.effect == Effect::More).count();
     out.push_str(&format!(

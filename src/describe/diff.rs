@@ -70,6 +70,75 @@ pub struct Change {
     pub text: String,
 }
 
+/// A var whose value differs between two seals of one spec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VarChange {
+    pub name: String,
+    pub old: String,
+    pub new: String,
+}
+
+/// Do two seals differ only in their var values? Yes when both come from
+/// the same spec text, some var's value differs, and the two policies are
+/// the same once each var's value is written back as `${name}` (a value
+/// taken only where a whole path component or string ends with it). A
+/// host that differs in anything else (a root that exists on one side
+/// only, a link) leaves a difference, and the answer is no. The seals a
+/// harness compiles per run directory from one reviewed spec are such a
+/// pair.
+pub fn only_vars_differ(
+    old: (&str, &std::collections::BTreeMap<String, String>, &Policy),
+    new: (&str, &std::collections::BTreeMap<String, String>, &Policy),
+) -> Option<Vec<VarChange>> {
+    if old.0 != new.0 || old.1.keys().ne(new.1.keys()) {
+        return None;
+    }
+    let changed: Vec<VarChange> = old
+        .1
+        .iter()
+        .zip(new.1.values())
+        .filter(|((_, a), b)| a != b)
+        .map(|((name, a), b)| VarChange {
+            name: name.clone(),
+            old: a.clone(),
+            new: b.clone(),
+        })
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    let symbolic = |vars: &std::collections::BTreeMap<String, String>, p: &Policy| {
+        let mut text = serde_json::to_string(p).ok()?;
+        let mut by_len: Vec<(&String, &String)> =
+            vars.iter().filter(|(_, v)| !v.is_empty()).collect();
+        by_len.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        for (name, value) in by_len {
+            text = replace_whole(&text, value, &format!("${{{name}}}"));
+        }
+        Some(text)
+    };
+    (symbolic(old.1, old.2)? == symbolic(new.1, new.2)?).then_some(changed)
+}
+
+/// `text` with each `value` that ends a path component or a string (the
+/// next character `/`, `"`, `)` or a space, or the end) replaced by `with`.
+fn replace_whole(text: &str, value: &str, with: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(value) {
+        let after = &rest[i + value.len()..];
+        out.push_str(&rest[..i]);
+        if after.is_empty() || after.starts_with(['/', '"', ')', ' ']) {
+            out.push_str(with);
+        } else {
+            out.push_str(value);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// What `new` allows differently from `old`: sorted by effect (more, less,
 /// changed), then section, then subject. Empty when they allow the same.
 pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
