@@ -262,3 +262,139 @@ fn exec_expect_starts_only_the_pinned_seal() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(marker.exists(), "{}", text(&out));
 }
+
+/// A launcher of 1 MiB or more is hashed once per file identity (device,
+/// inode, size, modification and change times) and its digest kept where
+/// only the caller writes: root's in `/run/sealc/digests`, an unprivileged
+/// caller's in its own `$XDG_RUNTIME_DIR`, never in a write root of the
+/// seal. Content changed behind a restored modification time still changes
+/// the change time: drift, and nothing starts.
+#[test]
+#[cfg_attr(
+    sealc_not_root,
+    ignore = "needs root (root's digest cache, a test user)"
+)]
+fn a_large_launcher_is_hashed_once_per_identity_and_a_changed_one_is_drift() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !common::ready_as_root_with(&[common::USER]) {
+        return;
+    }
+    let spec = r#"version = 1
+name = "big-launcher"
+[target]
+platform = "linux"
+[launcher]
+path = "@/tools/agent"
+[filesystem]
+write = ["@/ws"]
+"#;
+    let mut body = b"#!/bin/sh\nexit 0\n".to_vec();
+    body.resize(2 << 20, b'#');
+    let lab = Lab::new(
+        |t| {
+            std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::create_dir_all(t.join("ws")).unwrap();
+            std::fs::create_dir_all(t.join("tools")).unwrap();
+            std::fs::write(t.join("tools/agent"), &body).unwrap();
+            std::fs::set_permissions(
+                t.join("tools/agent"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+        },
+        spec,
+    );
+    let entries = |dir: &Path, ino: u64| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(&format!("-{ino}-{}-", 2 << 20)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let launcher = lab.path("tools/agent");
+    let ino = std::fs::metadata(&launcher).unwrap().ino();
+    let root_cache = Path::new("/run/sealc/digests");
+    let kept = entries(root_cache, ino);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let digest = std::fs::read_to_string(root_cache.join(&kept[0])).unwrap();
+    assert_eq!(digest, format!("{}\n", sealc::digest::sha256(&body)));
+    let out = lab.exec(&["--dry-run"], "true");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    // One byte changed, the modification time put back: the change time
+    // still moves, so the launcher is hashed again, and it is drift.
+    let mtime = std::fs::metadata(&launcher).unwrap().mtime();
+    let mut changed = body.clone();
+    changed[100] = b'!';
+    std::fs::write(&launcher, &changed).unwrap();
+    let touch = Command::new("touch")
+        .args(["-m", "-d", &format!("@{mtime}")])
+        .arg(&launcher)
+        .status()
+        .unwrap();
+    assert!(touch.success());
+    let out = lab.exec(&["--dry-run"], "true");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(125), "{all}");
+    assert!(all.contains("the launcher chain differs"), "{all}");
+    let kept = entries(root_cache, ino);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+
+    // An unprivileged caller keeps its digests in its own runtime
+    // directory; a seal that writes that directory keeps none there.
+    std::fs::write(&launcher, &body).unwrap();
+    assert_eq!(lab.compile().status.code(), Some(0));
+    let (uid, gid) = common::ids(common::USER);
+    let xdg = lab.path("xdg");
+    std::fs::create_dir(&xdg).unwrap();
+    std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&xdg, Some(uid), Some(gid)).unwrap();
+    let as_user = |seal: &str| {
+        let record = lab.path(seal).display().to_string();
+        common::as_user(
+            Some(common::USER),
+            &[
+                env!("CARGO_BIN_EXE_sealc"),
+                "exec",
+                &record,
+                "--dry-run",
+                "--",
+                "true",
+            ],
+        )
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .current_dir(lab.path("ws"))
+        .output()
+        .unwrap()
+    };
+    let ino = std::fs::metadata(&launcher).unwrap().ino();
+    let out = as_user("seal/seal.json");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(entries(&xdg.join("sealc-digests"), ino).len(), 1);
+    std::fs::remove_dir_all(xdg.join("sealc-digests")).unwrap();
+    let spec2 = spec.replace("write = [\"@/ws\"]", "write = [\"@/ws\", \"@/xdg\"]");
+    std::fs::write(
+        lab.path("spec2.toml"),
+        spec2.replace('@', &lab.t.display().to_string()),
+    )
+    .unwrap();
+    let out = lab
+        .sealc()
+        .args([
+            "compile",
+            "spec2.toml",
+            "--platform",
+            "linux",
+            "--out",
+            "seal2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = as_user("seal2/seal.json");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!xdg.join("sealc-digests").exists());
+}

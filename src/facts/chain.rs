@@ -290,15 +290,15 @@ pub(super) fn walk_into(
                 cur = next;
             }
             Some(Kind::File) => {
-                let bytes = host
-                    .read(&cur)
+                let digest = host
+                    .program_digest(&cur, &|_| false)
                     .ok_or_else(|| format!("cannot read the launcher file {}", quote(&cur)))?;
                 chain.push(ChainLink {
                     path: cur,
                     kind: LinkKind::File,
                     real,
                     target: None,
-                    digest: Some(crate::digest::sha256(&bytes)),
+                    digest: Some(digest),
                 });
                 return Ok(());
             }

@@ -34,6 +34,14 @@ pub trait Host {
     fn read_at_most(&self, path: &str, max: u64) -> Option<Vec<u8>> {
         self.read(path).filter(|b| b.len() as u64 <= max)
     }
+    /// The `sha256:` digest of a program that is a fact (a launcher, what
+    /// starts the sandbox): a regular file, no final link followed.
+    /// `in_write_root` says whether a realpath lies in a write root of the
+    /// seal ([`super::digests`] keeps no digest there).
+    fn program_digest(&self, path: &str, in_write_root: &dyn Fn(&str) -> bool) -> Option<String> {
+        let _ = in_write_root;
+        self.read(path).map(|b| crate::digest::sha256(&b))
+    }
     /// The device, inode and kind of a path, not following a final symlink
     /// (None if absent).
     fn identity(&self, path: &str) -> Option<Identity>;
@@ -107,6 +115,10 @@ impl Host for RealHost {
 
     fn read_at_most(&self, path: &str, max: u64) -> Option<Vec<u8>> {
         crate::hostfs::read_path(std::path::Path::new(path), max).ok()
+    }
+
+    fn program_digest(&self, path: &str, in_write_root: &dyn Fn(&str) -> bool) -> Option<String> {
+        super::digests::program_digest(path, MAX_PROGRAM, in_write_root)
     }
 
     fn identity(&self, path: &str) -> Option<Identity> {

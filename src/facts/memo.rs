@@ -17,6 +17,9 @@ pub struct Memo<'a> {
     host: &'a dyn Host,
     canonical: RefCell<HashMap<String, Option<String>>>,
     kinds: RefCell<HashMap<String, Option<Kind>>>,
+    /// The realpaths of the seal's write roots (where they are or will be
+    /// made), once known: no program digest is kept in them.
+    write_reals: RefCell<Vec<String>>,
 }
 
 impl<'a> Memo<'a> {
@@ -25,7 +28,13 @@ impl<'a> Memo<'a> {
             host,
             canonical: RefCell::default(),
             kinds: RefCell::default(),
+            write_reals: RefCell::default(),
         }
+    }
+
+    /// The write roots' realpaths, for [`Host::program_digest`].
+    pub fn set_write_roots(&self, reals: Vec<String>) {
+        *self.write_reals.borrow_mut() = reals;
     }
 }
 
@@ -89,6 +98,12 @@ impl Host for Memo<'_> {
 
     fn read(&self, path: &str) -> Option<Vec<u8>> {
         self.host.read(path)
+    }
+
+    fn program_digest(&self, path: &str, in_write_root: &dyn Fn(&str) -> bool) -> Option<String> {
+        let reals = self.write_reals.borrow();
+        let inside = |p: &str| in_write_root(p) || reals.iter().any(|w| crate::ir::is_within(p, w));
+        self.host.program_digest(path, &inside)
     }
 
     fn read_at_most(&self, path: &str, max: u64) -> Option<Vec<u8>> {

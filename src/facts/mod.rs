@@ -7,6 +7,7 @@
 //! at run time.
 
 mod chain;
+mod digests;
 mod host;
 pub mod layers;
 pub mod links;
@@ -284,6 +285,15 @@ pub fn gather_all(
             absent_writes.insert(path, at);
         }
     }
+    // No program digest is kept where the agent writes.
+    memo.set_write_roots(
+        spec.filesystem
+            .write
+            .iter()
+            .filter_map(|w| root_path(w, src, &vars))
+            .filter_map(|p| realpaths.get(&p).or_else(|| absent_writes.get(&p)).cloned())
+            .collect(),
+    );
     // Denied and stat-only roots that do not exist yet, through a link:
     // where seatbelt will look for them once they appear.
     // Re-allowed roots likewise, so the re-allow is where seatbelt looks.
