@@ -545,3 +545,57 @@ ports = ["${port}", 8443]
         assert!(!lint.stderr.contains("unused"), "{}", lint.stderr);
     }
 }
+
+/// npm installs Codex as a `#!/usr/bin/env node` script that starts a
+/// native binary of another package: a seal whose launcher is the script
+/// pins neither `node` nor that binary, and compile says so, naming the
+/// binary to point `launcher.path` at (npm's layout, as in the pinned
+/// Codex releases). Pointed at the binary, nothing is said.
+#[test]
+fn a_script_launcher_is_named_with_what_it_runs() {
+    if std::env::consts::ARCH != "x86_64" && std::env::consts::ARCH != "aarch64" {
+        return;
+    }
+    let triple = if std::env::consts::ARCH == "x86_64" {
+        ("codex-linux-x64", "x86_64-unknown-linux-musl")
+    } else {
+        ("codex-linux-arm64", "aarch64-unknown-linux-musl")
+    };
+    let vendor = format!("npm/node_modules/@openai/{}/vendor/{}", triple.0, triple.1);
+    let spec = |launcher: &str| {
+        format!(
+            "version = 1\nname = \"npm\"\n[target]\nplatform = \"linux\"\n[vars]\nlab = {{ required = true }}\n[launcher]\npath = \"${{lab}}/{launcher}\"\n[network]\nmode = \"none\"\n"
+        )
+    };
+    let run = |launcher: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = dir.path().canonicalize().unwrap().display().to_string();
+        Sealc::new()
+            .in_dir(dir)
+            .file(
+                "npm/node_modules/@openai/codex/bin/codex.js",
+                "#!/usr/bin/env node\n// Unified entry point for the Codex CLI.\n",
+            )
+            .file(&format!("{vendor}/bin/codex"), b"\x7fELF native".to_vec())
+            .file("s.toml", spec(launcher))
+            .args(["compile", "s.toml", "--out", "out", "--var"])
+            .args([format!("lab={lab}")])
+            .run()
+    };
+    let out = run("npm/node_modules/@openai/codex/bin/codex.js");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // miette wraps long lines anywhere: compared without the wrapping.
+    let bare = |t: &str| t.replace(['│', ' ', '\n'], "");
+    let err = bare(&out.stderr);
+    for said in [
+        "sealc::launcher::script",
+        "isascriptrunby`/usr/bin/envnode`",
+        &format!("{vendor}/bin/codex`"),
+        &format!("{vendor}/codex-path`"),
+    ] {
+        assert!(err.contains(said), "{said}: {}", out.stderr);
+    }
+    let out = run(&format!("{vendor}/bin/codex"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("launcher::script"), "{}", out.stderr);
+}

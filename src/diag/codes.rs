@@ -119,6 +119,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[launcher]\npath = \"/nonexistent/codex\"",
     ),
     (
+        code::LAUNCHER_SCRIPT,
+        "the launcher is a `#!` script (npm's Codex is one): the seal pins the script, not its interpreter nor what it starts; for npm's Codex the help names the native binary to point `launcher.path` at (a warning)",
+        "# launcher.path = \"/usr/lib/node_modules/@openai/codex/bin/codex.js\" (`#!/usr/bin/env node`)",
+    ),
+    (
         code::NETWORK_PROXY,
         "the proxy is not a loopback `host:port`",
         "[network]\nmode = \"proxy\"\nproxy = \"10.0.0.1:8080\"",

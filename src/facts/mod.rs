@@ -13,6 +13,7 @@ pub mod layers;
 pub mod links;
 mod memo;
 mod protect;
+mod script;
 mod vars;
 mod walk;
 
@@ -212,6 +213,12 @@ pub fn gather_for(
     {
         let proc = spec.exec.proc.as_ref().map(|p| p.value).unwrap_or_default();
         layers::warn_obstacles(host, proc, &mut diags);
+    }
+    // A script launcher pins less than it seems: said to whoever compiles.
+    if let (Some(l), Some(last)) = (&spec.launcher, facts.launcher.last()) {
+        if let Some(d) = script::script_warning(&last.path, host) {
+            diags.push(d.at(l.path.span.clone()));
+        }
     }
     Ok((facts, diags))
 }
