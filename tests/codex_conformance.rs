@@ -227,3 +227,44 @@ fn the_install_script_pins_what_the_tests_need() {
         assert!(TESTED.contains(v), "{v} is pinned but not a tested release");
     }
 }
+
+/// Each installed release's npm launcher (`@openai/codex/bin/codex.js`, a
+/// `node` script) gets the script warning at compile, naming that
+/// release's own native binary, the one the Codex tests run: the layout
+/// sealc looks for is npm's, release by release.
+#[test]
+#[cfg_attr(
+    any(sealc_no_codex = "0.137.0", sealc_no_codex = "0.171.0"),
+    ignore = "needs Codex 0.137.0 and 0.171.0 (bash .ci/install-codex)"
+)]
+fn the_npm_launcher_of_each_release_names_its_native_binary() {
+    let Some(releases) = installed() else { return };
+    for (version, bin) in &releases {
+        let script = codex_dir()
+            .join(version)
+            .join("node_modules/@openai/codex/bin/codex.js")
+            .canonicalize()
+            .unwrap();
+        let spec = format!(
+            "version = 1\nname = \"npm\"\n[target]\nplatform = \"linux\"\n[launcher]\npath = \"{}\"\n[network]\nmode = \"none\"\n",
+            script.display()
+        );
+        let out = Sealc::new()
+            .file("s.toml", spec)
+            .args(["compile", "s.toml", "--out", "out"])
+            .run();
+        assert_eq!(out.code, 0, "{version}: {}", out.stderr);
+        let bare = |t: &str| t.replace(['│', ' ', '\n'], "");
+        let binary = bin.canonicalize().unwrap().display().to_string();
+        assert!(
+            bare(&out.stderr).contains(&bare(&format!("`{binary}`"))),
+            "{version}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("sealc::launcher::script"),
+            "{}",
+            out.stderr
+        );
+    }
+}

@@ -29,10 +29,11 @@ pub(super) fn script_warning(path: &str, host: &dyn Host) -> Option<Diagnostic> 
     )
     .label("a `#!` script");
     d = match native {
+        // In full (a shortened path is no use to copy).
         Some((binary, tools)) => d.help(format!(
-            "this is npm's Codex: point `launcher.path` at the native binary it starts, {} (its bundled tools are in {}: re-allow that directory with `allow_read` if a denied root holds it)",
-            quote(&binary),
-            quote(&tools)
+            "this is npm's Codex: point `launcher.path` at the native binary it starts, `{}` (its bundled tools are in `{}`: re-allow that directory with `allow_read` if a denied root holds it)",
+            crate::diag::visible(&binary),
+            crate::diag::visible(&tools)
         )),
         None => d.help(
             "point `launcher.path` at the program the script starts, so that what runs is what the seal pins",
