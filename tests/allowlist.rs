@@ -309,6 +309,7 @@ echo "socks $({curl} --socks5-hostname $P http://allowed.test:{web}/socks)"
 /usr/bin/python3 -c '{CLIENTS_PY}' {web}
 echo "lower $(env -u ALL_PROXY -u all_proxy -u HTTP_PROXY {curl} http://allowed.test:{web}/lower)"
 echo "proxy-vars $(for v in http_proxy https_proxy all_proxy; do [ "${{!v}}" = "$HTTPS_PROXY" ] && echo -n "$v "; done)[${{NO_PROXY-unset}}][${{no_proxy-unset}}]"
+{curl} --noproxy '*' http://127.0.0.1:{web}/direct >/dev/null 2>&1; echo "direct exit=$?"
 exit 7
 "#
     );
@@ -386,6 +387,11 @@ exit 7
     );
     // Each variable also in lowercase; the bypass lists set, and empty.
     assert_eq!(one("proxy-vars"), "http_proxy https_proxy all_proxy [][]");
+    // Past the proxy, straight to the host's server: the sandbox's own
+    // loopback has nothing there (curl: could not connect), and the report
+    // lists nothing of it (docs/network.md: what the entries cannot list;
+    // the list below is exact).
+    assert_eq!(one("direct"), "exit=7", "{all}");
     assert_eq!(
         lab.other_count.total.load(Ordering::SeqCst),
         0,
