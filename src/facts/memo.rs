@@ -102,7 +102,8 @@ impl Host for Memo<'_> {
 
     fn program_digest(&self, path: &str, in_write_root: &dyn Fn(&str) -> bool) -> Option<String> {
         let reals = self.write_reals.borrow();
-        let inside = |p: &str| in_write_root(p) || reals.iter().any(|w| crate::ir::is_within(p, w));
+        let inside =
+            |p: &str| in_write_root(p) || reals.iter().any(|w| crate::paths::is_within(p, w));
         self.host.program_digest(path, &inside)
     }
 
