@@ -51,6 +51,16 @@ pub(super) fn reset(ir: &crate::ir::Ir, opts: &Options<'_>, ctx: &mut Ctx) -> Re
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.made => continue,
             Err(e) => return Err(fail(e.to_string())),
         };
+        // Opened from `/` one component at a time, no link followed, along
+        // the path its links resolved to just before: a link swapped into
+        // the realpath since (by whoever owns a directory on it) would
+        // resolve elsewhere, and nothing there is emptied.
+        if dir.path() != Path::new(real) {
+            return Err(fail(format!(
+                "it no longer resolves to {} (a link on the way changed)",
+                quote(real)
+            )));
+        }
         match rustix::fs::flock(
             dir.fd(),
             rustix::fs::FlockOperation::NonBlockingLockExclusive,
