@@ -261,3 +261,51 @@ fn an_unprivileged_callers_runs_reset_their_own_write_root() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{}", text(&out));
     assert_eq!(names(&lab.t.join("ws")), ["a"]);
 }
+
+/// A reset root that holds the record itself, or the run's report, is
+/// refused before anything in it is removed (the host check would refuse
+/// the run over it anyway, but only after the reset).
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn a_reset_root_that_holds_the_seal_or_the_report_is_left_as_it_is() {
+    if !bwrap_works() {
+        return;
+    }
+    let (lab, out) = Lab::new("\"${t}/ws\"", "");
+    assert!(out.status.success(), "{}", text(&out));
+    let out = sealc(&lab.t, &["compile", "spec.toml", "--out", "ws/seal"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::write(lab.t.join("ws/work"), "kept").unwrap();
+    let seal = lab.t.join("ws/seal/seal.json");
+    let out = sealc(&lab.t, &["exec", seal.to_str().unwrap(), "--", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("it holds the record"),
+        "{}",
+        text(&out)
+    );
+    assert!(seal.exists());
+    assert!(lab.t.join("ws/work").exists());
+
+    let report = lab.t.join("ws/report.json").display().to_string();
+    let seal = lab.t.join("seal/seal.json");
+    let out = sealc(
+        &lab.t,
+        &[
+            "exec",
+            seal.to_str().unwrap(),
+            "--report",
+            &report,
+            "--",
+            "/bin/true",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("what sealc writes for this run"),
+        "{}",
+        text(&out)
+    );
+    assert!(lab.t.join("ws/work").exists());
+    assert!(lab.t.join("ws/seal/seal.json").exists());
+}

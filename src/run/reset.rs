@@ -14,11 +14,32 @@ use super::*;
 
 use crate::hostfs::Dir;
 
-/// Empty each reset root; what went is counted in `ctx.reset`.
-pub(super) fn reset(ir: &crate::ir::Ir, opts: &Options<'_>, ctx: &mut Ctx) -> Result<(), Refusal> {
-    if opts.dry_run {
+/// Empty each reset root; what went is counted in `ctx.reset`. `own`
+/// names the directories of what sealc itself writes for this run (the
+/// report's, the kept output's): a reset root that holds one of them, the
+/// record or sealc's own binary is refused before anything is removed
+/// (the host check would refuse the run over it anyway, after the reset).
+/// A seal for the other platform resets nothing.
+pub(super) fn reset(
+    ir: &crate::ir::Ir,
+    opts: &Options<'_>,
+    own: &[&Path],
+    ctx: &mut Ctx,
+) -> Result<(), Refusal> {
+    if opts.dry_run || super::help::wrong_platform(ir.platform).is_some() {
         return Ok(());
     }
+    let mut kept: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    if let Ok(r) = std::fs::canonicalize(opts.record) {
+        kept.push(("the record", r));
+    }
+    if let Ok(e) = std::env::current_exe().and_then(std::fs::canonicalize) {
+        kept.push(("sealc's own binary", e));
+    }
+    kept.extend(
+        own.iter()
+            .map(|d| ("what sealc writes for this run", d.to_path_buf())),
+    );
     for path in &ir.exec.reset {
         let Some(root) = ir.roots.iter().find(|r| {
             r.kind == crate::ir::RootKind::Write
@@ -44,6 +65,16 @@ pub(super) fn reset(ir: &crate::ir::Ir, opts: &Options<'_>, ctx: &mut Ctx) -> Re
                 ),
             )
         };
+        if let Some((what, at)) = kept
+            .iter()
+            .find(|(_, at)| crate::paths::is_within(&at.to_string_lossy(), real))
+        {
+            return Err(fail(format!(
+                "it holds {what}, {}, which it would remove",
+                quote(&at.display().to_string())
+            ))
+            .help("keep the seal, sealc, `--report`, `--stdout` and `--stderr` outside every write root the seal resets"));
+        }
         let dir = match Dir::open(Path::new(real)) {
             Ok(d) => d,
             // Made by the run (a write root absent when compiled) and not

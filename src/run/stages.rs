@@ -32,7 +32,12 @@ pub(super) fn run(
     let at = |phase: Phase| move |r: Refusal| r.in_phase(phase);
     let overrides = resolve_overrides(opts.resolve).map_err(at(Phase::Verify))?;
     let v = verify(opts, notes, ctx).map_err(at(Phase::Verify))?;
-    super::reset::reset(&v.compiled.ir, opts, ctx).map_err(at(Phase::Prepare))?;
+    let own: Vec<&Path> = report
+        .into_iter()
+        .chain(kept.iter().flatten())
+        .map(|t| t.dir.path())
+        .collect();
+    super::reset::reset(&v.compiled.ir, opts, &own, ctx).map_err(at(Phase::Prepare))?;
     let mut checked =
         host_check(opts, &v, command, report, kept, ctx).map_err(at(Phase::HostCheck))?;
     let ir = &v.compiled.ir;
