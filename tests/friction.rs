@@ -527,14 +527,16 @@ ports = ["${port}", 8443]
             out.stderr
         );
     }
-    let no_var = SPEC.replace("\"${port}\"", "\"443\"");
-    let out = compile(&no_var, &[]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("an integer or a `${var}`"),
-        "{}",
-        out.stderr
-    );
+    // A string that is not one var alone is no port, as the schema says.
+    for written in ["\"443\"", "\"80${port}\"", "\"${port}0\"", "\"${1port}\""] {
+        let out = compile(&SPEC.replace("\"${port}\"", written), &[]);
+        assert_eq!(out.code, 2, "{written}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("an integer or a `${var}`"),
+            "{written}: {}",
+            out.stderr
+        );
+    }
     let required = SPEC.replace("default = \"443\"", "required = true");
     for spec in [SPEC, required.as_str()] {
         let lint = Sealc::new()

@@ -301,17 +301,18 @@ pub enum PortEntry {
     Var(Spanned<String>),
 }
 
-impl PortEntry {
-    pub fn span(&self) -> &Span {
-        match self {
-            PortEntry::Number(n) => &n.span,
-            PortEntry::Var(v) => &v.span,
-        }
-    }
-}
-
 /// A port given by a var: the whole string is one `${var}`.
 pub const PORT_VAR_PATTERN: &str = r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$";
+
+/// Is `s` a port given by a var, as [`PORT_VAR_PATTERN`] says?
+pub fn is_port_var(s: &str) -> bool {
+    s.strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
 
 impl JsonSchema for PortEntry {
     fn schema_name() -> Cow<'static, str> {

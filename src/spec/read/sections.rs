@@ -134,7 +134,7 @@ impl Cx {
                 let path = format!("network.ports[{i}]");
                 // A string is a port given by a var, checked once substituted.
                 match item.get_ref() {
-                    DeValue::String(s) if s.contains("${") => {
+                    DeValue::String(s) if is_port_var(s) => {
                         ports.push(PortEntry::Var(Spanned::new(s.to_string(), item.span())));
                     }
                     DeValue::String(_) => self.type_error(&path, item, "an integer or a `${var}`"),
