@@ -181,8 +181,9 @@ fn each_run_starts_from_an_empty_reset_root() {
 
 /// Nothing starts, and nothing is removed, when a reset root holds a
 /// directory of another user (root's sealc removes nothing that user's
-/// directory protects, whatever moved it there) or another run holds the
-/// root (a run directory shared by two concurrent runs).
+/// directory protects, whatever moved it there), another filesystem
+/// mounted inside, or another run holds the root (a run directory shared
+/// by two concurrent runs).
 #[test]
 #[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
 #[cfg_attr(sealc_not_root, ignore = "needs root (a directory of another user)")]
@@ -205,6 +206,54 @@ fn another_users_directory_or_a_concurrent_run_stops_the_reset() {
     assert!(!lab.t.join("keep/ran").exists());
     assert_eq!(std::fs::read(ws.join("theirs/inner/f")).unwrap(), b"theirs");
     std::fs::remove_dir_all(ws.join("theirs")).unwrap();
+
+    // Another filesystem mounted inside: not entered, nothing removed.
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    std::fs::create_dir(ws.join("mnt")).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "sealc-reset-test"])
+        .arg(ws.join("mnt"))
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "root cannot mount a tmpfs here");
+    let unmount = Unmount(ws.join("mnt"));
+    std::fs::write(ws.join("mnt/f"), "on another mount").unwrap();
+    let (out, _) = lab.run(&[], "touch keep/ran");
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is another mount"),
+        "{}",
+        text(&out)
+    );
+    assert!(!lab.t.join("keep/ran").exists());
+    assert_eq!(
+        std::fs::read(ws.join("mnt/f")).unwrap(),
+        b"on another mount"
+    );
+    drop(unmount);
+    std::fs::remove_dir_all(ws.join("mnt")).unwrap();
+
+    // More entries than `--walk-limit`: stopped at the limit.
+    for i in 0..5 {
+        std::fs::write(ws.join(format!("f{i}")), "").unwrap();
+    }
+    let (out, _) = lab.run(&["--walk-limit", "2"], "touch keep/ran");
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("more than 2 entries"),
+        "{}",
+        text(&out)
+    );
+    assert!(!lab.t.join("keep/ran").exists());
+    assert!(names(&ws).len() >= 3, "{:?}", names(&ws));
+    for i in 0..5 {
+        let _ = std::fs::remove_file(ws.join(format!("f{i}")));
+    }
 
     // Another run holds it (flock(1) takes the lock a run takes).
     std::fs::write(ws.join("left"), "").unwrap();
