@@ -160,7 +160,7 @@ fn judge_sbpl(
         d.rule
             .as_ref()
             .map_or("no rule (the implicit allow)".to_string(), |r| {
-                format!("line {}: {}", r.line, r.text)
+                format!("line {}: {}", r.line, r.text())
             })
     };
     match model.query(&a.op, target) {

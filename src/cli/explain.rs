@@ -717,18 +717,19 @@ fn explain(
     let by = |d: &Decision| {
         d.rule.as_ref().map(|r| {
             let why = crate::sbpl::origin::comment_above(&text, r.line);
+            let rule = r.text();
             By {
                 line: Some(r.line),
-                rule: r.text.clone(),
+                spec_entry: crate::sbpl::origin::spec_entry(why.as_deref(), &rule),
+                rule,
                 source: seal,
-                spec_entry: crate::sbpl::origin::spec_entry(why.as_deref(), &r.text),
                 step: None,
                 why,
             }
         })
     };
     let rule_text = |d: &Decision| match &d.rule {
-        Some(r) => format!("line {}: {}", r.line, r.text),
+        Some(r) => format!("line {}: {}", r.line, r.text()),
         None => "no rule matched and no default is written (seatbelt allows)".to_string(),
     };
     let (code, mut text_out) = match &verdict {

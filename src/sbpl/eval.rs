@@ -114,11 +114,26 @@ const NAME_REGEX_FILTERS: &[(&str, NameKind)] = &[
     ("xpc-service-name-regex", NameKind::XpcService),
 ];
 
-/// A rule, as a reviewer reads it: its line and its text.
+/// A rule, as a reviewer reads it: its line and its text. The text is
+/// printed only when asked ([`RuleRef::text`]): most answers (a proved
+/// assertion) never show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleRef {
     pub line: usize,
-    pub text: String,
+    span: Range<usize>,
+    source: Arc<str>,
+}
+
+impl RuleRef {
+    /// The rule as [`text_of`] prints it: read again from the profile's
+    /// text (it parsed once, so it parses again).
+    pub fn text(&self) -> String {
+        let raw = self.source.get(self.span.clone()).unwrap_or_default();
+        match crate::sbpl::parse::parse(raw) {
+            Ok(p) if p.forms.len() == 1 => text_of(&p.forms[0]),
+            _ => raw.chars().take(120).collect(),
+        }
+    }
 }
 
 /// One reading's answer: the action and the rule that decided it (`None`:
@@ -648,18 +663,9 @@ impl Model {
             action: r.action,
             rule: Some(RuleRef {
                 line: r.line,
-                text: self.text_at(r.span.clone()),
+                span: r.span.clone(),
+                source: self.source.clone(),
             }),
-        }
-    }
-
-    /// The rule at `span`, printed as [`text_of`] prints it: read again from
-    /// the profile's text (it parsed once, so it parses again).
-    fn text_at(&self, span: Range<usize>) -> String {
-        let raw = self.source.get(span).unwrap_or_default();
-        match crate::sbpl::parse::parse(raw) {
-            Ok(p) if p.forms.len() == 1 => text_of(&p.forms[0]),
-            _ => raw.chars().take(120).collect(),
         }
     }
 }

@@ -98,8 +98,6 @@ impl Expr {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
     pub forms: Vec<Expr>,
-    /// `trivia[i]` is the text before `forms[i]`; the last entry follows the last form.
-    pub trivia: Vec<String>,
     /// The text read: each form's `span` indexes it.
     pub source: Arc<str>,
 }
@@ -216,16 +214,8 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         forms.push(r.datum()?);
         r.skip_ws()?;
     }
-    let mut trivia = Vec::with_capacity(forms.len() + 1);
-    let mut at = 0;
-    for f in &forms {
-        trivia.push(src[at..f.span.start].to_string());
-        at = f.span.end;
-    }
-    trivia.push(src[at..].to_string());
     Ok(Profile {
         forms,
-        trivia,
         source: Arc::from(src),
     })
 }
@@ -614,13 +604,13 @@ pub fn print_expr(e: &Expr, out: &mut String) {
 /// Print a profile: each form canonically, the text between forms as read.
 pub fn print(p: &Profile) -> String {
     let mut out = String::new();
-    for (i, f) in p.forms.iter().enumerate() {
-        out.push_str(&p.trivia[i]);
+    let mut at = 0;
+    for f in &p.forms {
+        out.push_str(p.source.get(at..f.span.start).unwrap_or_default());
         print_expr(f, &mut out);
+        at = f.span.end;
     }
-    if let Some(t) = p.trivia.last() {
-        out.push_str(t);
-    }
+    out.push_str(p.source.get(at..).unwrap_or_default());
     out
 }
 

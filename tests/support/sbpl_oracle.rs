@@ -56,16 +56,8 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         }
         forms.push(build(p, &lines)?);
     }
-    let mut trivia = Vec::with_capacity(forms.len() + 1);
-    let mut at = 0;
-    for f in &forms {
-        trivia.push(src[at..f.span.start].to_string());
-        at = f.span.end;
-    }
-    trivia.push(src[at..].to_string());
     Ok(Profile {
         forms,
-        trivia,
         source: src.into(),
     })
 }

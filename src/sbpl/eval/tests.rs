@@ -56,7 +56,7 @@ fn the_deciding_rule_is_named_as_printed() {
     );
     let m = model(&src);
     let named = |op: &str, p: &str| match m.query(op, &path(p)) {
-        Verdict::Decided(Decision { rule: Some(r), .. }) => (r.line, r.text),
+        Verdict::Decided(Decision { rule: Some(r), .. }) => (r.line, r.text()),
         v => panic!("{v:?}"),
     };
     assert_eq!(
