@@ -6,9 +6,11 @@ mod common;
 
 use common::*;
 
+/// The spec's seatbelt profile (a Linux spec's too: its macOS seal).
 fn compile(path: &str) -> (sealc::Compiled, String) {
     let src = std::fs::read_to_string(root().join(path)).unwrap();
-    let c = sealc::compile("s.toml", &src, &flags_for(&src), &demo_host()).unwrap();
+    let macos = Some(sealc::spec::Platform::Macos);
+    let c = sealc::compile_for("s.toml", &src, &flags_for(&src), macos, &demo_host()).unwrap();
     let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
     (c, sb)
 }

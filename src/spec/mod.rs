@@ -584,8 +584,8 @@ pub struct Codex {
 #[derive(Clone, Debug, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CodexProvider {
-    /// Base URL of a Responses API (`http://` or `https://`); in `proxy` mode reached through the proxy.
-    #[schemars(pattern(r"^https?://[^\s\x00-\x1f\x7f]+$"), extend("examples" = ["http://127.0.0.1:${proxy_port}/v1"]))]
+    /// Base URL of a Responses API (`http://` or `https://`, which may be a `${var}`, checked once substituted); in `proxy` and `allowlist` mode reached through the proxy.
+    #[schemars(pattern(r"^(https?|\$\{[A-Za-z_][A-Za-z0-9_]*\})://[^\s\x00-\x1f\x7f]+$"), extend("examples" = ["http://127.0.0.1:${proxy_port}/v1"]))]
     pub base_url: Spanned<String>,
     /// The `env.secret` name whose value Codex sends as the API key.
     #[serde(default)]

@@ -120,13 +120,22 @@ pub fn demo_flags() -> VarFlags {
     .collect()
 }
 
-/// Only the demo flags the spec declares.
+/// Only the demo flags the spec declares; and the demo host's Codex
+/// launcher for a spec that requires a `codex` var.
 pub fn flags_for(src: &str) -> VarFlags {
     let spec = sealc::spec::parse(src).expect("spec parses");
-    demo_flags()
+    let mut flags: VarFlags = demo_flags()
         .into_iter()
         .filter(|(k, _)| spec.vars.contains_key(k))
-        .collect()
+        .collect();
+    if spec
+        .vars
+        .get("codex")
+        .is_some_and(|v| v.required.as_ref().is_some_and(|r| r.value))
+    {
+        flags.push(("codex".into(), "/Users/agent/.local/bin/codex".into()));
+    }
+    flags
 }
 
 /// The `.toml` files of a directory, sorted.
