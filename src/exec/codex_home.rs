@@ -346,12 +346,15 @@ pub struct Credentials {
 /// Make the seal's `CODEX_HOME` for this run: absent before (what an
 /// earlier run left is refused, or with `discard` emptied and removed),
 /// then made (0700) with the verified `config` and, given, the credentials
-/// as `auth.json` (0600).
+/// as `auth.json` (0600). `held`: the directories (device, inode) this run
+/// already holds locked (the `exec.reset` roots), whose lock stands for
+/// this one.
 pub fn prepare(
     ir: &Ir,
     config: &[u8],
     credentials: Option<&Credentials>,
     discard: bool,
+    held: &[(u64, u64)],
 ) -> Result<Home, Refused> {
     let Some((root, below)) = location(ir) else {
         return Err(Refused::Io(
@@ -363,11 +366,19 @@ pub fn prepare(
     let (parent, owner) = open_parent(&root, &below)?;
     // One run at a time per home: held until the home is finished (a run
     // whose agent moved its home away would otherwise write into the next
-    // run's). Two seals whose homes share a directory take turns too.
-    match rustix::fs::flock(
-        &parent,
-        rustix::fs::FlockOperation::NonBlockingLockExclusive,
-    ) {
+    // run's). Two seals whose homes share a directory take turns too. A
+    // reset root that holds the home is locked by this run already (a
+    // second lock, on another open of it, would wait for the first).
+    let locked_here =
+        rustix::fs::fstat(&parent).is_ok_and(|st| held.contains(&(st.st_dev, st.st_ino)));
+    let lock = match locked_here {
+        true => Ok(()),
+        false => rustix::fs::flock(
+            &parent,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        ),
+    };
+    match lock {
         Ok(()) => {}
         Err(rustix::io::Errno::WOULDBLOCK) => {
             return Err(Refused::Left(format!(

@@ -5,7 +5,10 @@ use super::*;
 impl Lower<'_> {
     /// Each entry must be a write root of the seal (by its path as
     /// written), holding no other root that exists: emptying it would
-    /// remove that root, and the next run's host check would refuse.
+    /// remove that root, and the next run's host check would refuse. The
+    /// Codex home's config is no such root: `sealc exec` makes that home
+    /// fresh for every run, after the reset (which refuses to remove one an
+    /// earlier run left, unless `--force`).
     pub(super) fn reset(&mut self, spec: &Spec, roots: &[Root]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for entry in &spec.exec.reset {
@@ -33,6 +36,7 @@ impl Lower<'_> {
             let holds = |r: &Root| {
                 !std::ptr::eq(r, w)
                     && r.real.is_some()
+                    && r.protect.as_ref().map(|p| p.standing) != Some(Standing::CodexConfig)
                     && !r.made
                     && (is_within(&r.path, &w.path)
                         || matches!((&r.real, &w.real), (Some(a), Some(b)) if is_within(a, b)))

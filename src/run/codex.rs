@@ -137,8 +137,14 @@ pub(super) fn prepare_codex_home(
     ctx: &mut Ctx,
 ) -> Result<(), Refusal> {
     use crate::exec::codex_home::{prepare, read_credentials, Refused};
-    let made =
-        read_credentials(ir).and_then(|creds| prepare(ir, codex_config, creds.as_ref(), force));
+    let held: Vec<(u64, u64)> = ctx
+        .reset_locks
+        .iter()
+        .filter_map(|d| rustix::fs::fstat(d.fd()).ok())
+        .map(|st| (st.st_dev, st.st_ino))
+        .collect();
+    let made = read_credentials(ir)
+        .and_then(|creds| prepare(ir, codex_config, creds.as_ref(), force, &held));
     match made {
         Ok(home) => {
             if home.discarded > 0 {

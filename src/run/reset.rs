@@ -92,6 +92,15 @@ pub(super) fn reset(
                 quote(real)
             )));
         }
+        // A Codex home in it that an earlier run left (a killed run): the
+        // reset would discard what the Codex stage keeps for review.
+        if let Some(home) = codex_home_left(ir, real).filter(|_| !opts.force) {
+            return Err(fail(format!(
+                "it holds the Codex home {}, which an earlier run left",
+                quote(&home)
+            ))
+            .help("review what is there (an earlier run's instructions, skills or rules), then remove it or run again with `--force` to discard it"));
+        }
         match rustix::fs::flock(
             dir.fd(),
             rustix::fs::FlockOperation::NonBlockingLockExclusive,
@@ -109,4 +118,18 @@ pub(super) fn reset(
         ctx.reset_locks.push(dir);
     }
     Ok(())
+}
+
+/// The seal's Codex home, when it lies in the reset root `real` and
+/// something is there (by its path, no link followed).
+fn codex_home_left(ir: &crate::ir::Ir, real: &str) -> Option<String> {
+    ir.roots
+        .iter()
+        .filter(|r| {
+            r.protect.as_ref().map(|p| p.standing) == Some(crate::ir::Standing::CodexConfig)
+        })
+        .filter_map(|r| r.real.as_deref())
+        .filter_map(|config| config.strip_suffix("/config.toml"))
+        .find(|home| crate::paths::is_within(home, real) && std::fs::symlink_metadata(home).is_ok())
+        .map(str::to_string)
 }

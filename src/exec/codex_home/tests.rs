@@ -31,13 +31,13 @@ fn a_home_is_made_fresh_never_reused_and_removed_after() {
     std::fs::write(base.join("creds/auth.json"), "{\"token\":1}").unwrap();
     let ir = ir_at(&base, Some(&base.join("creds/auth.json")));
     let creds = read_credentials(&ir).unwrap();
-    let home = prepare(&ir, b"a = 1\n", creds.as_ref(), false).unwrap();
+    let home = prepare(&ir, b"a = 1\n", creds.as_ref(), false, &[]).unwrap();
     let h = base.join("w/home/.codex");
     assert_eq!(names(&h), ["auth.json", "config.toml"]);
     assert_eq!(std::fs::read(h.join("config.toml")).unwrap(), b"a = 1\n");
     // A second run while this home is there: refused.
     assert!(matches!(
-        prepare(&ir, b"a = 1\n", None, false),
+        prepare(&ir, b"a = 1\n", None, false, &[]),
         Err(Refused::Left(_))
     ));
     // The run: Codex writes its state, the agent plants instructions,
@@ -78,7 +78,7 @@ fn a_home_is_made_fresh_never_reused_and_removed_after() {
         "never written back"
     );
     // The next run starts fresh.
-    let again = prepare(&ir, b"a = 1\n", None, false).unwrap();
+    let again = prepare(&ir, b"a = 1\n", None, false, &[]).unwrap();
     assert_eq!(names(&h), ["config.toml"]);
     again.remove();
 }
@@ -91,7 +91,7 @@ fn a_config_changed_and_put_back_is_drift() {
     let ir = ir_at(&base, None);
     let cfg = base.join("w/home/.codex/config.toml");
     // Edited in place, then the same bytes put back.
-    let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+    let home = prepare(&ir, b"a = 1\n", None, false, &[]).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&cfg, "a = 2\n").unwrap();
     std::fs::write(&cfg, "a = 1\n").unwrap();
@@ -99,7 +99,7 @@ fn a_config_changed_and_put_back_is_drift() {
     assert!(e.contains("put back"), "{e}");
     home.remove();
     // Rewritten with the same settings in other bytes.
-    let home = prepare(&ir, b"# generated\na = 1\n", None, false).unwrap();
+    let home = prepare(&ir, b"# generated\na = 1\n", None, false, &[]).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&cfg, "a = 1\n").unwrap();
     let e = home
@@ -109,7 +109,7 @@ fn a_config_changed_and_put_back_is_drift() {
     assert!(e.contains("same settings"), "{e}");
     home.remove();
     // Replaced by a rename.
-    let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+    let home = prepare(&ir, b"a = 1\n", None, false, &[]).unwrap();
     std::fs::write(base.join("w/home/.codex/x"), "a = 1\n").unwrap();
     std::fs::rename(base.join("w/home/.codex/x"), &cfg).unwrap();
     assert!(home
@@ -119,7 +119,7 @@ fn a_config_changed_and_put_back_is_drift() {
         .contains("replaced"));
     home.remove();
     // The home itself renamed away and made again.
-    let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+    let home = prepare(&ir, b"a = 1\n", None, false, &[]).unwrap();
     std::fs::rename(base.join("w/home/.codex"), base.join("w/home/old")).unwrap();
     std::fs::create_dir(base.join("w/home/.codex")).unwrap();
     std::fs::write(&cfg, "a = 1\n").unwrap();
@@ -145,7 +145,7 @@ fn a_sparse_config_is_read_only_up_to_a_bound() {
     let base = t.path().canonicalize().unwrap();
     std::fs::create_dir(base.join("w")).unwrap();
     let ir = ir_at(&base, None);
-    let home = prepare(&ir, b"a = 1\n", None, false).unwrap();
+    let home = prepare(&ir, b"a = 1\n", None, false, &[]).unwrap();
     std::fs::OpenOptions::new()
         .write(true)
         .open(base.join("w/home/.codex/config.toml"))
@@ -186,7 +186,7 @@ fn a_link_on_the_way_or_credentials_in_a_write_root_are_refused() {
     std::fs::create_dir(base.join("elsewhere")).unwrap();
     std::os::unix::fs::symlink(base.join("elsewhere"), base.join("w/home")).unwrap();
     assert!(matches!(
-        prepare(&ir_at(&base, None), b"a\n", None, true),
+        prepare(&ir_at(&base, None), b"a\n", None, true, &[]),
         Err(Refused::Left(_))
     ));
     assert_eq!(
