@@ -114,6 +114,7 @@ pub fn demo_flags() -> VarFlags {
         ("run", "/Users/agent/runs/r1"),
         ("checkout", "/Users/agent/src/skills"),
         ("proxy_port", "8080"),
+        ("model_port", "8081"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
