@@ -45,6 +45,9 @@ pub struct Policy {
     pub env: Env,
     /// Every limit that is set, by its spec name (`[limits]`, `exec.timeout`).
     pub limits: BTreeMap<String, u64>,
+    /// The write roots `sealc exec` empties before each run (`exec.reset`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reset: Vec<String>,
     pub codex: Codex,
     /// macOS: each capability of the sealed IPC table (docs/ipc.md) and
     /// whether the seal gives it (`no`, or `yes` when `ipc.allow`
@@ -214,6 +217,7 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         network: network(ir),
         env: env(ir, facts),
         limits: limits(ir),
+        reset: ir.exec.reset.clone(),
         codex: codex(ir),
         ipc: ipc(ir),
     }

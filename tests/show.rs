@@ -269,6 +269,35 @@ fn diff_names_a_new_write_root() {
     assert!(out.stdout.contains("1 difference, 1 allowing more"));
 }
 
+/// `exec.reset`: `show` lists the roots emptied before each run, and `diff`
+/// says a root no longer reset lets one run's state reach the next.
+#[test]
+fn show_and_diff_name_the_reset_roots() {
+    let src = probe_rep();
+    let from = "timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }";
+    assert!(src.contains(from));
+    let reset = src.replace(from, &format!("{from}\nreset = [\"${{run}}/tmp\"]"));
+    let (old, new) = (seal(&reset, None), seal(&src, None));
+    let show = with_seals(&[("a", &old)])
+        .args(["show", "a/seal.json"])
+        .run();
+    assert!(
+        show.stdout
+            .contains("  emptied before each run (`exec.reset`): /Users/agent/runs/r1/tmp\n"),
+        "{}",
+        show.stdout
+    );
+    let out = with_seals(&[("a", &old), ("b", &new)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("+ filesystem  /Users/agent/runs/r1/tmp kept from one run to the next (was emptied before each run)\n"),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn diff_names_a_new_host() {
     let out = diff_edit(

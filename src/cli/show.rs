@@ -250,6 +250,13 @@ fn to_text(l: &Loaded) -> String {
     group(&mut out, "can write", &fs.can_write);
     let devices: Vec<String> = fs.devices.paths.iter().map(|d| d.path.clone()).collect();
     out.push_str(&format!("  devices: {}\n", list(&devices)));
+    if !p.reset.is_empty() {
+        let reset: Vec<String> = p.reset.iter().map(|r| visible(r)).collect();
+        out.push_str(&format!(
+            "  emptied before each run (`exec.reset`): {}\n",
+            list(&reset)
+        ));
+    }
     if !fs.read_only.paths.is_empty() {
         group(&mut out, "protected", &fs.read_only);
     }

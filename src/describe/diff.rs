@@ -148,6 +148,7 @@ pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     diff_network(&old.network, &new.network, &mut out);
     diff_env(&old.env, &new.env, &mut out);
     diff_limits(&old.limits, &new.limits, &mut out);
+    diff_reset(&old.reset, &new.reset, &mut out);
     diff_codex(&old.codex, &new.codex, &mut out);
     for (what, has) in &new.ipc {
         let was = old.ipc.get(what);
@@ -615,6 +616,25 @@ pub(super) fn diff_limits(
             (None, None) => continue,
         };
         push(out, effect, Section::Limits, name, text);
+    }
+}
+
+/// `exec.reset`: a root no longer emptied lets one run's state reach the
+/// next (more); one emptied now, less.
+pub(super) fn diff_reset(old: &[String], new: &[String], out: &mut Vec<Change>) {
+    for r in old.iter().filter(|r| !new.contains(r)) {
+        let text = format!(
+            "{} kept from one run to the next (was emptied before each run)",
+            crate::diag::visible(r)
+        );
+        push(out, Effect::More, Section::Filesystem, r, text);
+    }
+    for r in new.iter().filter(|r| !old.contains(r)) {
+        let text = format!(
+            "{} emptied before each run (was kept from one run to the next)",
+            crate::diag::visible(r)
+        );
+        push(out, Effect::Less, Section::Filesystem, r, text);
     }
 }
 

@@ -114,7 +114,6 @@ pub fn demo_flags() -> VarFlags {
         ("run", "/Users/agent/runs/r1"),
         ("checkout", "/Users/agent/src/skills"),
         ("proxy_port", "8080"),
-        ("model_port", "8081"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -122,7 +121,8 @@ pub fn demo_flags() -> VarFlags {
 }
 
 /// Only the demo flags the spec declares; and the demo host's Codex
-/// launcher for a spec that requires a `codex` var.
+/// launcher for a spec that requires a `codex` var, and a stand-in model's
+/// port for one that declares `model_port` (tests/codex/probe-harness.toml).
 pub fn flags_for(src: &str) -> VarFlags {
     let spec = sealc::spec::parse(src).expect("spec parses");
     let mut flags: VarFlags = demo_flags()
@@ -135,6 +135,9 @@ pub fn flags_for(src: &str) -> VarFlags {
         .is_some_and(|v| v.required.as_ref().is_some_and(|r| r.value))
     {
         flags.push(("codex".into(), "/Users/agent/.local/bin/codex".into()));
+    }
+    if spec.vars.contains_key("model_port") {
+        flags.push(("model_port".into(), "8081".into()));
     }
     flags
 }
