@@ -601,3 +601,43 @@ fn a_script_launcher_is_named_with_what_it_runs() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("launcher::script"), "{}", out.stderr);
 }
+
+/// npm's native Codex inside a hidden root is re-allowed by its literal
+/// path alone: compile says its bundled tools beside it stay hidden, and
+/// gives the `allow_read` entry that shows the package; with that entry
+/// the warning goes.
+#[test]
+fn npm_codex_in_a_hidden_root_is_told_its_bundled_tools_are_hidden() {
+    let vendor = "home/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl";
+    let compile = |extra: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = dir.path().canonicalize().unwrap().display().to_string();
+        let spec = format!(
+            "version = 1\nname = \"npm\"\n[target]\nplatform = \"linux\"\n[vars]\nlab = {{ required = true }}\n[launcher]\npath = \"${{lab}}/{vendor}/bin/codex\"\n[filesystem]\ndeny_read = [\"${{lab}}/home\"]\n{extra}[network]\nmode = \"none\"\n"
+        );
+        let out = Sealc::new()
+            .in_dir(dir)
+            .file(&format!("{vendor}/bin/codex"), b"\x7fELF native".to_vec())
+            .file(&format!("{vendor}/codex-path/rg"), b"\x7fELF rg".to_vec())
+            .file("s.toml", spec)
+            .args(["compile", "s.toml", "--out", "out", "--var"])
+            .args([format!("lab={lab}")])
+            .run();
+        (out, lab)
+    };
+    let bare = |t: &str| t.replace(['│', ' ', '\n'], "");
+    let (out, lab) = compile("");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = bare(&out.stderr);
+    for said in [
+        "sealc::launcher::package".to_string(),
+        format!("`{lab}/{vendor}/bin/codex`isnpm'snativeCodexinside`{lab}/home`"),
+        "(`codex-path/rg`,`codex-resources/`)stayshidden".to_string(),
+        format!("allow_read=[\"{lab}/{vendor}\"]"),
+    ] {
+        assert!(err.contains(&bare(&said)), "{said}: {}", out.stderr);
+    }
+    let (out, _) = compile(&format!("allow_read = [\"${{lab}}/{vendor}\"]\n"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("launcher::package"), "{}", out.stderr);
+}

@@ -32,6 +32,7 @@ pub const IO_READ: &str = "sealc::io::read";
 pub const IO_WRITE: &str = "sealc::io::write";
 pub const IPC_UNKNOWN: &str = "sealc::ipc::unknown";
 pub const LAUNCHER_CHAIN: &str = "sealc::launcher::chain";
+pub const LAUNCHER_PACKAGE: &str = "sealc::launcher::package";
 pub const LAUNCHER_SCRIPT: &str = "sealc::launcher::script";
 pub const LIMITS_WALL_TWICE: &str = "sealc::limits::wall-twice";
 pub const LINT_ALLOW_OUTSIDE_DENY: &str = "sealc::lint::allow_outside_deny";

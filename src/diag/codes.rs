@@ -119,6 +119,11 @@ pub const CODES: &[(&str, &str, &str)] = &[
         "[launcher]\npath = \"/nonexistent/codex\"",
     ),
     (
+        code::LAUNCHER_PACKAGE,
+        "the launcher is npm's native Codex inside a hidden root: only the binary is re-allowed, so its bundled tools beside it (`codex-path/rg`, `codex-resources/`) stay hidden; the help gives the `allow_read` entry that shows its package read-only (a warning)",
+        "# launcher.path = \"${home}/.npm/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex\"\n[filesystem]\ndeny_read = [\"${home}\"]",
+    ),
+    (
         code::LAUNCHER_SCRIPT,
         "the launcher is a `#!` script (npm's Codex is one): the seal pins the script, not its interpreter nor what it starts; for npm's Codex the help names the native binary to point `launcher.path` at (a warning)",
         "# launcher.path = \"/usr/lib/node_modules/@openai/codex/bin/codex.js\" (`#!/usr/bin/env node`)",

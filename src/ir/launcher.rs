@@ -101,7 +101,59 @@ impl Lower<'_> {
                 reallow: under_denied || base == Base::DenyDefault,
             });
         }
+        if let Some(last) = out.last().filter(|e| e.reallow) {
+            self.npm_codex_package(&last.path, roots, &span);
+        }
         out
+    }
+
+    /// npm's native Codex (`.../vendor/<triple>/bin/codex`) re-allowed by
+    /// its literal path inside a hidden root: the tools it runs from beside
+    /// it (`codex-path/rg`, `codex-resources/`) stay hidden, and nothing
+    /// said so. A warning, with the `allow_read` entry that shows the
+    /// package read-only.
+    fn npm_codex_package(&mut self, binary: &str, roots: &[Root], span: &Span) {
+        let Some(package) = binary.strip_suffix("/bin/codex") else {
+            return;
+        };
+        let Some((vendor, triple)) = package.rsplit_once('/') else {
+            return;
+        };
+        if triple.is_empty() || !vendor.ends_with("/vendor") {
+            return;
+        }
+        let covering = |kind: fn(RootKind) -> bool| {
+            roots
+                .iter()
+                .filter(|r| kind(r.kind))
+                .filter(|r| r.spellings.iter().any(|s| is_within(package, s)))
+                .max_by_key(|r| r.path.len())
+        };
+        let Some(hider) = covering(RootKind::is_denied) else {
+            return;
+        };
+        if covering(|k| k == RootKind::AllowRead)
+            .is_some_and(|shown| shown.path.len() > hider.path.len())
+        {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::warning(
+                crate::diag::code::LAUNCHER_PACKAGE,
+                format!(
+                    "the launcher `{}` is npm's native Codex inside {} ({}): only the binary is re-allowed, so what it runs from beside it (`codex-path/rg`, `codex-resources/`) stays hidden from it",
+                    visible(binary),
+                    quote(&hider.path),
+                    hider.entry()
+                ),
+            )
+            .at(span.clone())
+            .label("re-allowed by its literal path alone")
+            .help(format!(
+                "show its package read-only with `allow_read = [\"{}\"]` under `[filesystem]`, or install Codex outside every hidden root",
+                visible(package)
+            )),
+        );
     }
 
     /// The programs that start the sandbox (`exec.bwrap` or
