@@ -287,6 +287,27 @@ fn show_and_diff_name_the_reset_roots() {
         "{}",
         show.stdout
     );
+    // The same roots in another order: the same policy.
+    let two = |a: &str, b: &str| {
+        let src = src.replace(
+            from,
+            &format!("{from}\nreset = [\"${{run}}/{a}\", \"${{run}}/{b}\"]"),
+        );
+        let s = seal(&src, None);
+        with_seals(&[("a", &s)])
+            .args(["show", "a/seal.json", "--format", "json"])
+            .run()
+    };
+    let (ab, ba) = (two("tmp", "home"), two("home", "tmp"));
+    assert_eq!(ab.code, 0, "{}", ab.stderr);
+    let reset = |o: &Out| {
+        serde_json::from_str::<serde_json::Value>(&o.stdout).unwrap()["policy"]["reset"].clone()
+    };
+    assert_eq!(
+        reset(&ab),
+        serde_json::json!(["/Users/agent/runs/r1/home", "/Users/agent/runs/r1/tmp"])
+    );
+    assert_eq!(reset(&ab), reset(&ba));
     let out = with_seals(&[("a", &old), ("b", &new)])
         .args(["diff", "a/seal.json", "b/seal.json"])
         .run();

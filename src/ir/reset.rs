@@ -62,6 +62,9 @@ impl Lower<'_> {
                 out.push(p);
             }
         }
+        // Sorted, as the IR is: two specs that list the same roots in
+        // another order reset, show and compare alike.
+        out.sort();
         out
     }
 }

@@ -14,7 +14,7 @@ pub struct ExecIr {
     /// How a Linux seal confines the command (`exec.isolation`).
     pub isolation: crate::spec::Isolation,
     /// `exec.reset`: write roots (their paths as written, substituted)
-    /// that `sealc exec` empties before each run, in order.
+    /// that `sealc exec` empties before each run, sorted.
     pub reset: Vec<String>,
 }
 
