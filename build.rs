@@ -9,7 +9,7 @@
 //! | `sealc_no_bwrap`                  | `bwrap --ro-bind / / --unshare-pid --unshare-net true` fails (or there is no `bwrap` on `PATH`) |
 //! | `sealc_not_root`                  | the build does not run as root (`id -u`)               |
 //! | `sealc_cannot_become = "USER"`    | root cannot switch to the test user `USER` (`sealc-test`, `sealc-rival`; `.ci/run` makes them): not root, no `setpriv` on `PATH`, or `id USER` fails |
-//! | `sealc_no_tool = "gcc"`, `"git"`  | not on `PATH`                                          |
+//! | `sealc_no_tool = "gcc"`, `"git"`, `"ssh-keygen"` | not on `PATH`                              |
 //! | `sealc_no_tool = "curl"`, `"python3"` | not in `/usr/bin` (where the sealed runs take them) |
 //! | `sealc_no_codex = "V"`            | the pinned Codex release V (`.ci/install-codex`) is not installed under `$SEALC_CODEX_DIR` (default `.codex-cli`) |
 //! | `sealc_no_codex_policy = "V"`     | Codex V's macOS seatbelt policy (`.ci/install-codex-macos-policy`) is not there |
@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const USERS: [&str; 2] = ["sealc-test", "sealc-rival"];
-const ON_PATH: [&str; 2] = ["gcc", "git"];
+const ON_PATH: [&str; 3] = ["gcc", "git", "ssh-keygen"];
 const IN_USR_BIN: [&str; 2] = ["curl", "python3"];
 
 fn main() {

@@ -56,7 +56,7 @@ pub const EXEC: &[(i32, &str)] = &[
     (TIMED_OUT, "the wall-clock limit"),
     (
         REFUSED,
-        "sealc refused, nothing of the command ran: drift (the record, its artifacts or the host differ, or a Codex home an earlier run left is there: --force discards it), --expect names another seal, or bad input (an unreadable record, a seal for the other platform, stdio, --user, a missing secret, a --report path that cannot be written, the command line itself); or the report of a run could not be written. --report's phase and message say which",
+        "sealc refused, nothing of the command ran: drift (the record, its artifacts or the host differ, or a Codex home an earlier run left is there: --force discards it), --expect names another seal, the seal is not signed by a key --allowed-signers trusts, or bad input (an unreadable record, a seal for the other platform, stdio, --user, a missing secret, a --report path that cannot be written, the command line itself); or the report of a run could not be written. --report's phase and message say which",
     ),
     (
         CANNOT_EXECUTE,
@@ -116,8 +116,15 @@ pub const COMPILE: &[(i32, &str)] = &[
 /// `sealc verify`'s statuses.
 pub const VERIFY: &[(i32, &str)] = &[
     (OK, "verified"),
-    (DIFFERS, "drift: an artifact, the binding, an invariant, the sealc version, the --expect binding, a --live fact or the --codex-config differs"),
-    (BAD_INPUT, "unusable input: the record cannot be read or is not a canonical record"),
+    (DIFFERS, "drift: an artifact, the binding, an invariant, the sealc version, the --expect binding, a --live fact or the --codex-config differs, or the signature does not hold (missing, changed bytes, an unknown key, another namespace, outside the key's validity window)"),
+    (BAD_INPUT, "unusable input: the record cannot be read or is not a canonical record, or the --allowed-signers file cannot be read"),
+];
+
+/// `sealc sign`'s statuses.
+pub const SIGN: &[(i32, &str)] = &[
+    (OK, "signed: the signature was written"),
+    (DIFFERS, "the record does not verify (drift), so it was not signed"),
+    (BAD_INPUT, "bad input: the record, the key (unreadable, encrypted, readable by others) or the signature's path"),
 ];
 
 /// `sealc lint`'s statuses.

@@ -53,6 +53,8 @@ pub mod refusals;
 pub mod ruleset;
 pub mod run;
 pub mod sbpl;
+pub mod signature;
+pub mod signers;
 pub mod spec;
 pub mod verify;
 

@@ -1061,6 +1061,7 @@ impl Shell {
                 self.oldpwd = std::mem::replace(&mut self.cwd, to);
                 Ok(())
             }
+            ("ssh-keygen" | "awk", _) => self.tool(argv, redirect, line),
             ("mkdir", _) => {
                 for d in argv[1..].iter().filter(|a| !a.starts_with('-')) {
                     std::fs::create_dir_all(self.path(d)).unwrap();
@@ -1069,6 +1070,52 @@ impl Shell {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A real tool the docs use beside sealc (OpenSSH's `ssh-keygen`,
+    /// `awk`), run in the block's directory with its `HOME`; `< FILE` is
+    /// its stdin, `> FILE` its stdout.
+    fn tool(
+        &mut self,
+        argv: Vec<String>,
+        redirect: Option<String>,
+        line: &str,
+    ) -> Result<(), String> {
+        let at = format!("{}: `{}`", self.at, line.trim());
+        let mut args = Vec::new();
+        let mut stdin = None;
+        let mut it = argv[1..].iter();
+        while let Some(a) = it.next() {
+            match a.strip_prefix('<') {
+                Some("") => stdin = it.next().cloned(),
+                Some(file) => stdin = Some(file.to_string()),
+                None => args.push(a.clone()),
+            }
+        }
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&args)
+            .current_dir(&self.cwd)
+            .env("HOME", &self.home);
+        match stdin {
+            Some(f) => cmd
+                .stdin(std::fs::File::open(self.path(&f)).map_err(|e| format!("{at}: {f}: {e}"))?),
+            None => cmd.stdin(std::process::Stdio::null()),
+        };
+        let out = cmd.output().map_err(|e| format!("{at}: {e}"))?;
+        self.ran.push(argv.join(" "));
+        if !out.status.success() {
+            return Err(format!(
+                "{at}: failed\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        if let Some(file) = redirect {
+            let file = self.expand_one(&file);
+            std::fs::write(self.path(&file), &out.stdout).unwrap();
+        }
+        Ok(())
     }
 
     fn sealc(
@@ -1174,6 +1221,7 @@ fn the_documented_commands_run_as_written() {
     for needed in [
         "compile",
         "verify",
+        "sign",
         "show",
         "lint",
         "explain",

@@ -54,6 +54,12 @@ pub struct Args {
     /// Start nothing unless the record's binding is this one (`sha256:<hex>`, the seal you reviewed).
     #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
     expect: Option<String>,
+    /// Start nothing unless the record is signed (`sealc sign`, or `ssh-keygen -Y sign -n sealc-seal`) by a key this OpenSSH allowed_signers file trusts for the namespace `sealc-seal`, now: the alternative to --expect when one reviewer approves many seals.
+    #[arg(long, value_name = "FILE")]
+    allowed_signers: Option<PathBuf>,
+    /// The record's signature (default: the record's path with `.sig` added).
+    #[arg(long, value_name = "FILE", requires = "allowed_signers")]
+    signature: Option<PathBuf>,
     /// Discard what an earlier run left in the seal's Codex home (otherwise nothing starts: each run gets a fresh one).
     #[arg(long)]
     force: bool,
@@ -84,6 +90,10 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         dry_run: a.dry_run,
         user: a.user.as_deref(),
         expect: a.expect.as_deref(),
+        signers: a
+            .allowed_signers
+            .as_deref()
+            .map(|f| (f, a.signature.as_deref())),
         report: a.report.as_deref(),
         keep: [a.stdout.as_deref(), a.stderr.as_deref()],
         force: a.force,

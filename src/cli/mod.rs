@@ -24,6 +24,7 @@ mod man;
 mod parse;
 mod schema;
 mod show;
+mod sign;
 mod verify;
 
 pub use crate::exit::{BAD_INPUT, DIFFERS, OK, UNDECIDED};
@@ -104,6 +105,7 @@ fn render_diagnostics(diags: &crate::diag::Diagnostics, file: &str, src: &str) -
 enum Command {
     Compile(compile::Args),
     Verify(verify::Args),
+    Sign(sign::Args),
     Exec(exec::Args),
     #[command(name = "__init", hide = true)]
     Init(inside::InitArgs),
@@ -261,6 +263,7 @@ pub fn run(
     match cli.command {
         Command::Compile(a) => compile::run(a, out, err),
         Command::Verify(a) => verify::run(a, out, err),
+        Command::Sign(a) => sign::run(a, out, err),
         Command::Exec(a) => exec::run(a, out, err),
         Command::Init(a) => inside::init(a, err),
         Command::Confine(a) => inside::confine(a, err),

@@ -14,7 +14,8 @@ fn after_help() -> String {
         crate::exit::VERIFY,
         "\n\
 Example:
-  sealc verify seal/seal.json --expect sha256:<the binding you reviewed>",
+  sealc verify seal/seal.json --expect sha256:<the binding you reviewed>
+  sealc verify seal/seal.json --allowed-signers reviewers",
     )
 }
 
@@ -33,6 +34,12 @@ pub struct Args {
     /// Refuse any record but the one with this binding (`sha256:<hex>`, as in its `binding`).
     #[arg(long, value_name = "sha256:BINDING", value_parser = parse_expect)]
     expect: Option<String>,
+    /// Check the record's signature (`sealc sign`, or `ssh-keygen -Y sign -n sealc-seal`) against this OpenSSH allowed_signers file: a trusted key, for the namespace, within its validity window.
+    #[arg(long, value_name = "FILE")]
+    allowed_signers: Option<PathBuf>,
+    /// The signature to check (default: the record's path with `.sig` added).
+    #[arg(long, value_name = "FILE", requires = "allowed_signers")]
+    signature: Option<PathBuf>,
     /// A Codex config after a run, to compare with the generated one.
     #[arg(long, value_name = "PATH", requires = "workspace")]
     codex_config: Option<PathBuf>,
@@ -47,6 +54,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, _err: &mut dyn Write) -> i32 {
         seal: a.seal,
         live: a.live,
         expect: a.expect,
+        signers: a.allowed_signers.map(|f| (f, a.signature)),
         codex_config: a.codex_config.zip(a.workspace),
     };
     let report = verify(&opts);
@@ -66,6 +74,8 @@ struct VerifyArgs {
     seal: super::SealArgs,
     live: bool,
     expect: Option<String>,
+    /// `--allowed-signers` and `--signature`.
+    signers: Option<(PathBuf, Option<PathBuf>)>,
     codex_config: Option<(PathBuf, PathBuf)>,
 }
 
@@ -90,6 +100,25 @@ fn verify(a: &VerifyArgs) -> crate::verify::Report {
     let mut report = outcome.report;
     if let (Some(want), Some(record)) = (&a.expect, &outcome.record) {
         crate::verify::check_expected(record, want, &mut report);
+    }
+    // The signature is over the bytes, whatever they hold: bytes that are
+    // not what was signed are drift (exit 1), also when they are no record.
+    if let Some((signers, sig)) = &a.signers {
+        use crate::run::signed::{check, NotSigned};
+        match check(&bytes, &a.seal.record, sig.as_deref(), signers) {
+            Ok(signed) => report.push(
+                "signature",
+                crate::verify::Status::Ok,
+                format!("signed by {}", signed.describe()),
+            ),
+            Err(NotSigned::Refused(why)) => {
+                if let Some(unusable) = report.unusable.take() {
+                    report.push("record", crate::verify::Status::Drift, unusable);
+                }
+                report.push("signature", crate::verify::Status::Drift, why)
+            }
+            Err(NotSigned::Unreadable(why)) => report.unusable = Some(why),
+        }
     }
     if let (true, Some(record)) = (a.live, &outcome.record) {
         crate::verify::live_facts(record, &RealHost, &mut report);

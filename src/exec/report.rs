@@ -145,6 +145,23 @@ pub struct LeftRunning {
     pub names: Vec<String>,
 }
 
+/// Who signed the seal (`--allowed-signers`): the principals of the line
+/// that trusts the key, and the key's type and fingerprint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SignedBy {
+    pub key: String,
+    pub principals: Vec<String>,
+}
+
+impl From<&crate::signature::Signed> for SignedBy {
+    fn from(s: &crate::signature::Signed) -> Self {
+        SignedBy {
+            key: s.key.clone(),
+            principals: s.principals.clone(),
+        }
+    }
+}
+
 /// One limit: its value and what enforced it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Limit {
@@ -205,6 +222,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub reset: std::collections::BTreeMap<String, u64>,
     pub schema: &'static str,
+    /// `--allowed-signers`: who signed the seal that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<SignedBy>,
     pub started_at: String,
     pub stderr: Stream,
     pub stdout: Stream,

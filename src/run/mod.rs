@@ -26,6 +26,7 @@ mod handed;
 mod help;
 mod kept;
 mod reset;
+pub mod signed;
 mod stages;
 
 use std::ffi::OsString;
@@ -46,6 +47,9 @@ pub struct Options<'a> {
     pub dry_run: bool,
     pub user: Option<&'a str>,
     pub expect: Option<&'a str>,
+    /// `--allowed-signers FILE` and `--signature FILE`: the record must be
+    /// signed by a key the file trusts.
+    pub signers: Option<(&'a Path, Option<&'a Path>)>,
     pub report: Option<&'a Path>,
     /// `--stdout FILE`, `--stderr FILE`: the command's output kept there
     /// (written under a random name beside it, renamed into place when the
@@ -157,6 +161,8 @@ struct Ctx {
     /// What the Codex config check after the run found changed.
     codex_config_changes: Vec<String>,
     binding: Option<String>,
+    /// `--allowed-signers`: who signed the seal.
+    signed: Option<crate::signature::Signed>,
     layers: serde_json::Value,
     limits: std::collections::BTreeMap<&'static str, report::Limit>,
     result: Option<crate::exec::RunResult>,
@@ -208,6 +214,7 @@ fn unfinished(ctx: &Ctx, command: &[OsString]) -> report::Report {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         binding: ctx.binding.clone(),
+        signed_by: ctx.signed.as_ref().map(report::SignedBy::from),
         layers: ctx.layers.clone(),
         limits: ctx.limits.clone(),
         outcome: Some(report::Outcome::Unfinished),
@@ -255,6 +262,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         codex_config: None,
         codex_config_changes: Vec::new(),
         binding: None,
+        signed: None,
         layers: serde_json::Value::Null,
         limits: Default::default(),
         result: None,
@@ -347,6 +355,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         binding: ctx.binding,
+        signed_by: ctx.signed.as_ref().map(report::SignedBy::from),
         codex_config: ctx.codex_config,
         codex_config_changes: ctx.codex_config_changes,
         codex_home: ctx.codex_left,

@@ -193,6 +193,25 @@ pub(super) fn verify(
             format!("cannot read the record {}: {e}", quote(&display)),
         )
     })?;
+    if let Some((signers, sig)) = opts.signers {
+        use super::signed::NotSigned;
+        match super::signed::check(&bytes, opts.record, sig, signers) {
+            Ok(signed) => {
+                notes.note(Note::Said(format!(
+                    "the seal is signed by {}",
+                    signed.describe()
+                )));
+                ctx.signed = Some(signed);
+            }
+            Err(NotSigned::Unreadable(why) | NotSigned::Refused(why)) => {
+                return Err(Refusal::new(
+                    REFUSED,
+                    format!("{display} is not signed by a trusted key ({why}), so nothing was started"),
+                )
+                .help("sign the seal you reviewed with `sealc sign RECORD --key KEY`, or give the allowed signers that trust its key"));
+            }
+        }
+    }
     let outcome = crate::verify::verify(&bytes, opts.files);
     if let (Some(want), Some(rec)) = (opts.expect, &outcome.record) {
         if rec.binding != want {
@@ -378,7 +397,7 @@ fn host_check(
                 .help("compile with `--out` outside every write root (and keep it outside the write roots of your other seals too)"));
             }
         }
-        None if opts.expect.is_none() => {
+        None if opts.expect.is_none() && opts.signers.is_none() => {
             return Err(Refusal::new(
                 REFUSED,
                 format!(
