@@ -205,4 +205,15 @@ g0H5xzsAQz2JkOpWuDb3AAAAEnRlc3RAc2VhbGMuaW52YWxpZAECAw==
             .unwrap_err()
             .contains("public key"));
     }
+
+    proptest::proptest! {
+        /// Any signature text, against any message: refused without a panic.
+        #[test]
+        fn any_signature_text_is_refused_without_panic(
+            text in "(-----BEGIN SSH SIGNATURE-----\n)?[A-Za-z0-9+/=\n]{0,300}(-----END SSH SIGNATURE-----)?",
+            msg in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+        ) {
+            proptest::prop_assert!(check(&msg, &text, &signers(""), NAMESPACE, 0).is_err());
+        }
+    }
 }

@@ -361,4 +361,27 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(time("20000229Z"), Ok(951_782_400));
     }
+
+    proptest::proptest! {
+        /// Any text: read without a panic, in time linear in it, and every
+        /// line either trusted or named as skipped.
+        #[test]
+        fn any_text_is_read_without_panic(text in "[ -~\t\n\",=!*?a-zA-Z0-9+/]{0,400}") {
+            let s = parse(&text);
+            let lines = text.lines().filter(|l| {
+                let l = l.trim();
+                !l.is_empty() && !l.starts_with('#')
+            }).count();
+            proptest::prop_assert_eq!(s.signers.len() + s.skipped.len(), lines);
+            for l in &s.signers {
+                let _ = l.refuses("sealc-seal", 0);
+            }
+        }
+
+        #[test]
+        fn glob_never_panics(p in "[a-c*?!]{0,12}", t in "[a-c]{0,12}") {
+            let _ = glob(&p, &t);
+            let _ = matches_list(&[p], &t);
+        }
+    }
 }
