@@ -21,6 +21,7 @@
 #![deny(unsafe_code)]
 
 pub mod absent;
+pub mod agent;
 pub mod audit;
 pub mod backend;
 pub mod canonical;

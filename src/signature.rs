@@ -39,7 +39,7 @@ pub fn private_key(key_text: &str) -> Result<PrivateKey, String> {
         .map_err(|e| format!("not an OpenSSH private key ({e})"))?;
     if key.is_encrypted() {
         return Err(
-            "the key is protected by a passphrase, which sealc does not ask for; sign with a key kept for signing seals, or with `ssh-keygen -Y sign -n sealc-seal`"
+            "the key is protected by a passphrase, which sealc does not ask for; `ssh-add` it to the ssh-agent and give its public key (`KEY.pub`) instead"
                 .into(),
         );
     }

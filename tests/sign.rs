@@ -329,6 +329,92 @@ fn every_way_a_signature_must_not_hold_is_refused() {
 
 #[test]
 #[cfg_attr(
+    sealc_no_tool = "ssh-keygen",
+    ignore = "needs ssh-keygen, ssh-agent and ssh-add (OpenSSH) on PATH"
+)]
+fn a_key_in_the_running_ssh_agent_signs() {
+    let lab = Lab::new();
+    let sock = lab.p("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .args(["-D", "-a"])
+        .arg(&sock)
+        .env_clear()
+        .env("HOME", &lab.t)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ssh-agent");
+    for _ in 0..200 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let with_agent = |args: &[&str], program: &str| {
+        Command::new(program)
+            .current_dir(&lab.t)
+            .env_clear()
+            .env("HOME", &lab.t)
+            .env("PATH", "/usr/bin:/bin")
+            .env("SSH_AUTH_SOCK", &sock)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = with_agent(&["-q", "alice"], "ssh-add");
+    let added = o.status.success();
+    let sealc = env!("CARGO_BIN_EXE_sealc");
+    let signed = with_agent(&["sign", "seal/seal.json", "--key", "alice.pub"], sealc);
+    let refused = with_agent(
+        &[
+            "sign",
+            "seal/seal.json",
+            "--key",
+            "mallory.pub",
+            "--signature",
+            "m.sig",
+        ],
+        sealc,
+    );
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(added, "ssh-add: {}", text(&o));
+    assert_eq!(
+        signed.status.code(),
+        Some(0),
+        "sign through the agent: {}",
+        text(&signed)
+    );
+    let o = lab.keygen_in(
+        &[
+            "-Y",
+            "verify",
+            "-f",
+            "allowed",
+            "-I",
+            "alice@example.com",
+            "-n",
+            "sealc-seal",
+            "-s",
+            "seal/seal.json.sig",
+        ],
+        Some(&lab.p("seal/seal.json")),
+    );
+    assert!(o.status.success(), "ssh-keygen -Y verify: {}", text(&o));
+    let o = lab.verify();
+    assert_eq!(o.status.code(), Some(0), "verify: {}", text(&o));
+    assert!(
+        refused.status.code() == Some(2)
+            && text(&refused).contains("does not hold the key")
+            && !lab.p("m.sig").exists(),
+        "a key the agent does not hold: {}",
+        text(&refused)
+    );
+}
+
+#[test]
+#[cfg_attr(
     any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap),
     ignore = "needs ssh-keygen (OpenSSH) on PATH and bubblewrap"
 )]

@@ -27,7 +27,7 @@ Example:
 pub struct Args {
     #[command(flatten)]
     seal: super::SealArgs,
-    /// The OpenSSH private key to sign with (ed25519; without a passphrase; readable by its owner only).
+    /// The OpenSSH private key to sign with (ed25519; without a passphrase; readable by its owner only), or its public key (`.pub`) to sign with the ssh-agent at `SSH_AUTH_SOCK` that holds it.
     #[arg(long, value_name = "FILE")]
     key: PathBuf,
     /// Where the signature goes (default: the record's path with `.sig` added, as `ssh-keygen -Y sign` names it).
@@ -78,12 +78,38 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
             ),
         ));
     }
-    let key_text = read_key(&a.key)?;
-    let sig = crate::signature::sign(&bytes, &key_text, crate::signature::NAMESPACE)
-        .map_err(|e| bad(format!("{}: {e}", quote(&a.key.display().to_string()))))?;
-    let public = crate::signature::private_key(&key_text)
-        .map(|k| crate::signature::fingerprint(k.public_key()))
-        .unwrap_or_default();
+    let (key_text, mode) = read_key(&a.key)?;
+    let key_shown = quote(&a.key.display().to_string());
+    let (sig, public) = if let Ok(public) = ssh_key::PublicKey::from_openssh(key_text.trim()) {
+        // A public key: its private key is in the running ssh-agent, as
+        // `ssh-keygen -Y sign -f KEY.pub` has it.
+        let socket = std::env::var_os("SSH_AUTH_SOCK").ok_or_else(|| {
+            bad(format!(
+                "{key_shown} is a public key, which sealc signs with through the ssh-agent, but `SSH_AUTH_SOCK` is not set; give the private key, or start the agent and `ssh-add` the key"
+            ))
+        })?;
+        let sig = crate::agent::sign(
+            std::path::Path::new(&socket),
+            &public,
+            &bytes,
+            crate::signature::NAMESPACE,
+        )
+        .map_err(bad)?;
+        (sig, crate::signature::fingerprint(&public))
+    } else {
+        if mode & 0o077 != 0 {
+            return Err(bad(format!(
+                "the key {key_shown}: mode {:04o} lets others read it; `chmod 600` it (as ssh-keygen asks)",
+                mode & 0o7777
+            )));
+        }
+        let sig = crate::signature::sign(&bytes, &key_text, crate::signature::NAMESPACE)
+            .map_err(|e| bad(format!("{key_shown}: {e}")))?;
+        let public = crate::signature::private_key(&key_text)
+            .map(|k| crate::signature::fingerprint(k.public_key()))
+            .unwrap_or_default();
+        (sig, public)
+    };
     let path = crate::run::signed::signature_path(&a.seal.record, a.signature.as_deref());
     let shown_sig = quote(&path.display().to_string());
     crate::hostfs::Target::open(&path)
@@ -96,21 +122,17 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
     ))
 }
 
-/// Read a private key file as OpenSSH does: a regular file, readable and
-/// writable by its owner only (`ssh-keygen` refuses an unprotected key).
-fn read_key(path: &Path) -> Result<String, (i32, String)> {
+/// Read a key file (a regular file, at most [`MAX_KEY`] bytes), with its
+/// mode: a private key must be its owner's alone (`ssh-keygen` refuses an
+/// unprotected one), which the caller checks once it knows the kind.
+fn read_key(path: &Path) -> Result<(String, u32), (i32, String)> {
     use rustix::fs::{Mode, OFlags};
     let shown = quote(&path.display().to_string());
     let bad = |why: String| (crate::exit::BAD_INPUT, format!("the key {shown}: {why}"));
     let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| bad(std::io::Error::from(e).to_string()))?;
     let st = rustix::fs::fstat(&fd).map_err(|e| bad(std::io::Error::from(e).to_string()))?;
-    if st.st_mode & 0o077 != 0 {
-        return Err(bad(format!(
-            "mode {:04o} lets others read it; `chmod 600` it (as ssh-keygen asks)",
-            st.st_mode & 0o7777
-        )));
-    }
     let bytes = crate::hostfs::read_bounded(fd, MAX_KEY).map_err(|e| bad(e.to_string()))?;
-    String::from_utf8(bytes).map_err(|_| bad("not text".into()))
+    let text = String::from_utf8(bytes).map_err(|_| bad("not text".into()))?;
+    Ok((text, st.st_mode))
 }
