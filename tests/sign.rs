@@ -211,6 +211,14 @@ fn every_way_a_signature_must_not_hold_is_refused() {
         );
     };
     expect_refused("no signature", &lab, "cannot be read");
+    // A fifo planted at the signature's name holds nothing up.
+    let o = Command::new("mkfifo")
+        .arg(lab.p("seal/seal.json.sig"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mkfifo: {}", text(&o));
+    expect_refused("a fifo for a signature", &lab, "not a regular file");
+    std::fs::remove_file(lab.p("seal/seal.json.sig")).unwrap();
     lab.ssh_sign("mallory", "sealc-seal");
     expect_refused("an unknown key", &lab, "do not list");
     lab.ssh_sign("alice", "git");

@@ -129,8 +129,13 @@ fn read_key(path: &Path) -> Result<(String, u32), (i32, String)> {
     use rustix::fs::{Mode, OFlags};
     let shown = quote(&path.display().to_string());
     let bad = |why: String| (crate::exit::BAD_INPUT, format!("the key {shown}: {why}"));
-    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| bad(std::io::Error::from(e).to_string()))?;
+    // Not blocked by a fifo at the name: only a regular file is read.
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| bad(std::io::Error::from(e).to_string()))?;
     let st = rustix::fs::fstat(&fd).map_err(|e| bad(std::io::Error::from(e).to_string()))?;
     let bytes = crate::hostfs::read_bounded(fd, MAX_KEY).map_err(|e| bad(e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| bad("not text".into()))?;

@@ -47,7 +47,7 @@ pub fn check(
     let signers = crate::signers::parse(&signers);
     let sig_path = signature_path(record, signature);
     let shown_sig = quote(&sig_path.display().to_string());
-    let sig = crate::hostfs::read_text(&sig_path, MAX_SIGNATURE).map_err(|e| {
+    let sig = read_regular(&sig_path).map_err(|e| {
         NotSigned::Refused(format!("the signature {shown_sig} cannot be read: {e}"))
     })?;
     crate::signature::check(
@@ -64,4 +64,18 @@ pub fn check(
         }
         NotSigned::Refused(msg)
     })
+}
+
+/// A signature file: a regular file only, opened without blocking (a fifo
+/// planted at `RECORD.sig` never holds a run up), at most
+/// [`MAX_SIGNATURE`] bytes of text.
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )?;
+    let bytes = crate::hostfs::read_bounded(fd, MAX_SIGNATURE)?;
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not text"))
 }
