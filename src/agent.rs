@@ -28,6 +28,27 @@ pub fn sign(
     let shown = crate::diag::quote(&socket.display().to_string());
     let data = SshSig::signed_data(namespace, HashAlg::Sha512, msg)
         .map_err(|e| format!("cannot make the data to sign: {e}"))?;
+    let signature = sign_raw(socket, public, &data)?;
+    let sig = SshSig::new(
+        public.key_data().clone(),
+        namespace,
+        HashAlg::Sha512,
+        signature,
+    )
+    .map_err(|e| format!("cannot make the signature: {e}"))?;
+    // The agent's answer is checked before it is written: a signature that
+    // does not verify is never handed on.
+    public
+        .verify(namespace, msg, &sig)
+        .map_err(|_| format!("the ssh-agent at {shown} gave a signature that does not verify"))?;
+    sig.to_pem(LineEnding::LF)
+        .map_err(|e| format!("cannot encode the signature: {e}"))
+}
+
+/// The agent's signature of `data` with its key for `public`, checked.
+pub fn sign_raw(socket: &Path, public: &PublicKey, data: &[u8]) -> Result<Signature, String> {
+    use signature::Verifier as _;
+    let shown = crate::diag::quote(&socket.display().to_string());
     let blob = public
         .to_bytes()
         .map_err(|e| format!("cannot encode the key: {e}"))?;
@@ -35,7 +56,7 @@ pub fn sign(
     (|| -> ssh_encoding::Result<()> {
         SIGN_REQUEST.encode(&mut body)?;
         blob.as_slice().encode(&mut body)?;
-        data.as_slice().encode(&mut body)?;
+        data.encode(&mut body)?;
         0u32.encode(&mut body)
     })()
     .map_err(|e| format!("cannot encode the request: {e}"))?;
@@ -69,18 +90,9 @@ pub fn sign(
         .map_err(|e| format!("the ssh-agent's answer cannot be read: {e}"))?;
     let signature = Signature::decode(&mut sig_blob.as_slice())
         .map_err(|e| format!("the ssh-agent's signature cannot be read: {e}"))?;
-    let sig = SshSig::new(
-        public.key_data().clone(),
-        namespace,
-        HashAlg::Sha512,
-        signature,
-    )
-    .map_err(|e| format!("cannot make the signature: {e}"))?;
-    // The agent's answer is checked before it is written: a signature that
-    // does not verify is never handed on.
     public
-        .verify(namespace, msg, &sig)
+        .key_data()
+        .verify(data, &signature)
         .map_err(|_| format!("the ssh-agent at {shown} gave a signature that does not verify"))?;
-    sig.to_pem(LineEnding::LF)
-        .map_err(|e| format!("cannot encode the signature: {e}"))
+    Ok(signature)
 }

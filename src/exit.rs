@@ -127,6 +127,13 @@ pub const SIGN: &[(i32, &str)] = &[
     (BAD_INPUT, "bad input: the record, the key (unreadable, encrypted, readable by others) or the signature's path"),
 ];
 
+/// `sealc verify-run`'s statuses.
+pub const VERIFY_RUN: &[(i32, &str)] = &[
+    (OK, "the attestation holds: signed by a trusted key, for the expected seal, every subject's digest, the record verifies"),
+    (DIFFERS, "something does not hold: the signature (a changed envelope, an unknown or untrusted key), the --expect binding, a subject (missing, another digest), or the record (another digest, or it does not verify)"),
+    (BAD_INPUT, "bad input: the attestation or the allowed signers cannot be read"),
+];
+
 /// `sealc lint`'s statuses.
 pub const LINT: &[(i32, &str)] = &[
     (OK, "no error (warnings and advice do not fail)"),

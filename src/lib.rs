@@ -22,6 +22,7 @@
 
 pub mod absent;
 pub mod agent;
+pub mod attest;
 pub mod audit;
 pub mod backend;
 pub mod canonical;

@@ -144,12 +144,12 @@ pub fn now() -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A throwaway ed25519 key, made for these tests by `ssh-keygen -t
     /// ed25519 -N ''` (never used for anything else).
-    const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----
+    pub(crate) const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----
 b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
 QyNTUxOQAAACCURHrD6HSfm0DrS/qlthG7i4NB+cc7AEM9iZDqVrg29wAAAJgFemYQBXpm
 EAAAAAtzc2gtZWQyNTUxOQAAACCURHrD6HSfm0DrS/qlthG7i4NB+cc7AEM9iZDqVrg29w

@@ -60,6 +60,12 @@ pub struct Args {
     /// The record's signature (default: the record's path with `.sig` added).
     #[arg(long, value_name = "FILE", requires = "allowed_signers")]
     signature: Option<PathBuf>,
+    /// Write the run's in-toto attestation (a DSSE envelope) here, as safely as the report, also when the command fails: the kept --stdout/--stderr files as subjects, the seal's binding, the record's digest and the run report as predicate.
+    #[arg(long, value_name = "FILE")]
+    attest: Option<PathBuf>,
+    /// Sign the attestation with this SSH key (ed25519: a private key, or a public key the ssh-agent holds); checked before anything starts.
+    #[arg(long, value_name = "KEY", requires = "attest")]
+    sign_key: Option<PathBuf>,
     /// Discard what an earlier run left in the seal's Codex home (otherwise nothing starts: each run gets a fresh one).
     #[arg(long)]
     force: bool,
@@ -84,6 +90,21 @@ pub struct Args {
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let files = a.seal.files();
+    // The attestation's key is read before anything starts: a key that
+    // cannot sign never costs a run its attestation.
+    let key = match a
+        .sign_key
+        .as_deref()
+        .map(super::sign::Key::load)
+        .transpose()
+    {
+        Ok(k) => k,
+        Err((_, why)) => {
+            let _ = writeln!(err, "sealc: error: {why}, so nothing was started");
+            return crate::exit::REFUSED;
+        }
+    };
+    let raw = |m: &[u8]| key.as_ref().map_or(Err(String::new()), |k| k.raw(m));
     let opts = crate::run::Options {
         record: &a.seal.record,
         files: &files,
@@ -94,6 +115,8 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             .allowed_signers
             .as_deref()
             .map(|f| (f, a.signature.as_deref())),
+        attest: a.attest.as_deref(),
+        attest_sign: key.as_ref().map(|_| &raw as crate::attest::Sign<'_>),
         report: a.report.as_deref(),
         keep: [a.stdout.as_deref(), a.stderr.as_deref()],
         force: a.force,

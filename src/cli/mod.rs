@@ -26,6 +26,7 @@ mod schema;
 mod show;
 mod sign;
 mod verify;
+mod verify_run;
 
 pub use crate::exit::{BAD_INPUT, DIFFERS, OK, UNDECIDED};
 
@@ -106,6 +107,8 @@ enum Command {
     Compile(compile::Args),
     Verify(verify::Args),
     Sign(sign::Args),
+    #[command(name = "verify-run")]
+    VerifyRun(verify_run::Args),
     Exec(exec::Args),
     #[command(name = "__init", hide = true)]
     Init(inside::InitArgs),
@@ -264,6 +267,7 @@ pub fn run(
         Command::Compile(a) => compile::run(a, out, err),
         Command::Verify(a) => verify::run(a, out, err),
         Command::Sign(a) => sign::run(a, out, err),
+        Command::VerifyRun(a) => verify_run::run(a, out, err),
         Command::Exec(a) => exec::run(a, out, err),
         Command::Init(a) => inside::init(a, err),
         Command::Confine(a) => inside::confine(a, err),

@@ -31,6 +31,7 @@ const COMMANDS: &[(&str, Build)] = &[
     ("compile", super::compile::Args::augment_args),
     ("verify", super::verify::Args::augment_args),
     ("sign", super::sign::Args::augment_args),
+    ("verify-run", super::verify_run::Args::augment_args),
     ("exec", super::exec::Args::augment_args),
     ("__init", super::inside::InitArgs::augment_args),
     ("__confine", super::inside::ConfineArgs::augment_args),

@@ -78,38 +78,11 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
             ),
         ));
     }
-    let (key_text, mode) = read_key(&a.key)?;
-    let key_shown = quote(&a.key.display().to_string());
-    let (sig, public) = if let Ok(public) = ssh_key::PublicKey::from_openssh(key_text.trim()) {
-        // A public key: its private key is in the running ssh-agent, as
-        // `ssh-keygen -Y sign -f KEY.pub` has it.
-        let socket = std::env::var_os("SSH_AUTH_SOCK").ok_or_else(|| {
-            bad(format!(
-                "{key_shown} is a public key, which sealc signs with through the ssh-agent, but `SSH_AUTH_SOCK` is not set; give the private key, or start the agent and `ssh-add` the key"
-            ))
-        })?;
-        let sig = crate::agent::sign(
-            std::path::Path::new(&socket),
-            &public,
-            &bytes,
-            crate::signature::NAMESPACE,
-        )
+    let key = Key::load(&a.key)?;
+    let sig = key
+        .sshsig(&bytes, crate::signature::NAMESPACE)
         .map_err(bad)?;
-        (sig, crate::signature::fingerprint(&public))
-    } else {
-        if mode & 0o077 != 0 {
-            return Err(bad(format!(
-                "the key {key_shown}: mode {:04o} lets others read it; `chmod 600` it (as ssh-keygen asks)",
-                mode & 0o7777
-            )));
-        }
-        let sig = crate::signature::sign(&bytes, &key_text, crate::signature::NAMESPACE)
-            .map_err(|e| bad(format!("{key_shown}: {e}")))?;
-        let public = crate::signature::private_key(&key_text)
-            .map(|k| crate::signature::fingerprint(k.public_key()))
-            .unwrap_or_default();
-        (sig, public)
-    };
+    let public = key.fingerprint();
     let path = crate::run::signed::signature_path(&a.seal.record, a.signature.as_deref());
     let shown_sig = quote(&path.display().to_string());
     crate::hostfs::Target::open(&path)
@@ -122,9 +95,75 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
     ))
 }
 
+/// A key to sign with: an unencrypted private key read from its file, or
+/// the ssh-agent's (`SSH_AUTH_SOCK`) for a public key file.
+pub(super) enum Key {
+    File(ssh_key::PrivateKey),
+    Agent(PathBuf, ssh_key::PublicKey),
+}
+
+impl Key {
+    /// Read `path`: a private key must be its owner's alone, as
+    /// `ssh-keygen` asks; a public key names the agent's.
+    pub(super) fn load(path: &Path) -> Result<Key, (i32, String)> {
+        let shown = quote(&path.display().to_string());
+        let bad = |why: String| (crate::exit::BAD_INPUT, format!("the key {shown}: {why}"));
+        let (text, mode) = read_key(path)?;
+        if let Ok(public) = ssh_key::PublicKey::from_openssh(text.trim()) {
+            let socket = std::env::var_os("SSH_AUTH_SOCK").ok_or_else(|| {
+                bad("a public key, which sealc signs with through the ssh-agent, but `SSH_AUTH_SOCK` is not set; give the private key, or start the agent and `ssh-add` the key".into())
+            })?;
+            return Ok(Key::Agent(PathBuf::from(socket), public));
+        }
+        if mode & 0o077 != 0 {
+            return Err(bad(format!(
+                "mode {:04o} lets others read it; `chmod 600` it (as ssh-keygen asks)",
+                mode & 0o7777
+            )));
+        }
+        crate::signature::private_key(&text)
+            .map(Key::File)
+            .map_err(bad)
+    }
+
+    pub(super) fn fingerprint(&self) -> String {
+        match self {
+            Key::File(k) => crate::signature::fingerprint(k.public_key()),
+            Key::Agent(_, p) => crate::signature::fingerprint(p),
+        }
+    }
+
+    /// The armored SSHSIG of `msg` in `namespace`.
+    pub(super) fn sshsig(&self, msg: &[u8], namespace: &str) -> Result<String, String> {
+        match self {
+            Key::File(k) => {
+                let sig = k
+                    .sign(namespace, ssh_key::HashAlg::Sha512, msg)
+                    .map_err(|e| format!("cannot sign: {e}"))?;
+                sig.to_pem(ssh_key::LineEnding::LF)
+                    .map_err(|e| format!("cannot encode the signature: {e}"))
+            }
+            Key::Agent(sock, p) => crate::agent::sign(sock, p, msg, namespace),
+        }
+    }
+
+    /// DSSE's signature of `msg`: the key's id and its raw signature.
+    pub(super) fn raw(&self, msg: &[u8]) -> Result<(String, Vec<u8>), String> {
+        match self {
+            Key::File(k) => crate::attest::sign_with(k, msg),
+            Key::Agent(sock, p) => {
+                if p.algorithm() != ssh_key::Algorithm::Ed25519 {
+                    return Err("run attestations are signed with ed25519 keys".into());
+                }
+                let sig = crate::agent::sign_raw(sock, p, msg)?;
+                Ok((crate::attest::keyid(p), sig.as_bytes().to_vec()))
+            }
+        }
+    }
+}
+
 /// Read a key file (a regular file, at most [`MAX_KEY`] bytes), with its
-/// mode: a private key must be its owner's alone (`ssh-keygen` refuses an
-/// unprotected one), which the caller checks once it knows the kind.
+/// mode.
 fn read_key(path: &Path) -> Result<(String, u32), (i32, String)> {
     use rustix::fs::{Mode, OFlags};
     let shown = quote(&path.display().to_string());

@@ -21,6 +21,7 @@
 //! [`Refusal`] (its exit status, its message, its help lines), which the
 //! report records as it is: no text is read back from a stream.
 
+mod attested;
 mod codex;
 mod handed;
 mod help;
@@ -50,6 +51,10 @@ pub struct Options<'a> {
     /// `--allowed-signers FILE` and `--signature FILE`: the record must be
     /// signed by a key the file trusts.
     pub signers: Option<(&'a Path, Option<&'a Path>)>,
+    /// `--attest FILE`: the run's in-toto attestation goes there.
+    pub attest: Option<&'a Path>,
+    /// `--sign-key KEY`: signs it (DSSE, the key's raw signature).
+    pub attest_sign: Option<crate::attest::Sign<'a>>,
     pub report: Option<&'a Path>,
     /// `--stdout FILE`, `--stderr FILE`: the command's output kept there
     /// (written under a random name beside it, renamed into place when the
@@ -163,6 +168,12 @@ struct Ctx {
     binding: Option<String>,
     /// `--allowed-signers`: who signed the seal.
     signed: Option<crate::signature::Signed>,
+    /// `sha256:` of the record's bytes, once read.
+    record_digest: String,
+    /// The names of the env vars that cross into the run.
+    env_names: Vec<String>,
+    /// `--attest`: where the attestation goes, opened before the run.
+    attest: Option<crate::hostfs::Target>,
     layers: serde_json::Value,
     limits: std::collections::BTreeMap<&'static str, report::Limit>,
     result: Option<crate::exec::RunResult>,
@@ -263,6 +274,9 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         codex_config_changes: Vec::new(),
         binding: None,
         signed: None,
+        record_digest: String::new(),
+        env_names: Vec::new(),
+        attest: None,
         layers: serde_json::Value::Null,
         limits: Default::default(),
         result: None,
@@ -314,6 +328,13 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
             return Ended::Status(REFUSED);
         }
     };
+    match attested::open(opts, target.as_ref(), &kept, notes) {
+        Ok(a) => ctx.attest = a,
+        Err(r) => {
+            r.tell(notes);
+            return Ended::Status(REFUSED);
+        }
+    }
     let (code, refusal) = match stages::run(opts, command, target.as_ref(), &kept, notes, &mut ctx)
     {
         Ok(Ended::DryRun(plan)) => return Ended::DryRun(plan),
@@ -338,9 +359,11 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
     codex::finish_codex_home(&mut ctx, keep, notes);
     finish_stand_ins(&mut ctx, notes);
     unmake_unstarted(&mut ctx);
-    let (Some(path), Some(target)) = (opts.report, target.filter(|_| !ctx.report_refused)) else {
+    let target = target.filter(|_| !ctx.report_refused);
+    let attest = ctx.attest.take().filter(|_| !ctx.report_refused);
+    if target.is_none() && attest.is_none() {
         return Ended::Status(code);
-    };
+    }
     let r = ctx.result.unwrap_or_default();
     // The run's own outcome, or the refusal's (every way of stopping
     // before an outcome is a refusal).
@@ -381,17 +404,32 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         user: ctx.user,
         write_roots: ctx.write_roots,
     };
-    if let Err(e) = report::write(&target, &rep) {
-        notes.note(Note::Error {
-            message: format!(
-                "cannot write the run report {}: {e}",
-                quote(&path.display().to_string())
-            ),
-            help: Vec::new(),
-        });
-        return Ended::Status(if code == 0 { REFUSED } else { code });
+    let mut failed = false;
+    if let Some(target) = &target {
+        if let Err(e) = report::write(target, &rep) {
+            notes.note(Note::Error {
+                message: format!(
+                    "cannot write the run report {}: {e}",
+                    quote(&target.path().display().to_string())
+                ),
+                help: Vec::new(),
+            });
+            failed = true;
+        }
     }
-    Ended::Status(code)
+    if let Some(t) = &attest {
+        if let Err(e) = attested::write(opts, t, &rep, &ctx.record_digest, &ctx.env_names) {
+            notes.note(Note::Error {
+                message: format!(
+                    "cannot write the attestation {}: {e}",
+                    quote(&t.path().display().to_string())
+                ),
+                help: Vec::new(),
+            });
+            failed = true;
+        }
+    }
+    Ended::Status(if failed && code == 0 { REFUSED } else { code })
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).

@@ -32,11 +32,17 @@ pub(super) fn run(
     let at = |phase: Phase| move |r: Refusal| r.in_phase(phase);
     let overrides = resolve_overrides(opts.resolve).map_err(at(Phase::Verify))?;
     let v = verify(opts, notes, ctx).map_err(at(Phase::Verify))?;
-    let own: Vec<&Path> = report
+    let env = &v.compiled.ir.env;
+    ctx.env_names = env.vars.keys().chain(&env.secrets).cloned().collect();
+    ctx.env_names.sort();
+    ctx.env_names.dedup();
+    let own: Vec<std::path::PathBuf> = report
         .into_iter()
         .chain(kept.iter().flatten())
-        .map(|t| t.dir.path())
+        .chain(ctx.attest.as_ref())
+        .map(|t| t.dir.path().to_path_buf())
         .collect();
+    let own: Vec<&Path> = own.iter().map(std::path::PathBuf::as_path).collect();
     super::reset::reset(&v.compiled.ir, opts, &own, ctx).map_err(at(Phase::Prepare))?;
     let mut checked =
         host_check(opts, &v, command, report, kept, ctx).map_err(at(Phase::HostCheck))?;
@@ -212,6 +218,7 @@ pub(super) fn verify(
             }
         }
     }
+    ctx.record_digest = crate::digest::sha256(&bytes);
     let outcome = crate::verify::verify(&bytes, opts.files);
     if let (Some(want), Some(rec)) = (opts.expect, &outcome.record) {
         if rec.binding != want {
@@ -426,6 +433,11 @@ fn host_check(
         }
     }
     super::kept::check(ir, kept)?;
+    if let Err(r) = super::attested::check(ir, ctx.attest.as_ref()) {
+        // Nothing is written where the agent could reach.
+        ctx.attest = None;
+        return Err(r);
+    }
     Ok(Checked {
         command,
         ways,

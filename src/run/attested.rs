@@ -1,0 +1,104 @@
+//! `--attest FILE`: the run's in-toto attestation ([`crate::attest`]),
+//! written as safely as the report: its directory opened before anything
+//! runs, refused inside the seal's write roots, written atomically (never
+//! through a link at its name) when the run ends, also when it failed.
+
+use super::*;
+
+use crate::hostfs::Target;
+
+/// Open where the attestation goes: refused when the place cannot be
+/// written, or names a file this run already writes.
+pub(super) fn open(
+    opts: &Options<'_>,
+    report: Option<&Target>,
+    kept: &[Option<Target>; 2],
+    notes: &mut dyn Notes,
+) -> Result<Option<Target>, Refusal> {
+    let Some(path) = opts.attest.filter(|_| !opts.dry_run) else {
+        return Ok(None);
+    };
+    let shown = quote(&path.display().to_string());
+    let t = Target::open(path).map_err(|e| {
+        Refusal::new(
+            REFUSED,
+            format!("cannot write the attestation {shown}: {e}, so nothing was started"),
+        )
+    })?;
+    for w in t.dir.warnings() {
+        notes.note(Note::Warning(format!("`--attest`: {w}")));
+    }
+    if report
+        .into_iter()
+        .chain(kept.iter().flatten())
+        .any(|o| o.same_file(&t))
+    {
+        return Err(Refusal::new(
+            REFUSED,
+            format!("`--attest` names {shown}, which is already written by this run, so nothing was started"),
+        )
+        .help("give `--attest`, `--report`, `--stdout` and `--stderr` a file each"));
+    }
+    Ok(Some(t))
+}
+
+/// The host check's part: an attestation the agent could replace or plant
+/// a link at proves nothing.
+pub(super) fn check(ir: &crate::ir::Ir, t: Option<&Target>) -> Result<(), Refusal> {
+    let Some(t) = t else { return Ok(()) };
+    match crate::exec::write_root_reaching(ir, &t.dir, None) {
+        Some(w) => Err(Refusal::new(
+            REFUSED,
+            format!(
+                "the attestation {} would be inside the write root {}, where the agent could replace it or plant a link at its name, so nothing was started",
+                quote(&t.path().display().to_string()),
+                quote(w)
+            ),
+        )
+        .help("give `--attest` a path outside every write root of the seal")),
+        None => Ok(()),
+    }
+}
+
+/// The attestation of a finished run: subjects the kept streams
+/// (`--stdout`, `--stderr`) by file name and digest, the predicate the
+/// seal, sealc, the env names and the report.
+pub(super) fn write(
+    opts: &Options<'_>,
+    t: &Target,
+    rep: &report::Report,
+    record: &str,
+    env_names: &[String],
+) -> Result<(), crate::failure::Failure> {
+    use crate::failure::Failure;
+    let mut subject = Vec::new();
+    for (path, stream) in opts.keep.iter().zip([&rep.stdout, &rep.stderr]) {
+        let (Some(path), Some(hex)) = (path, stream.sha256.strip_prefix("sha256:")) else {
+            continue;
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        subject.push(crate::attest::Subject::new(&name, hex));
+    }
+    let predicate = crate::attest::Predicate {
+        binding: rep.binding.clone().unwrap_or_default(),
+        record: record.to_string(),
+        sealc_version: env!("CARGO_PKG_VERSION").to_string(),
+        env_names: env_names.to_vec(),
+        report: serde_json::to_value(rep)
+            .map_err(|e| Failure::new(format!("cannot serialize the report: {e}")))?,
+    };
+    let statement = crate::attest::Statement {
+        kind: crate::attest::STATEMENT_TYPE.to_string(),
+        subject,
+        predicate_type: crate::attest::PREDICATE_TYPE.to_string(),
+        predicate: serde_json::to_value(predicate)
+            .map_err(|e| Failure::new(format!("cannot serialize the predicate: {e}")))?,
+    };
+    let bytes = crate::attest::envelope(&statement, opts.attest_sign)
+        .map_err(|e| Failure::new(format!("cannot sign it: {e}")))?;
+    t.write(&bytes, 0o644)
+        .map_err(|e| Failure::os("cannot write it", e))
+}

@@ -1,0 +1,351 @@
+//! Run attestations, end to end: a reviewer signs the seal, the harness
+//! runs it under `--allowed-signers` with `--attest` and `--sign-key`
+//! (bubblewrap, for real), and a grader on a "second host" (another temp
+//! tree sharing nothing but the envelope, the record with its artifacts,
+//! the outputs and the public keys) checks it with `sealc verify-run`.
+//! Every way the attestation must not hold is refused.
+//!
+//! Keys are made by the real `ssh-keygen`. Without it, or without
+//! bubblewrap, these tests are ignored, saying so.
+
+mod common;
+use common::{text, Verdict};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const SPEC: &str = r#"version = 1
+name = "attested"
+[target]
+platform = "linux"
+[filesystem]
+write = ["@/ws"]
+"#;
+
+struct Lab {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        Lab { _tmp: tmp, t }
+    }
+
+    fn p(&self, p: &str) -> PathBuf {
+        self.t.join(p)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        Command::new(program)
+            .current_dir(&self.t)
+            .env_clear()
+            .env("HOME", &self.t)
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn sealc(&self, args: &[&str]) -> Output {
+        self.run(env!("CARGO_BIN_EXE_sealc"), args)
+    }
+
+    fn key(&self, who: &str) -> String {
+        let o = self.run(
+            "ssh-keygen",
+            &["-q", "-t", "ed25519", "-N", "", "-C", who, "-f", who],
+        );
+        assert!(o.status.success(), "ssh-keygen: {}", text(&o));
+        let public = std::fs::read_to_string(self.p(&format!("{who}.pub"))).unwrap();
+        public
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, to).unwrap();
+}
+
+/// The harness's host: a signed seal run with an attestation. Returns the
+/// lab, the seal's binding and the runner's public key line.
+fn attested_run(script: &str) -> (Lab, String, String) {
+    let lab = Lab::new();
+    std::fs::create_dir(lab.p("ws")).unwrap();
+    std::fs::create_dir(lab.p("out")).unwrap();
+    std::fs::write(
+        lab.p("spec.toml"),
+        SPEC.replace('@', &lab.t.display().to_string()),
+    )
+    .unwrap();
+    let o = lab.sealc(&[
+        "compile",
+        "spec.toml",
+        "--platform",
+        "linux",
+        "--out",
+        "seal",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "compile: {}", text(&o));
+    let reviewer = lab.key("reviewer");
+    let runner = lab.key("runner");
+    std::fs::write(
+        lab.p("reviewers"),
+        format!("reviewer@example.com namespaces=\"sealc-seal\" {reviewer}\n"),
+    )
+    .unwrap();
+    let o = lab.sealc(&["sign", "seal/seal.json", "--key", "reviewer"]);
+    assert_eq!(o.status.code(), Some(0), "sign: {}", text(&o));
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--allowed-signers",
+        "reviewers",
+        "--attest",
+        "out/att.json",
+        "--sign-key",
+        "runner",
+        "--stdout",
+        "out/stdout.txt",
+        "--stderr",
+        "out/stderr.txt",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]);
+    assert!(
+        lab.p("out/att.json").exists(),
+        "no attestation: {}",
+        text(&o)
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.p("seal/seal.json")).unwrap()).unwrap();
+    let binding = record["binding"].as_str().unwrap().to_string();
+    (lab, binding, runner)
+}
+
+/// The grader's host: only the envelope, the record and its artifacts,
+/// the outputs, and the runner's public key in an allowed_signers file.
+fn second_host(lab: &Lab, runner_line: &str) -> Lab {
+    let g = Lab::new();
+    for f in [
+        "out/att.json",
+        "out/stdout.txt",
+        "out/stderr.txt",
+        "seal/seal.json",
+    ] {
+        copy(&lab.p(f), &g.p(f));
+    }
+    for e in std::fs::read_dir(lab.p("seal")).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            for f in std::fs::read_dir(e.path()).unwrap().flatten() {
+                copy(
+                    &f.path(),
+                    &g.p(&format!(
+                        "seal/{}/{}",
+                        e.file_name().to_string_lossy(),
+                        f.file_name().to_string_lossy()
+                    )),
+                );
+            }
+        } else {
+            copy(
+                &e.path(),
+                &g.p(&format!("seal/{}", e.file_name().to_string_lossy())),
+            );
+        }
+    }
+    std::fs::write(g.p("runners"), format!("{runner_line}\n")).unwrap();
+    g
+}
+
+fn verify_run(g: &Lab, extra: &[&str]) -> Output {
+    let mut args = vec!["verify-run", "out/att.json", "--allowed-signers", "runners"];
+    args.extend_from_slice(extra);
+    g.sealc(&args)
+}
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap),
+    ignore = "needs ssh-keygen (OpenSSH) on PATH and bubblewrap"
+)]
+fn a_grader_elsewhere_tells_these_outputs_came_from_that_seal() {
+    if !common::bwrap_works() {
+        return;
+    }
+    let (lab, binding, runner) = attested_run("echo the answer; echo a warning >&2");
+    assert_eq!(
+        std::fs::read_to_string(lab.p("out/stdout.txt")).unwrap(),
+        "the answer\n"
+    );
+    let g = second_host(
+        &lab,
+        &format!("ci@example.com namespaces=\"sealc-run\" {runner}"),
+    );
+    drop(lab);
+    let all = [
+        "--expect",
+        &binding,
+        "--subject",
+        "out/stdout.txt",
+        "--subject",
+        "out/stderr.txt",
+        "--record",
+        "seal/seal.json",
+    ];
+    let o = verify_run(&g, &all);
+    assert_eq!(o.status.code(), Some(0), "verify-run: {}", text(&o));
+    let t = text(&o);
+    for needle in [
+        "ok          signature",
+        "signed by ci@example.com",
+        "ok          subject stdout.txt",
+        "ok          subject stderr.txt",
+        "is the attested record",
+        "verified: the attestation holds",
+    ] {
+        assert!(t.contains(needle), "`{needle}` missing:\n{t}");
+    }
+
+    let mut v = Verdict::default();
+    let mut refused = |what: &str, g: &Lab, args: &[&str], needle: &str| {
+        let o = verify_run(g, args);
+        v.check(
+            o.status.code() == Some(1) && text(&o).contains(needle),
+            || format!("{what}: wanted exit 1 with `{needle}`:\n{}", text(&o)),
+        );
+    };
+    // Another seal expected.
+    let other = format!("sha256:{}", "0".repeat(64));
+    refused(
+        "another binding",
+        &g,
+        &["--expect", &other],
+        "not the expected",
+    );
+    // A changed subject, and the two subjects swapped.
+    let out = std::fs::read(g.p("out/stdout.txt")).unwrap();
+    let err = std::fs::read(g.p("out/stderr.txt")).unwrap();
+    let mut changed = out.clone();
+    changed[0] ^= 0x20;
+    std::fs::write(g.p("out/stdout.txt"), &changed).unwrap();
+    refused("a changed subject", &g, &all, "the run produced sha256:");
+    std::fs::write(g.p("out/stdout.txt"), &err).unwrap();
+    std::fs::write(g.p("out/stderr.txt"), &out).unwrap();
+    refused("swapped subjects", &g, &all, "the run produced sha256:");
+    std::fs::write(g.p("out/stdout.txt"), &out).unwrap();
+    std::fs::write(g.p("out/stderr.txt"), &err).unwrap();
+    // A subject the statement does not name.
+    std::fs::write(g.p("extra.txt"), b"x").unwrap();
+    refused(
+        "an unnamed subject",
+        &g,
+        &["--subject", "extra.txt"],
+        "names no subject",
+    );
+    // Single-byte changes of the envelope, spread over it.
+    let env = std::fs::read(g.p("out/att.json")).unwrap();
+    for i in (0..env.len()).step_by(env.len() / 16 + 1) {
+        let mut e = env.clone();
+        e[i] ^= 0x01;
+        std::fs::write(g.p("out/att.json"), &e).unwrap();
+        refused(&format!("envelope byte {i} changed"), &g, &[], "drift");
+    }
+    std::fs::write(g.p("out/att.json"), &env).unwrap();
+    // A key trusted for seals only, and an unknown key.
+    std::fs::write(
+        g.p("runners"),
+        format!("ci@example.com namespaces=\"sealc-seal\" {runner}\n"),
+    )
+    .unwrap();
+    refused(
+        "a key for seals only",
+        &g,
+        &[],
+        "not trusted for run attestations",
+    );
+    std::fs::write(g.p("runners"), "").unwrap();
+    refused("an unknown key", &g, &[], "do not list");
+    std::fs::write(g.p("runners"), format!("ci@example.com {runner}\n")).unwrap();
+    // A changed record: not the attested one.
+    let rec = std::fs::read(g.p("seal/seal.json")).unwrap();
+    let mut r = rec.clone();
+    let at = r.len() / 2;
+    r[at] ^= 0x01;
+    std::fs::write(g.p("seal/seal.json"), &r).unwrap();
+    refused(
+        "another record",
+        &g,
+        &["--record", "seal/seal.json"],
+        "the run was under a record of",
+    );
+    std::fs::write(g.p("seal/seal.json"), &rec).unwrap();
+    // A changed artifact: the record is the attested one but does not verify.
+    let mut art = std::fs::read(g.p("seal/env.json")).unwrap();
+    art.push(b'\n');
+    std::fs::write(g.p("seal/env.json"), &art).unwrap();
+    refused(
+        "a drifted artifact",
+        &g,
+        &["--record", "seal/seal.json"],
+        "does not verify here",
+    );
+    v.done();
+}
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap),
+    ignore = "needs ssh-keygen (OpenSSH) on PATH and bubblewrap"
+)]
+fn a_failed_run_is_attested_too_and_a_bad_key_starts_nothing() {
+    if !common::bwrap_works() {
+        return;
+    }
+    let (lab, binding, runner) = attested_run("echo partial; exit 3");
+    let g = second_host(&lab, &format!("ci@example.com {runner}"));
+    let o = verify_run(&g, &["--expect", &binding, "--subject", "out/stdout.txt"]);
+    assert_eq!(o.status.code(), Some(0), "verify-run: {}", text(&o));
+    assert!(text(&o).contains("exit 3"), "{}", text(&o));
+    // A key that cannot sign is refused before anything starts: no run,
+    // no attestation.
+    std::fs::write(lab.p("notakey"), "not a key\n").unwrap();
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--attest",
+        "none.json",
+        "--sign-key",
+        "notakey",
+        "--",
+        "/bin/sh",
+        "-c",
+        &format!("touch {}/ws/ran", lab.t.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+    assert!(!lab.p("ws/ran").exists() && !lab.p("none.json").exists());
+    // An attestation inside the seal's write root is refused before the run.
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--attest",
+        "ws/att.json",
+        "--",
+        "/bin/sh",
+        "-c",
+        &format!("touch {}/ws/ran", lab.t.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+    assert!(text(&o).contains("inside the write root"), "{}", text(&o));
+    assert!(!lab.p("ws/ran").exists() && !lab.p("ws/att.json").exists());
+}
