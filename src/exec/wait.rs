@@ -440,6 +440,12 @@ pub fn run(
     if plan.limits.processes.is_some_and(|n| most >= n) {
         limits_reached.push(crate::limit::Limit::Processes);
     }
+    // Output cut at the limit is the limit's outcome however the threads
+    // were scheduled: a fast command's output waits in the pipe, and its
+    // relay may cross the limit only after the command has exited.
+    if stop.is_none() && (stdout.truncated || stderr.truncated) {
+        stop = Some(Stop::Output);
+    }
     let outcome = classify(plan, status, stop, &info, &status_text, waited);
     limits_reached.extend(outcome.limit());
     // By name, as the report has always listed them.
