@@ -13,6 +13,7 @@
 //! | `sealc_no_tool = "curl"`, `"python3"` | not in `/usr/bin` (where the sealed runs take them) |
 //! | `sealc_no_codex = "V"`            | the pinned Codex release V (`.ci/install-codex`) is not installed under `$SEALC_CODEX_DIR` (default `.codex-cli`) |
 //! | `sealc_no_codex_policy = "V"`     | Codex V's macOS seatbelt policy (`.ci/install-codex-macos-policy`) is not there |
+//! | `sealc_no_sslib`                  | `target/sslib-venv/bin/python` cannot import `securesystemslib` (`.ci/run` installs it there from PyPI) |
 //! | `sealc_require_codex`             | `CI` is set or `SEALC_REQUIRE_CODEX=1`                 |
 //!
 //! Nothing of the first four is set under `SEALC_REQUIRE_BWRAP=1`, and no
@@ -57,7 +58,7 @@ fn main() {
     let releases = pinned_releases();
     let releases: Vec<&str> = releases.iter().map(String::as_str).collect();
     let tools: Vec<&str> = ON_PATH.iter().chain(&IN_USR_BIN).copied().collect();
-    println!("cargo::rustc-check-cfg=cfg(sealc_no_bwrap, sealc_not_root, sealc_require_codex)");
+    println!("cargo::rustc-check-cfg=cfg(sealc_no_bwrap, sealc_not_root, sealc_require_codex, sealc_no_sslib)");
     println!(
         "cargo::rustc-check-cfg=cfg(sealc_cannot_become, values({}))",
         quoted(&USERS)
@@ -119,6 +120,15 @@ fn sandbox_probes() {
         if !Path::new("/usr/bin").join(tool).is_file() {
             println!("cargo::rustc-cfg=sealc_no_tool={tool:?}");
         }
+    }
+    // securesystemslib, the reference DSSE verifier, in the private virtual
+    // environment `.ci/run` makes (`target/sslib-venv`).
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sslib-venv/bin/python");
+    if python.exists() {
+        watch(&python);
+    }
+    if !runs(&python, &["-c", "import securesystemslib.dsse"]) {
+        println!("cargo::rustc-cfg=sealc_no_sslib");
     }
 }
 

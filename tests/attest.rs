@@ -349,3 +349,106 @@ fn a_failed_run_is_attested_too_and_a_bad_key_starts_nothing() {
     assert!(text(&o).contains("inside the write root"), "{}", text(&o));
     assert!(!lab.p("ws/ran").exists() && !lab.p("ws/att.json").exists());
 }
+
+/// securesystemslib's DSSE verifier (the reference implementation, from
+/// PyPI, in `target/sslib-venv`): the envelope verifies with the runner's
+/// ed25519 public key under the envelope's keyid, the payload is an in-toto
+/// Statement v1 naming the kept output, and a changed payload is refused.
+const SSLIB_CHECK: &str = r#"
+import base64, json, sys
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+env = Envelope.from_dict(json.load(open(sys.argv[1])))
+blob = base64.b64decode(sys.argv[2])
+key = SSlibKey(sys.argv[3], "ed25519", "ed25519", {"public": blob[-32:].hex()})
+env.verify([key], 1)
+s = json.loads(env.payload)
+assert s["_type"] == "https://in-toto.io/Statement/v1", s["_type"]
+print(s["predicate"]["binding"], " ".join(x["name"] + "=" + x["digest"]["sha256"] for x in s["subject"]))
+"#;
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap, sealc_no_sslib),
+    ignore = "needs ssh-keygen, bubblewrap and securesystemslib in target/sslib-venv (.ci/run installs it)"
+)]
+fn the_reference_dsse_verifier_checks_the_envelope() {
+    if !common::bwrap_works() {
+        return;
+    }
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sslib-venv/bin/python");
+    if !python.exists() {
+        common::not_run("securesystemslib is not installed in target/sslib-venv");
+    }
+    let (lab, binding, runner) = attested_run("echo the answer");
+    let blob = runner.split_whitespace().nth(1).unwrap().to_string();
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.p("out/att.json")).unwrap()).unwrap();
+    let keyid = env["signatures"][0]["keyid"].as_str().unwrap().to_string();
+    std::fs::write(lab.p("check.py"), SSLIB_CHECK).unwrap();
+    let check = |file: &str| {
+        Command::new(&python)
+            .current_dir(&lab.t)
+            .env_clear()
+            .env("HOME", &lab.t)
+            .args(["check.py", file, &blob, &keyid])
+            .output()
+            .unwrap()
+    };
+    let o = check("out/att.json");
+    assert!(o.status.success(), "securesystemslib: {}", text(&o));
+    let digest = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(std::fs::read(lab.p("out/stdout.txt")).unwrap());
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("{binding} stdout.txt={digest} stderr.txt=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        "{}",
+        text(&o)
+    );
+    // Another payload under the same signature: refused there too.
+    let mut forged = env.clone();
+    let statement = String::from_utf8(base64_decode(forged["payload"].as_str().unwrap()))
+        .unwrap()
+        .replace(&digest, &"0".repeat(64));
+    forged["payload"] = serde_json::Value::String(base64_encode(statement.as_bytes()));
+    std::fs::write(lab.p("forged.json"), serde_json::to_vec(&forged).unwrap()).unwrap();
+    let o = check("forged.json");
+    assert!(
+        !o.status.success(),
+        "securesystemslib took a forged payload: {}",
+        text(&o)
+    );
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let o = Command::new("base64")
+        .arg("-d")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(s.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    o.stdout
+}
+
+fn base64_encode(b: &[u8]) -> String {
+    let o = Command::new("base64")
+        .arg("-w0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b)?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap()
+}
