@@ -77,6 +77,10 @@ fn copy(from: &Path, to: &Path) {
 /// The harness's host: a signed seal run with an attestation. Returns the
 /// lab, the seal's binding and the runner's public key line.
 fn attested_run(script: &str) -> (Lab, String, String) {
+    attested_run_with(script, &[])
+}
+
+fn attested_run_with(script: &str, extra: &[&str]) -> (Lab, String, String) {
     let lab = Lab::new();
     std::fs::create_dir(lab.p("ws")).unwrap();
     std::fs::create_dir(lab.p("out")).unwrap();
@@ -104,24 +108,26 @@ fn attested_run(script: &str) -> (Lab, String, String) {
     .unwrap();
     let o = lab.sealc(&["sign", "seal/seal.json", "--key", "reviewer"]);
     assert_eq!(o.status.code(), Some(0), "sign: {}", text(&o));
-    let o = lab.sealc(&[
-        "exec",
-        "seal/seal.json",
-        "--allowed-signers",
-        "reviewers",
-        "--attest",
-        "out/att.json",
-        "--sign-key",
-        "runner",
-        "--stdout",
-        "out/stdout.txt",
-        "--stderr",
-        "out/stderr.txt",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-    ]);
+    let o = lab.sealc(
+        &[
+            "exec",
+            "seal/seal.json",
+            "--allowed-signers",
+            "reviewers",
+            "--attest",
+            "out/att.json",
+            "--sign-key",
+            "runner",
+            "--stdout",
+            "out/stdout.txt",
+            "--stderr",
+            "out/stderr.txt",
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .chain(["--", "/bin/sh", "-c", script])
+        .collect::<Vec<_>>(),
+    );
     assert!(
         lab.p("out/att.json").exists(),
         "no attestation: {}",
@@ -451,4 +457,57 @@ fn base64_encode(b: &[u8]) -> String {
         })
         .unwrap();
     String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap),
+    ignore = "needs ssh-keygen (OpenSSH) on PATH and bubblewrap"
+)]
+fn a_file_the_run_produced_is_a_subject_and_a_planted_link_is_not_vouched_for() {
+    if !common::bwrap_works() {
+        return;
+    }
+    let (lab, binding, runner) = attested_run_with(
+        "echo 42 > \"$PWD/ws/result.txt\" 2>/dev/null || echo 42 > ws/result.txt",
+        &["--subject", "ws/result.txt"],
+    );
+    assert_eq!(
+        std::fs::read_to_string(lab.p("ws/result.txt")).unwrap(),
+        "42\n"
+    );
+    let g = second_host(&lab, &format!("ci@example.com {runner}"));
+    copy(&lab.p("ws/result.txt"), &g.p("result.txt"));
+    let o = verify_run(&g, &["--expect", &binding, "--subject", "result.txt"]);
+    assert_eq!(o.status.code(), Some(0), "verify-run: {}", text(&o));
+    assert!(
+        text(&o).contains("ok          subject result.txt"),
+        "{}",
+        text(&o)
+    );
+    // The agent leaves a link where the harness expects its output: the
+    // attestation does not vouch for what it points to.
+    std::fs::remove_file(lab.p("out/att.json")).unwrap();
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--attest",
+        "out/att.json",
+        "--subject",
+        "ws/result.txt",
+        "--",
+        "/bin/sh",
+        "-c",
+        &format!(
+            "cd {0}/ws && rm result.txt && ln -s /etc/passwd result.txt",
+            lab.t.display()
+        ),
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot write the attestation"),
+        "{}",
+        text(&o)
+    );
+    assert!(!lab.p("out/att.json").exists(), "{}", text(&o));
 }

@@ -63,6 +63,9 @@ pub struct Args {
     /// Write the run's in-toto attestation (a DSSE envelope) here, as safely as the report, also when the command fails: the kept --stdout/--stderr files as subjects, the seal's binding, the record's digest and the run report as predicate.
     #[arg(long, value_name = "FILE")]
     attest: Option<PathBuf>,
+    /// A file the run produces (in the workspace, say), to name in the attestation by its file name with its sha256, taken after the run (no link followed on its path). Repeatable.
+    #[arg(long, value_name = "PATH", requires = "attest")]
+    subject: Vec<PathBuf>,
     /// Sign the attestation with this SSH key (ed25519: a private key, or a public key the ssh-agent holds); checked before anything starts.
     #[arg(long, value_name = "KEY", requires = "attest")]
     sign_key: Option<PathBuf>,
@@ -116,6 +119,7 @@ pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             .as_deref()
             .map(|f| (f, a.signature.as_deref())),
         attest: a.attest.as_deref(),
+        subjects: &a.subject,
         attest_sign: key.as_ref().map(|_| &raw as crate::attest::Sign<'_>),
         report: a.report.as_deref(),
         keep: [a.stdout.as_deref(), a.stderr.as_deref()],

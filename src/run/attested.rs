@@ -82,6 +82,19 @@ pub(super) fn write(
             .unwrap_or_default();
         subject.push(crate::attest::Subject::new(&name, hex));
     }
+    for path in opts.subjects {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let hex = hash_output(path).map_err(|e| {
+            Failure::new(format!(
+                "the subject {}: {e}",
+                quote(&path.display().to_string())
+            ))
+        })?;
+        subject.push(crate::attest::Subject::new(&name, &hex));
+    }
     let predicate = crate::attest::Predicate {
         binding: rep.binding.clone().unwrap_or_default(),
         record: record.to_string(),
@@ -101,4 +114,64 @@ pub(super) fn write(
         .map_err(|e| Failure::new(format!("cannot sign it: {e}")))?;
     t.write(&bytes, 0o644)
         .map_err(|e| Failure::os("cannot write it", e))
+}
+
+/// A file the run produced, named by the harness (`--subject`), hashed
+/// after the run: every component of its path opened without following a
+/// link (the agent may have written the directories, and a link it left
+/// would have the attestation vouch for another file), a regular file
+/// only, never blocking, read as a stream.
+fn hash_output(path: &Path) -> std::io::Result<String> {
+    use rustix::fs::{Mode, OFlags};
+    use sha2::Digest;
+    use std::io::Read;
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open("/", dir_flags, Mode::empty())?;
+    let parts: Vec<_> = abs.components().collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return Err(std::io::Error::other("names no file"));
+    };
+    for c in dirs {
+        match c {
+            std::path::Component::RootDir | std::path::Component::CurDir => {}
+            std::path::Component::Normal(n) => {
+                dir = rustix::fs::openat(&dir, *n, dir_flags, Mode::empty()).map_err(|e| {
+                    std::io::Error::other(format!(
+                        "{}: a link or no directory on its way ({})",
+                        n.to_string_lossy(),
+                        std::io::Error::from(e)
+                    ))
+                })?;
+            }
+            _ => return Err(std::io::Error::other("`..` on its way")),
+        }
+    }
+    let std::path::Component::Normal(name) = last else {
+        return Err(std::io::Error::other("names no file"));
+    };
+    let fd = rustix::fs::openat(
+        &dir,
+        *name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut f = std::fs::File::from(fd);
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf)? {
+            0 => break,
+            n => h.update(&buf[..n]),
+        }
+    }
+    Ok(crate::digest::hex(&h.finalize()))
 }

@@ -53,6 +53,9 @@ pub struct Options<'a> {
     pub signers: Option<(&'a Path, Option<&'a Path>)>,
     /// `--attest FILE`: the run's in-toto attestation goes there.
     pub attest: Option<&'a Path>,
+    /// `--subject PATH`: files the run produces, named in the attestation
+    /// by file name with their digests (taken after the run).
+    pub subjects: &'a [std::path::PathBuf],
     /// `--sign-key KEY`: signs it (DSSE, the key's raw signature).
     pub attest_sign: Option<crate::attest::Sign<'a>>,
     pub report: Option<&'a Path>,
