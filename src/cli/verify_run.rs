@@ -2,7 +2,7 @@
 //! the seal it names, the subject files' digests, and, given the record,
 //! that the record is that seal and verifies here.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::parse_expect;
@@ -200,7 +200,6 @@ fn subject(report: &mut Report, subjects: &[crate::attest::Subject], path: &Path
 /// The hex SHA-256 of a regular file, read as a stream.
 fn hash_file(path: &Path) -> std::io::Result<String> {
     use rustix::fs::{Mode, OFlags};
-    use sha2::Digest;
     let fd = rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
@@ -210,16 +209,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(std::io::Error::other("not a regular file"));
     }
-    let mut f = std::fs::File::from(fd);
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match f.read(&mut buf)? {
-            0 => break,
-            n => h.update(&buf[..n]),
-        }
-    }
-    Ok(crate::digest::hex(&h.finalize()))
+    crate::digest::sha256_hex_of(std::fs::File::from(fd))
 }
 
 /// The record is the attested seal's (by digest and binding) and verifies.

@@ -123,8 +123,6 @@ pub(super) fn write(
 /// only, never blocking, read as a stream.
 fn hash_output(path: &Path) -> std::io::Result<String> {
     use rustix::fs::{Mode, OFlags};
-    use sha2::Digest;
-    use std::io::Read;
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -164,14 +162,5 @@ fn hash_output(path: &Path) -> std::io::Result<String> {
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(std::io::Error::other("not a regular file"));
     }
-    let mut f = std::fs::File::from(fd);
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match f.read(&mut buf)? {
-            0 => break,
-            n => h.update(&buf[..n]),
-        }
-    }
-    Ok(crate::digest::hex(&h.finalize()))
+    crate::digest::sha256_hex_of(std::fs::File::from(fd))
 }
