@@ -579,7 +579,8 @@ fn the_man_pages_name_every_command_with_exit_status_and_example() {
     let names = commands();
     for c in &names {
         assert!(
-            o.stdout.contains(&format!("sealc\\-{c}(1)")),
+            o.stdout
+                .contains(&format!("sealc\\-{}(1)", c.replace('-', "\\-"))),
             "sealc(1) does not name {c}"
         );
         let page = Sealc::new().args(["man", c.as_str()]).run();
