@@ -24,6 +24,7 @@ sealc=${SEALC:-target/release/sealc}
 sealc=$(realpath "$sealc")
 command -v farm-bench >/dev/null || { echo "sign.sh: needs farm-bench" >&2; exit 2; }
 t=$(mktemp -d)
+chmod 755 "$t" # started by root, the agent runs as a uid of its own and must pass through
 trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/ws" "$t/out"
 printf 'version = 1\nname = "bench"\n[target]\nplatform = "linux"\n[filesystem]\nwrite = ["%s/ws"]\n' "$t" > "$t/spec.toml"
@@ -38,7 +39,7 @@ bench() {
   local name=$1 b=$2
   shift 2
   echo "== $name"
-  farm-bench -n "$runs" --vs "$b" -- "$@" 2>&1 | grep -E "^A wall|^B wall|^A/B wall"
+  farm-bench -n "$runs" --vs "$b" -- "$@" 2>&1 | grep -E "^A exit|^B exit|^A wall|^B wall|^A/B wall|^A cpu|^B cpu"
 }
 bench verify "$sealc verify $rec -q" "$sealc" verify "$rec" -q --allowed-signers "$t/allowed"
 bench exec "$sealc exec $rec -q --expect $binding -- /bin/true" \

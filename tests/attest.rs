@@ -361,12 +361,15 @@ fn a_failed_run_is_attested_too_and_a_bad_key_starts_nothing() {
 /// ed25519 public key under the envelope's keyid, the payload is an in-toto
 /// Statement v1 naming the kept output, and a changed payload is refused.
 const SSLIB_CHECK: &str = r#"
-import base64, json, sys
+import base64, hashlib, json, sys
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 env = Envelope.from_dict(json.load(open(sys.argv[1])))
 blob = base64.b64decode(sys.argv[2])
-key = SSlibKey(sys.argv[3], "ed25519", "ed25519", {"public": blob[-32:].hex()})
+# docs/signing.md's keyid: the key's fingerprint, as `ssh-keygen -l` prints it.
+keyid = "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+assert keyid == sys.argv[3], (keyid, sys.argv[3])
+key = SSlibKey(keyid, "ed25519", "ed25519", {"public": blob[-32:].hex()})
 env.verify([key], 1)
 s = json.loads(env.payload)
 assert s["_type"] == "https://in-toto.io/Statement/v1", s["_type"]
