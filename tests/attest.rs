@@ -81,7 +81,18 @@ fn attested_run(script: &str) -> (Lab, String, String) {
 }
 
 fn attested_run_with(script: &str, extra: &[&str]) -> (Lab, String, String) {
+    attested_run_as(None, script, extra)
+}
+
+/// As [`attested_run_with`]; with `user`, the harness (its key, its write
+/// root, its output directory) is that unprivileged user's, and it runs
+/// `sealc exec` itself. The reviewer (root here) signs the seal.
+fn attested_run_as(user: Option<&str>, script: &str, extra: &[&str]) -> (Lab, String, String) {
     let lab = Lab::new();
+    if user.is_some() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&lab.t, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     std::fs::create_dir(lab.p("ws")).unwrap();
     std::fs::create_dir(lab.p("out")).unwrap();
     std::fs::write(
@@ -108,8 +119,15 @@ fn attested_run_with(script: &str, extra: &[&str]) -> (Lab, String, String) {
     .unwrap();
     let o = lab.sealc(&["sign", "seal/seal.json", "--key", "reviewer"]);
     assert_eq!(o.status.code(), Some(0), "sign: {}", text(&o));
-    let o = lab.sealc(
-        &[
+    if let Some(u) = user {
+        let (uid, gid) = common::ids(u);
+        for f in ["ws", "out", "runner", "runner.pub"] {
+            std::os::unix::fs::chown(lab.p(f), Some(uid), Some(gid)).unwrap();
+        }
+    }
+    let sealc = env!("CARGO_BIN_EXE_sealc");
+    let argv: Vec<&str> = std::iter::once(sealc)
+        .chain([
             "exec",
             "seal/seal.json",
             "--allowed-signers",
@@ -122,12 +140,18 @@ fn attested_run_with(script: &str, extra: &[&str]) -> (Lab, String, String) {
             "out/stdout.txt",
             "--stderr",
             "out/stderr.txt",
-        ]
-        .into_iter()
+        ])
         .chain(extra.iter().copied())
         .chain(["--", "/bin/sh", "-c", script])
-        .collect::<Vec<_>>(),
-    );
+        .collect();
+    let o = common::as_user(user, &argv)
+        .current_dir(&lab.t)
+        .env_clear()
+        .env("HOME", &lab.t)
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(
         lab.p("out/att.json").exists(),
         "no attestation: {}",
@@ -513,4 +537,75 @@ fn a_file_the_run_produced_is_a_subject_and_a_planted_link_is_not_vouched_for() 
         text(&o)
     );
     assert!(!lab.p("out/att.json").exists(), "{}", text(&o));
+}
+
+#[test]
+#[cfg_attr(
+    any(
+        sealc_no_tool = "ssh-keygen",
+        sealc_no_bwrap,
+        sealc_not_root,
+        sealc_cannot_become = "sealc-test"
+    ),
+    ignore = "needs ssh-keygen, bubblewrap, root, setpriv and the user sealc-test"
+)]
+fn an_unprivileged_harness_attests_its_run_and_runs_only_the_signed_seal() {
+    if !common::ready_as_root_with(&[common::USER]) {
+        return;
+    }
+    let (lab, binding, runner) = attested_run_as(Some(common::USER), "echo the answer", &[]);
+    // Its own files, written as it: the attestation and the kept output.
+    let (uid, _) = common::ids(common::USER);
+    for f in ["out/att.json", "out/stdout.txt"] {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(lab.p(f)).unwrap();
+        assert!(m.is_file() && m.uid() == uid, "{f}: uid {}", m.uid());
+    }
+    let g = second_host(&lab, &format!("ci@example.com {runner}"));
+    let o = verify_run(
+        &g,
+        &[
+            "--expect",
+            &binding,
+            "--subject",
+            "out/stdout.txt",
+            "--record",
+            "seal/seal.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "verify-run: {}", text(&o));
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.p("out/att.json")).unwrap()).unwrap();
+    let payload = String::from_utf8(base64_decode(env["payload"].as_str().unwrap())).unwrap();
+    assert!(
+        payload.contains("\"reviewer@example.com\""),
+        "the report names no signer: {payload}"
+    );
+    // A seal its reviewer did not sign: nothing starts for it either.
+    std::fs::write(lab.p("seal/seal.json.sig"), b"").unwrap();
+    let argv = [
+        env!("CARGO_BIN_EXE_sealc"),
+        "exec",
+        "seal/seal.json",
+        "--allowed-signers",
+        "reviewers",
+        "--",
+        "/bin/sh",
+        "-c",
+        "touch ws/ran",
+    ];
+    let o = common::as_user(Some(common::USER), &argv)
+        .current_dir(&lab.t)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+    assert!(
+        text(&o).contains("is not signed by a trusted key"),
+        "{}",
+        text(&o)
+    );
+    assert!(!lab.p("ws/ran").exists());
 }
