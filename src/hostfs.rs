@@ -580,6 +580,16 @@ fn read_at_most(fd: OwnedFd, max: u64, streams: bool) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The lowercase hex SHA-256 of the regular file behind `fd` (anything
+/// else refused), read as a stream: a file of any size, never whole.
+pub fn sha256_of_regular(fd: OwnedFd) -> io::Result<String> {
+    let st = rustix::fs::fstat(&fd).map_err(errno)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(io::Error::other("not a regular file"));
+    }
+    crate::digest::sha256_hex_of(std::fs::File::from(fd))
+}
+
 /// Open `path` (links followed as given: a file the caller names, which
 /// may be a pipe such as `/dev/stdin`) and read at most `max` bytes of it.
 pub fn read_path(path: &Path, max: u64) -> io::Result<Vec<u8>> {

@@ -205,11 +205,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
         Mode::empty(),
     )?;
-    let st = rustix::fs::fstat(&fd)?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    crate::digest::sha256_hex_of(std::fs::File::from(fd))
+    crate::hostfs::sha256_of_regular(fd)
 }
 
 /// The record is the attested seal's (by digest and binding) and verifies.

@@ -158,9 +158,5 @@ fn hash_output(path: &Path) -> std::io::Result<String> {
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    let st = rustix::fs::fstat(&fd)?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    crate::digest::sha256_hex_of(std::fs::File::from(fd))
+    crate::hostfs::sha256_of_regular(fd)
 }
