@@ -315,6 +315,19 @@ fn every_way_a_signature_must_not_hold_is_refused() {
         o.status.code() == Some(2) && !lab.p("p.sig").exists(),
         || format!("a public key: {}", text(&o)),
     );
+    // The signature never replaces the record it signs.
+    let o = lab.sealc(&[
+        "sign",
+        "seal/seal.json",
+        "--key",
+        "alice",
+        "--signature",
+        "seal/seal.json",
+    ]);
+    v.check(
+        o.status.code() == Some(2) && std::fs::read(lab.p("seal/seal.json")).unwrap() == record,
+        || format!("the record overwritten by its signature: {}", text(&o)),
+    );
     // A record that does not verify is not signed.
     let mut changed = record.clone();
     let at = record.len() / 2;

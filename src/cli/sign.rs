@@ -85,8 +85,15 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
     let public = key.fingerprint();
     let path = crate::run::signed::signature_path(&a.seal.record, a.signature.as_deref());
     let shown_sig = quote(&path.display().to_string());
-    crate::hostfs::Target::open(&path)
-        .and_then(|t| t.write(sig.as_bytes(), 0o644))
+    let target = crate::hostfs::Target::open(&path)
+        .map_err(|e| bad(format!("cannot write the signature {shown_sig}: {e}")))?;
+    if crate::hostfs::Target::open(&a.seal.record).is_ok_and(|r| r.same_file(&target)) {
+        return Err(bad(format!(
+            "{shown_sig} is the record itself; give `--signature` another file"
+        )));
+    }
+    target
+        .write(sig.as_bytes(), 0o644)
         .map_err(|e| bad(format!("cannot write the signature {shown_sig}: {e}")))?;
     Ok(format!(
         "signed seal `{}` (binding {}) with {public}: {shown_sig}",
