@@ -54,6 +54,7 @@ use self::wait::Stop;
 pub mod codex_home;
 pub mod idmap;
 pub mod inside;
+pub mod mcp;
 pub mod probe;
 pub mod report;
 pub mod stdio;

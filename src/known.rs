@@ -14,28 +14,6 @@ pub const TESTED: &[&str] = &["0.137.0", "0.144.3", "0.160.1", "0.169.0", "0.171
 /// The release a seal targets when its spec names none: the newest tested.
 pub const DEFAULT_VERSION: &str = "0.171.0";
 
-/// The first release whose tools start under a Linux seal that refuses new
-/// unix sockets (network `none` and `proxy`). Older releases spawn every
-/// tool process through a `SOCK_SEQPACKET` unix socket pair, which the
-/// seal's seccomp filter refuses (only stream pairs cross), so each tool
-/// call fails with "Operation not permitted".
-pub const LINUX_TOOLS_SINCE: &str = "0.160.0";
-
-/// The targeted releases that cannot start tools under a Linux seal in
-/// network mode `none` or `proxy`.
-pub fn tools_refused_on_linux(versions: &[String]) -> Vec<String> {
-    let since = parse_version(LINUX_TOOLS_SINCE);
-    versions
-        .iter()
-        .filter(|v| {
-            parse_version(v)
-                .zip(since.as_ref())
-                .is_some_and(|(v, s)| v < *s)
-        })
-        .cloned()
-        .collect()
-}
-
 /// A version of the form `MAJOR.MINOR.PATCH`, compared numerically.
 pub fn parse_version(v: &str) -> Option<semver::Version> {
     semver::Version::parse(v).ok()

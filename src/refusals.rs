@@ -76,8 +76,12 @@ pub enum Cond {
     ExitSignal,
     /// `socket(AF_UNIX, ...)`.
     Unix,
-    /// `socketpair(AF_UNIX, type)`: a type other than `SOCK_STREAM`.
-    UnixNotStream,
+    /// `socketpair(AF_UNIX, type)`: a datagram type (`SOCK_DGRAM`,
+    /// `SOCK_RAW`, `SOCK_RDM`), whose `sendto` names any socket. A
+    /// `SOCK_SEQPACKET` pair is connection-oriented like a stream pair: the
+    /// kernel ignores an address given to its `sendto`, and it cannot be
+    /// connected again (Codex starts its tools and MCP servers through one).
+    UnixDatagram,
     /// `setrlimit(RLIMIT_FSIZE, ...)`.
     FileSizeLimit,
     /// `prlimit64(pid, RLIMIT_FSIZE, new, old)` with a new limit.
@@ -265,12 +269,13 @@ pub const TABLE: &[Entry] = &[
         x32_own: true,
     },
     // A host service's socket is still visible in the read-only host tree;
-    // a datagram pair could `sendto` it.
+    // a datagram pair could `sendto` it (tests/attacks.rs, escape 4, sends
+    // through each kind of pair).
     only(When::Offline, "socket(AF_UNIX)", &[p("socket", Unix)]),
     only(
         When::Offline,
-        "socketpair(AF_UNIX, other than SOCK_STREAM)",
-        &[p("socketpair", UnixNotStream)],
+        "socketpair(AF_UNIX, SOCK_DGRAM, SOCK_RAW or SOCK_RDM)",
+        &[p("socketpair", UnixDatagram)],
     ),
     // A lowered file size limit would fire the kernel's `SIGXFSZ` at a size
     // the seal never set; a `sigevent`'s signal number lies in memory, which

@@ -102,8 +102,8 @@ impl Lab {
 
 #[test]
 #[cfg_attr(
-    any(sealc_no_bwrap, sealc_no_codex = "0.160.1", sealc_no_codex = "0.171.0"),
-    ignore = "needs bubblewrap and Codex 0.160.1 and 0.171.0 (bash .ci/install-codex)"
+    any(sealc_no_bwrap, sealc_no_codex = "0.137.0", sealc_no_codex = "0.171.0"),
+    ignore = "needs bubblewrap and Codex 0.137.0 and 0.171.0 (bash .ci/install-codex)"
 )]
 fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
     if !bwrap_works() {

@@ -145,6 +145,11 @@ struct BwrapFile<'a> {
     /// realpath it leads to (the mounts are made at the realpath).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     links: BTreeMap<String, String>,
+    /// `codex.mcp_servers`: each server `sealc exec` starts on the host
+    /// side, under its own seal (verified with `--expect binding`), when the
+    /// relay inside connects to its loopback port.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mcp: Vec<McpServer<'a>>,
     network: Network,
     /// Calls refused inside the sandbox (see [`crate::refusals`]).
     refused: Vec<&'static str>,
@@ -159,6 +164,16 @@ struct BwrapFile<'a> {
     steps: Vec<Step>,
     /// Seconds; `sealc exec` stops the whole sandbox when they run out.
     timeout: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct McpServer<'a> {
+    binding: &'a str,
+    command: &'a [String],
+    name: &'a str,
+    port: u16,
+    seal: &'a str,
+    starts: u32,
 }
 
 #[derive(Serialize)]
@@ -732,6 +747,19 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         create,
         landlock: landlock(ir),
         links,
+        mcp: ir
+            .codex
+            .mcp
+            .iter()
+            .map(|m| McpServer {
+                binding: &m.binding,
+                command: &m.command,
+                name: &m.name,
+                port: m.port,
+                seal: &m.seal,
+                starts: m.starts,
+            })
+            .collect(),
         network: Network {
             mode: ir.network.mode.as_str(),
             proxy: ir

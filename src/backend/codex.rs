@@ -16,10 +16,7 @@ use toml::{Table, Value};
 
 use crate::ir::Ir;
 
-pub use crate::known::{
-    parse_version, select_versions, tools_refused_on_linux, DEFAULT_VERSION, LINUX_TOOLS_SINCE,
-    TESTED,
-};
+pub use crate::known::{parse_version, select_versions, DEFAULT_VERSION, TESTED};
 
 /// The name of the model provider sealc writes for `[codex.provider]`.
 pub const PROVIDER_ID: &str = "sealc";
@@ -139,15 +136,11 @@ pub fn render(ir: &Ir) -> Vec<u8> {
             ("trace_exporter", s("none")),
         ]),
     );
-    t.insert(
-        "features".into(),
-        Value::Table(
-            features_off(&c.versions)
-                .into_iter()
-                .map(|f| (f.to_string(), Value::Boolean(false)))
-                .collect(),
-        ),
-    );
+    let features: Table = features_off(&c.versions)
+        .into_iter()
+        .map(|f| (f.to_string(), Value::Boolean(false)))
+        .collect();
+    t.insert("features".into(), Value::Table(features));
     t.insert(
         "memories".into(),
         table([
@@ -160,6 +153,33 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         "skills".into(),
         table([("bundled", table([("enabled", Value::Boolean(false))]))]),
     );
+    if !c.mcp.is_empty() {
+        // Each server is the relay sealc binds into every Linux seal: it
+        // connects to the server's loopback port, where `sealc exec` starts
+        // the server under its own seal on the host side.
+        t.insert(
+            "mcp_servers".into(),
+            Value::Table(
+                c.mcp
+                    .iter()
+                    .map(|m| {
+                        let args = ["__mcp", "--port", &m.port.to_string()]
+                            .map(s)
+                            .to_vec();
+                        // `required`: Codex waits for the server and
+                        // fails when it cannot start under its seal, never
+                        // running on without it.
+                        let server = table([
+                            ("command", s(super::bwrap::INIT_PATH)),
+                            ("args", Value::Array(args)),
+                            ("required", Value::Boolean(true)),
+                        ]);
+                        (m.name.clone(), server)
+                    })
+                    .collect(),
+            ),
+        );
+    }
     if !c.workspaces.is_empty() {
         let level = if c.trust_workspace {
             "trusted"

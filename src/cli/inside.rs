@@ -19,6 +19,10 @@ pub struct InitArgs {
     listen: Option<String>,
     #[arg(long, requires = "listen")]
     socket: Option<PathBuf>,
+    /// `ADDR:PORT=SOCKET`: another loopback port forwarded to a unix
+    /// socket (an MCP server's), repeated.
+    #[arg(long, value_parser = parse_forward)]
+    forward: Vec<(String, PathBuf)>,
     /// Where the command starts, if it is there inside (else `/`).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -92,14 +96,47 @@ pub struct ConfineArgs {
     command: Vec<OsString>,
 }
 
+/// `ADDR:PORT=SOCKET` of `__init --forward`.
+fn parse_forward(s: &str) -> Result<(String, PathBuf), String> {
+    let (listen, socket) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not ADDR:PORT=SOCKET"))?;
+    Ok((listen.to_string(), PathBuf::from(socket)))
+}
+
+/// Inside an agent's Linux seal: relay stdin and stdout to a sealed MCP
+/// server's loopback port (what the generated Codex config starts for it).
+#[derive(clap::Args, Debug)]
+pub struct McpArgs {
+    /// The server's port on the seal's loopback.
+    #[arg(long)]
+    port: u16,
+}
+
+pub(super) fn mcp(a: McpArgs, err: &mut dyn Write) -> i32 {
+    match crate::exec::inside::relay_mcp(a.port) {
+        Ok(()) => crate::exit::OK,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "sealc: the MCP server at port {} cannot be reached: {e}",
+                a.port
+            );
+            crate::exec::SANDBOX_FAILED
+        }
+    }
+}
+
 pub(super) fn init(a: InitArgs, err: &mut dyn Write) -> i32 {
-    let bridge = a.listen.as_deref().zip(a.socket.as_deref());
+    let mut forwards: Vec<(String, PathBuf)> =
+        a.listen.clone().zip(a.socket.clone()).into_iter().collect();
+    forwards.extend(a.forward);
     // As bubblewrap would without `--chdir`: the caller's directory if the
     // sandbox has it (and the agent may enter it), else `/`.
     if let Some(cwd) = &a.cwd {
         let _ = std::env::set_current_dir(cwd);
     }
-    match crate::exec::init_main(a.env_fd, a.status_fd, bridge, a.landlock, &a.command) {
+    match crate::exec::init_main(a.env_fd, a.status_fd, &forwards, a.landlock, &a.command) {
         Ok(code) => code,
         Err(e) => {
             let _ = writeln!(err, "sealc: the sandbox cannot start: {e}");

@@ -116,6 +116,8 @@ enum Command {
     Confine(inside::ConfineArgs),
     #[command(name = "__probe", hide = true)]
     Probe(inside::ProbeArgs),
+    #[command(name = "__mcp", hide = true)]
+    Mcp(inside::McpArgs),
     Doctor(doctor::Args),
     Lint(lint::Args),
     Explain(explain::Args),
@@ -271,6 +273,7 @@ pub fn run(
         Command::Exec(a) => exec::run(a, out, err),
         Command::Init(a) => inside::init(a, err),
         Command::Confine(a) => inside::confine(a, err),
+        Command::Mcp(a) => inside::mcp(a, err),
         Command::Probe(_) => inside::probe(out, err),
         Command::Doctor(a) => doctor::run(a, out, err),
         Command::Lint(a) => lint::run(a, out, err),

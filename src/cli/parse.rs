@@ -35,6 +35,7 @@ const COMMANDS: &[(&str, Build)] = &[
     ("exec", super::exec::Args::augment_args),
     ("__init", super::inside::InitArgs::augment_args),
     ("__confine", super::inside::ConfineArgs::augment_args),
+    ("__mcp", super::inside::McpArgs::augment_args),
     ("__probe", super::inside::ProbeArgs::augment_args),
     ("doctor", super::doctor::Args::augment_args),
     ("lint", super::lint::Args::augment_args),

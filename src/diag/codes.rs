@@ -344,11 +344,6 @@ deny_read = [\"${ws}/link\"]",
         "[codex]\nversion = \"0.150.0\"",
     ),
     (
-        code::CODEX_TOOLS,
-        "a Linux seal in network mode `none` or `proxy` targets a Codex release (before 0.160.0) that cannot start its tools under it",
-        "[target]\nplatform = \"linux\"\n[codex]\nversion = \"0.137.0\"",
-    ),
-    (
         code::CODEX_WORKSPACE,
         "`codex.workspace` is not one of the write roots",
         "[filesystem]\nwrite = [\"/r/ws\"]\n[codex]\nworkspace = \"/r/other\"",
@@ -377,6 +372,11 @@ deny_read = [\"${ws}/link\"]",
         code::CODEX_HOME,
         "a Codex seal's `CODEX_HOME` (or `HOME/.codex`) lies strictly below no write root (`sealc exec` makes it fresh for every run)",
         "[env]\nset = { CODEX_HOME = \"/opt/codex\" }\n[codex]\nmodel = \"gpt-5.5\"",
+    ),
+    (
+        code::CODEX_MCP,
+        "a `codex.mcp_servers` entry cannot be sealed: a macOS or Landlock-mode seal, network `open`, a seal inside a write root, a malformed binding, no command, a port taken",
+        "[codex.mcp_servers.docs]\nseal = \"/srv/docs/seal.json\"\nbinding = \"sha256:00\"\ncommand = [\"/usr/bin/python3\"]",
     ),
     (
         code::CODEX_CREDENTIALS,

@@ -107,6 +107,15 @@ pub(super) fn sweep_stale_bridges(parent: &crate::hostfs::Dir) {
             || std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.uid() == me.as_raw());
         if mine {
             let _ = dir.remove(BRIDGE_SOCKET.as_ref(), false);
+            // A killed run's MCP servers' sockets (`mcp-NAME.sock`).
+            if let Ok(names) = std::fs::read_dir(e.path()) {
+                for n in names.flatten().map(|n| n.file_name()) {
+                    let s = n.to_string_lossy();
+                    if s.starts_with("mcp-") && s.ends_with(".sock") {
+                        let _ = dir.remove(&n, false);
+                    }
+                }
+            }
             let _ = parent.remove(&name, true);
         }
     }
@@ -132,6 +141,12 @@ pub struct Bridge {
 }
 
 impl Bridge {
+    /// The directory the bridge's directory is in (the MCP servers' reports
+    /// get a private directory of their own there).
+    pub fn parent(&self) -> io::Result<crate::hostfs::Dir> {
+        crate::hostfs::Dir::open(self.parent.path())
+    }
+
     /// Remove the socket and the directory.
     pub fn remove(&self) {
         let _ = self.dir.remove(BRIDGE_SOCKET.as_ref(), false);
@@ -150,17 +165,24 @@ pub fn serve_outer(
     own: Option<&crate::proxy::Own>,
 ) -> io::Result<Option<crate::proxy::Running>> {
     use std::os::fd::AsRawFd;
+    let ids = user.map(|ids| {
+        (
+            Some(rustix::fs::Uid::from_raw(ids.uid)),
+            Some(rustix::fs::Gid::from_raw(ids.gid)),
+        )
+    });
+    if let Some((uid, gid)) = ids {
+        // The sandbox's user connects through the read-only bind.
+        rustix::fs::chownat(dir.fd(), "", uid, gid, rustix::fs::AtFlags::EMPTY_PATH)?;
+    }
+    let Some(upstream) = b.upstream.clone() else {
+        return Ok(None); // only MCP servers' sockets (`mcp::serve`)
+    };
     // Bound through the directory's descriptor: the socket is made in the
     // directory checked, whatever its path means now.
     let socket = format!("/proc/self/fd/{}/{BRIDGE_SOCKET}", dir.fd().as_raw_fd());
     let listener = UnixListener::bind(&socket)?;
-    if let Some(ids) = user {
-        // The sandbox's user connects through the read-only bind.
-        let (uid, gid) = (
-            Some(rustix::fs::Uid::from_raw(ids.uid)),
-            Some(rustix::fs::Gid::from_raw(ids.gid)),
-        );
-        rustix::fs::chownat(dir.fd(), "", uid, gid, rustix::fs::AtFlags::EMPTY_PATH)?;
+    if let Some((uid, gid)) = ids {
         rustix::fs::chownat(
             dir.fd(),
             BRIDGE_SOCKET,
@@ -172,7 +194,6 @@ pub fn serve_outer(
     if let Some(own) = own {
         return own.serve_unix(listener).map(Some);
     }
-    let upstream = b.upstream.clone();
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
             let upstream = upstream.clone();

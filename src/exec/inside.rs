@@ -389,7 +389,7 @@ fn decode_env(bytes: &[u8]) -> Vec<(OsString, OsString)> {
 pub fn init_main(
     env_fd: i32,
     status_fd: Option<i32>,
-    bridge: Option<(&str, &Path)>,
+    forwards: &[(String, std::path::PathBuf)],
     landlock: bool,
     command: &[OsString],
 ) -> Result<i32, Failure> {
@@ -398,7 +398,7 @@ pub fn init_main(
     // as built (bubblewrap reports its child on `--info-fd` before the
     // child has mounted anything, and may still fail after).
     say(status_fd, &format!("{INIT_LINE}\n"));
-    let r = init_run(env_fd, status_fd, bridge, landlock, command);
+    let r = init_run(env_fd, status_fd, forwards, landlock, command);
     if let Err(e) = &r {
         say(
             status_fd,
@@ -410,6 +410,42 @@ pub fn init_main(
         );
     }
     r
+}
+
+/// `sealc __mcp --port N`: stdin to the loopback port, and what comes back
+/// to stdout, until both ends are done (what Codex starts as a sealed MCP
+/// server; the init forwards the port to the server sealc started for it).
+pub fn relay_mcp(port: u16) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    let conn = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    let _ = conn.set_nodelay(true);
+    let mut to = conn.try_clone()?;
+    // Descriptors 0 and 1 themselves, unbuffered (the CLI holds the lock
+    // of its own `Stdout` while a command runs).
+    let mut stdin = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let mut stdout = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    std::thread::spawn(move || {
+        let _ = copy_plain(&mut stdin, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    });
+    let mut from = conn;
+    // Stdin may never end: the server's end is the relay's.
+    copy_plain(&mut from, &mut stdout)
+}
+
+/// Copy until the end, each read written out at once (`io::copy` would
+/// splice, which stalled a socket's replies on their way into a pipe).
+fn copy_plain(from: &mut impl io::Read, to: &mut impl io::Write) -> io::Result<()> {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+    }
 }
 
 /// What the init writes first on the status pipe.
@@ -436,7 +472,7 @@ fn say(fd: Option<i32>, line: &str) {
 fn init_run(
     env_fd: i32,
     status_fd: Option<i32>,
-    bridge: Option<(&str, &Path)>,
+    forwards: &[(String, std::path::PathBuf)],
     landlock: bool,
     command: &[OsString],
 ) -> Result<i32, Failure> {
@@ -469,7 +505,7 @@ fn init_run(
         tree::take_charge()?;
         tree::scope_signals();
     }
-    if let Some((listen, socket)) = bridge {
+    for (listen, socket) in forwards {
         let listener = TcpListener::bind(listen)
             .map_err(|e| Failure::os(format!("cannot listen on {listen}"), e))?;
         let socket = socket.to_path_buf();

@@ -50,7 +50,7 @@ impl Mechanism {
             // The Landlock mode shares the host's network: the command
             // connects to the proxy itself, and Landlock allows that port.
             Mechanism::Seatbelt | Mechanism::Landlock => false,
-            Mechanism::Bubblewrap => ir.network.mode.proxied(),
+            Mechanism::Bubblewrap => ir.network.mode.proxied() || !ir.codex.mcp.is_empty(),
         }
     }
 

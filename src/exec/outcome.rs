@@ -18,6 +18,8 @@ pub struct RunResult {
     /// What the command left running when it ended, as the init counted
     /// them before ending them.
     pub left_running: Option<report::LeftRunning>,
+    /// `codex.mcp_servers`: each server and what its starts did.
+    pub mcp: Vec<super::mcp::ServerReport>,
 }
 
 /// The init's `left` line on the status pipe (`left {"count":N,"names":[...]}`).

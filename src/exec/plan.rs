@@ -71,8 +71,10 @@ pub enum FdSource {
 pub struct BridgePlan {
     /// The private directory bound into the sandbox.
     pub dir: PathBuf,
-    /// The host's proxy, as recorded.
-    pub upstream: String,
+    /// The host's proxy, as recorded (`None`: no proxy, only MCP servers).
+    pub upstream: Option<String>,
+    /// `codex.mcp_servers`: served from the same directory.
+    pub mcp: Vec<crate::ir::McpIr>,
 }
 
 /// What the plan needs from the running host.
@@ -323,6 +325,8 @@ pub(super) fn linux(
         (NetMode::Proxy | NetMode::Allowlist, Some(p)) => Some(format!("{}:{}", p.host, p.port)),
         _ => None,
     };
+    let mcp = &ir.codex.mcp;
+    let bridged = bridge.is_some() || !mcp.is_empty();
     let mut args: Vec<OsString> = Vec::new();
     let mut fds = Vec::new();
     let mut slot = |args: &mut Vec<OsString>, source: FdSource, what: &str| {
@@ -403,7 +407,7 @@ pub(super) fn linux(
             args.push("--ro-bind-fd".into());
             slot(&mut args, FdSource::Exe, "sealc");
             args.push(bwrap::INIT_PATH.into());
-            if bridge.is_some() {
+            if bridged {
                 args.push("--ro-bind-fd".into());
                 slot(&mut args, FdSource::BridgeDir, "bridge");
                 args.push(bwrap::BRIDGE_PATH.into());
@@ -424,6 +428,19 @@ pub(super) fn linux(
     if let Some(listen) = &bridge {
         args.extend(["--listen".into(), listen.into(), "--socket".into()]);
         args.push(format!("{}/{BRIDGE_SOCKET}", bwrap::BRIDGE_PATH).into());
+    }
+    // Each MCP server's loopback port, forwarded to its socket.
+    for m in mcp {
+        args.push("--forward".into());
+        args.push(
+            format!(
+                "127.0.0.1:{}={}/{}",
+                m.port,
+                bwrap::BRIDGE_PATH,
+                super::mcp::socket_name(&m.name)
+            )
+            .into(),
+        );
     }
     args.push("--".into());
     args.extend([
@@ -463,9 +480,10 @@ pub(super) fn linux(
     plan.program = ir.exec.bwrap.clone();
     plan.args = args;
     plan.fds = fds;
-    plan.bridge = bridge.map(|listen| BridgePlan {
+    plan.bridge = bridged.then(|| BridgePlan {
         dir: rt.bridge_dir.to_path_buf(),
-        upstream: listen,
+        upstream: bridge,
+        mcp: mcp.clone(),
     });
     Ok(())
 }

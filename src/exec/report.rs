@@ -206,6 +206,11 @@ pub struct Report {
     /// then); absent when not known (no init, or the run was stopped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_running: Option<LeftRunning>,
+    /// `codex.mcp_servers`: each sealed MCP server, how many times the
+    /// agent started it (each start's own run report inside), and the
+    /// starts refused past its bound.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<super::mcp::ServerReport>,
     /// Each connection to sealc's own proxy (network `allowlist`), in the order opened.
     pub network: Vec<crate::audit::Connection>,
     /// Connections past the report's cap, counted only.

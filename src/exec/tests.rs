@@ -177,7 +177,10 @@ fn linux_binds_roots_and_sealc_through_descriptors_and_runs_its_init() {
         assert!(a[slot.at].starts_with("<fd:"), "{:?}", slot);
     }
     assert!(plan.mechanism.has_init());
-    assert_eq!(plan.bridge.unwrap().upstream, "127.0.0.1:3128");
+    assert_eq!(
+        plan.bridge.unwrap().upstream.as_deref(),
+        Some("127.0.0.1:3128")
+    );
 }
 
 #[test]

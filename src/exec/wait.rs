@@ -67,9 +67,19 @@ pub fn run(
     cloexec_inherited()?;
     // sealc's own proxy (mode `allowlist`) stops when this returns.
     let mut own_proxy = None;
+    // The MCP servers' sockets (`codex.mcp_servers`), served until the end.
+    let mut broker = None;
     if let Some(b) = &plan.bridge {
         let dir = bridge.ok_or_else(|| io::Error::other("the bridge's directory was not made"))?;
         own_proxy = serve_outer(b, &dir.dir, plan.user, plan.proxy.as_ref())?;
+        if !b.mcp.is_empty() {
+            broker = Some(super::mcp::serve(
+                &b.mcp,
+                &dir.dir,
+                dir.parent()?,
+                plan.user,
+            )?);
+        }
     } else if let Some(own) = &plan.proxy {
         own_proxy = Some(own.serve_tcp()?);
     }
@@ -399,9 +409,15 @@ pub fn run(
     if let Some(p) = own_proxy.take() {
         p.stop();
     }
-    if let Some(b) = bridge {
-        b.remove();
-    }
+    // After the command's CPU time is read (their own is theirs): the MCP
+    // servers it started end, and the bridge goes.
+    let finish = move || {
+        let mcp = broker.map(super::mcp::Broker::finish).unwrap_or_default();
+        if let Some(b) = bridge {
+            b.remove();
+        }
+        mcp
+    };
     let mut info = String::new();
     let mut status_text = String::new();
     let mut init = None;
@@ -422,9 +438,13 @@ pub fn run(
     };
     let status = match status {
         Some(Ok(s)) => s,
-        Some(Err(e)) => return Err(e),
+        Some(Err(e)) => {
+            finish();
+            return Err(e);
+        }
         None => {
             return Ok(RunResult {
+                mcp: finish(),
                 outcome: Some(report::Outcome::CouldNotStart {
                     phase: report::Phase::SandboxStart,
                     message: "lost track of the sandbox".into(),
@@ -435,6 +455,7 @@ pub fn run(
     };
     let (peak_kib, most) = (watched.peak_rss_kib, watched.most_processes);
     let waited = children_cpu();
+    let mcp = finish();
     let cpu = waited.max(seconds(watched.cpu_ticks));
     let mut limits_reached = Vec::new();
     if plan.limits.processes.is_some_and(|n| most >= n) {
@@ -459,6 +480,7 @@ pub fn run(
         limits_reached,
         survivors,
         left_running: super::outcome::left_running(&status_text),
+        mcp,
     })
 }
 

@@ -54,6 +54,7 @@ impl Lower<'_> {
             profile,
             home,
             credentials,
+            mcp: Vec::new(),
         }
     }
 
@@ -199,28 +200,6 @@ impl Lower<'_> {
         match select_versions(&want) {
             Ok(vs) => {
                 let vs: Vec<String> = vs.into_iter().map(str::to_string).collect();
-                let old = crate::known::tools_refused_on_linux(&vs);
-                if self.platform(spec) == Platform::Linux
-                    && spec.net_mode() != NetMode::Open
-                    && !old.is_empty()
-                {
-                    self.diags.push(
-                        Diagnostic::warning(
-                            crate::diag::code::CODEX_TOOLS,
-                            format!(
-                                "Codex {} cannot start its tools under this Linux seal",
-                                old.join(", ")
-                            ),
-                        )
-                        .at(v.span.clone())
-                        .label("it makes a SOCK_SEQPACKET unix socket pair for every tool process, which the seal refuses")
-                        .help(format!(
-                            "target Codex {} or newer (`version = \">={}\"`)",
-                            crate::known::LINUX_TOOLS_SINCE,
-                            crate::known::LINUX_TOOLS_SINCE
-                        )),
-                    );
-                }
                 vs
             }
             Err(why) => {

@@ -9,7 +9,9 @@ mod asserts;
 mod codex;
 mod isolation;
 pub use codex::codex_inexpressible;
+pub use mcp::{McpIr, DEFAULT_STARTS, FIRST_PORT, MAX_STARTS};
 mod launcher;
+mod mcp;
 mod network;
 mod reset;
 mod roots;
@@ -207,6 +209,8 @@ pub struct CodexIr {
     /// `[codex] credentials`: the file `sealc exec` copies into the fresh
     /// home as `auth.json`; outside every write root.
     pub credentials: Option<String>,
+    /// `[codex.mcp_servers]`, in name order.
+    pub mcp: Vec<McpIr>,
 }
 
 /// `[codex.provider]`, resolved.
@@ -431,7 +435,8 @@ impl Lower<'_> {
         let env = self.env(spec, &network);
         let exec = self.exec(spec);
         self.builders_out_of_reach(spec, &roots, &exec);
-        let codex = self.codex(spec, &roots, &env);
+        let mut codex = self.codex(spec, &roots, &env);
+        codex.mcp = self.mcp(spec, &roots, &network);
         let mut roots = roots;
         self.codex_protected(spec, &mut roots, &codex);
         self.isolation(spec, &roots, &network);

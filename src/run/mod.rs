@@ -393,6 +393,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         limits: ctx.limits,
         limits_reached: r.limits_reached,
         left_running: r.left_running,
+        mcp: r.mcp,
         network: ctx.network.network,
         network_omitted: ctx.network.network_omitted,
         outcome: Some(outcome),

@@ -6,6 +6,7 @@
 //! missing keys) instead of stopping at the first. Nothing here reads the host.
 
 mod interp;
+mod mcp;
 mod read;
 pub mod shape;
 
@@ -16,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use interp::{interpolate, references, Reference};
+pub use mcp::McpServer;
 pub(crate) use read::is_var_name;
 
 use crate::diag::{quote, Diagnostic, Diagnostics, Span};
@@ -578,6 +580,10 @@ pub struct Codex {
     #[serde(default)]
     #[schemars(extend("default" = false))]
     pub allow_project_config: Option<Spanned<bool>>,
+    /// MCP servers the agent may start, each under a seal of its own (Linux, `isolation = "namespaces"`, network not `open`). Codex's config names a relay for each; `sealc exec` starts the server on the host side under its seal, verified and pinned by `binding`, and relays its stdio over the run's private bridge. The agent starts nothing else as a server, and a server has its seal's rights, not the agent's.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z0-9_-]{1,64}$" }))]
+    pub mcp_servers: BTreeMap<String, McpServer>,
 }
 
 /// A Responses API endpoint for Codex.

@@ -105,6 +105,28 @@ pub const SHAPES: &[(&str, &str)] = &[
         "credentials = \"${home}/.codex/auth.json\"",
     ),
     (
+        "codex.mcp_servers",
+        "mcp_servers = { docs = { seal = \"${checkout}/seals/docs/seal.json\", binding = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\", command = [\"/usr/bin/python3\", \"/srv/docs.py\"] } }",
+    ),
+    (
+        "codex.mcp_servers.*",
+        "docs = { seal = \"${checkout}/seals/docs/seal.json\", binding = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\", command = [\"/usr/bin/python3\", \"/srv/docs.py\"] }",
+    ),
+    (
+        "codex.mcp_servers.*.seal",
+        "seal = \"${checkout}/seals/docs/seal.json\"",
+    ),
+    (
+        "codex.mcp_servers.*.binding",
+        "binding = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"",
+    ),
+    (
+        "codex.mcp_servers.*.command",
+        "command = [\"/usr/bin/python3\", \"/srv/docs.py\"]",
+    ),
+    ("codex.mcp_servers.*.port", "port = 47001"),
+    ("codex.mcp_servers.*.starts", "starts = 4"),
+    (
         "assert",
         "assert = [{ deny = \"file-read-data\", paths = [\"${checkout}/x\"] }]",
     ),

@@ -58,11 +58,19 @@ pub fn landlock(ir: &Ir) -> Landlock {
     }
     write.sort();
     write.dedup();
+    // The proxy's port, and each MCP server's relay port (loopback, inside
+    // the seal's own network namespace).
     let tcp_connect = match ir.network.mode {
         NetMode::Open => None,
-        NetMode::None => Some(Vec::new()),
-        NetMode::Proxy | NetMode::Allowlist => {
-            Some(ir.network.proxy.iter().map(|p| p.port).collect())
+        NetMode::None | NetMode::Proxy | NetMode::Allowlist => {
+            let mut ports: Vec<u16> = ir.network.proxy.iter().map(|p| p.port).collect();
+            if ir.network.mode == NetMode::None {
+                ports.clear();
+            }
+            ports.extend(ir.codex.mcp.iter().map(|m| m.port));
+            ports.sort_unstable();
+            ports.dedup();
+            Some(ports)
         }
     };
     Landlock {

@@ -224,20 +224,15 @@ fn rules_of(c: crate::refusals::Cond) -> Result<Vec<SeccompRule>, Failure> {
             .map(|s| rule(vec![cond(0, Qword, Op::MaskedEq(0xff), *s as u64)?]))
             .collect::<Result<_, _>>()?,
         Cond::Unix => vec![rule(vec![cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?])?],
-        Cond::UnixNotStream => [
-            libc::SOCK_DGRAM,
-            libc::SOCK_RAW,
-            libc::SOCK_RDM,
-            libc::SOCK_SEQPACKET,
-        ]
-        .iter()
-        .map(|ty| {
-            rule(vec![
-                cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?,
-                cond(1, Dword, Op::MaskedEq(0xf), *ty as u64)?,
-            ])
-        })
-        .collect::<Result<_, _>>()?,
+        Cond::UnixDatagram => [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM]
+            .iter()
+            .map(|ty| {
+                rule(vec![
+                    cond(0, Dword, Op::Eq, libc::AF_UNIX as u64)?,
+                    cond(1, Dword, Op::MaskedEq(0xf), *ty as u64)?,
+                ])
+            })
+            .collect::<Result<_, _>>()?,
         Cond::FileSizeLimit => vec![rule(vec![cond(
             0,
             Dword,

@@ -304,6 +304,7 @@ impl Cx {
                 "allow_system_config",
                 "allow_project_config",
                 "credentials",
+                "mcp_servers",
             ],
         );
         let provider = t.get("provider").and_then(|pv| {
@@ -336,7 +337,68 @@ impl Cx {
             allow_project_config: t
                 .get("allow_project_config")
                 .and_then(|v| self.boolean("codex.allow_project_config", v)),
+            mcp_servers: t
+                .get("mcp_servers")
+                .map(|v| self.mcp_servers(v))
+                .unwrap_or_default(),
         }
+    }
+
+    /// `[codex.mcp_servers.NAME]`: each server's seal, binding and command.
+    fn mcp_servers(&mut self, v: &Val<'_>) -> BTreeMap<String, McpServer> {
+        let mut out = BTreeMap::new();
+        let Some(t) = self.table("codex.mcp_servers", v) else {
+            return out;
+        };
+        for (k, val) in &t.entries {
+            let name = k.get_ref().to_string();
+            let path = format!("codex.mcp_servers.{name}");
+            let Some(st) = self.table(&path, val) else {
+                continue;
+            };
+            st.finish(self, &["seal", "binding", "command", "port", "starts"]);
+            let need = |cx: &mut Self, key: &str, example: &str| match st.get(key) {
+                Some(v) => cx.string(&format!("{path}.{key}"), v),
+                None => {
+                    st.missing(cx, key, example);
+                    None
+                }
+            };
+            let seal = need(self, "seal", "\"/path/to/server/seal.json\"");
+            let binding = need(self, "binding", "\"sha256:...\"");
+            let command = match st.get("command") {
+                Some(c) => self.strings(&format!("{path}.command"), Some(c)),
+                None => {
+                    st.missing(
+                        self,
+                        "command",
+                        "[\"/usr/bin/python3\", \"/srv/mcp/docs.py\"]",
+                    );
+                    continue;
+                }
+            };
+            let port = st
+                .get("port")
+                .and_then(|v| self.integer(&format!("{path}.port"), v));
+            let starts = st
+                .get("starts")
+                .and_then(|v| self.integer(&format!("{path}.starts"), v));
+            let (Some(seal), Some(binding)) = (seal, binding) else {
+                continue;
+            };
+            out.insert(
+                name.clone(),
+                McpServer {
+                    name: Spanned::new(name, k.span()),
+                    seal,
+                    binding,
+                    command,
+                    port,
+                    starts,
+                },
+            );
+        }
+        out
     }
 
     pub(super) fn asserts(&mut self, v: &Val<'_>) -> Vec<Assert> {

@@ -1,0 +1,412 @@
+//! Sealed MCP servers (`codex.mcp_servers`): the agent's Codex starts a
+//! server only through sealc's relay, and `sealc exec` starts it on the
+//! host side under its own seal, pinned by binding. The server
+//! (`tests/codex/mcp_probe_server.py`, a stdio MCP server written for the
+//! test) tries to read a file its seal denies and to reach a host port its
+//! seal does not allow, and says what happened; the real Codex drives it
+//! against the Responses stand-in, and bubblewrap holds both seals.
+
+mod codex_support;
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use codex_support::*;
+use common::*;
+
+const KEY: &str = "sk-mcp-5c1e";
+
+fn sealc(t: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
+    c.env_clear()
+        .env("HOME", t.join("op"))
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null());
+    c
+}
+
+fn binding_of(stdout: &[u8]) -> String {
+    let said = String::from_utf8_lossy(stdout);
+    said.split_whitespace()
+        .find(|w| w.starts_with("sha256:") && said.contains(&format!("binding {w}")))
+        .expect("compile prints the binding")
+        .to_string()
+}
+
+/// A tree the agent (`nobody`, started by root) can reach: the operator's
+/// home, the run, the server's secret and its output; the server's seal
+/// compiled into `seals/server`. Returns the tree and the server's binding.
+struct Tree {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+    binding: String,
+    /// A host port the server must not reach (a listener that counts).
+    host_port: u16,
+    _listener: std::net::TcpListener,
+}
+
+fn tree() -> Tree {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    std::fs::set_permissions(&t, PermissionsExt::from_mode(0o755)).unwrap();
+    for d in [
+        "op", "run/home", "run/ws", "run/tmp", "secret", "out", "seals",
+    ] {
+        std::fs::create_dir_all(t.join(d)).unwrap();
+    }
+    std::fs::write(t.join("secret/secret.txt"), "the server's secret\n").unwrap();
+    // The server writes its log as the run's user.
+    std::fs::set_permissions(t.join("out"), PermissionsExt::from_mode(0o777)).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = listener.local_addr().unwrap().port();
+    let out = sealc(&t)
+        .current_dir(&t)
+        .arg("compile")
+        .arg(root().join("tests/codex/mcp-server.toml"))
+        .args(["--out", "seals/server"])
+        .arg(format!("--var=run={}", t.join("run").display()))
+        .arg(format!("--var=secret={}", t.join("secret").display()))
+        .arg(format!("--var=out={}", t.join("out").display()))
+        .arg(format!("--var=port={host_port}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let binding = binding_of(&out.stdout);
+    Tree {
+        _tmp: tmp,
+        t,
+        binding,
+        host_port,
+        _listener: listener,
+    }
+}
+
+fn compile_agent(tr: &Tree, model_port: u16, codex: &Path, binding: &str) -> String {
+    let t = &tr.t;
+    let out = sealc(t)
+        .current_dir(t)
+        .arg("compile")
+        .arg(root().join("tests/codex/mcp-agent.toml"))
+        .args(["--out", "seal"])
+        .arg(format!("--var=run={}", t.join("run").display()))
+        .arg(format!("--var=model_port={model_port}"))
+        .arg(format!("--var=codex={}", codex.display()))
+        .arg(format!(
+            "--var=mcp_seal={}",
+            t.join("seals/server/seal.json").display()
+        ))
+        .arg(format!("--var=mcp_binding={binding}"))
+        .arg(format!(
+            "--var=mcp_server={}",
+            root().join("tests/codex/mcp_probe_server.py").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    binding_of(&out.stdout)
+}
+
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn probe_log(t: &Path) -> String {
+    std::fs::read_to_string(t.join("out/probe.log")).unwrap_or_default()
+}
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_no_codex = "0.171.0"),
+    ignore = "needs bubblewrap and Codex 0.171.0 (bash .ci/install-codex)"
+)]
+fn codex_calls_a_sealed_server_that_holds_its_own_seal() {
+    if !bwrap_works() {
+        return;
+    }
+    let Some(releases) = releases(&["0.171.0"]) else {
+        return;
+    };
+    let tr = tree();
+    let t = &tr.t;
+    // Codex 0.171 defers MCP tools behind its own `tool_search`, which the
+    // stand-in does not speak: the model's one call is a shell command
+    // that calls the server's tool through the same relay Codex starts.
+    let call = r#"printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}' | /dev/.sealc-init __mcp --port 47001; sleep 1"#;
+    let standin = StandIn::start(vec![call.to_string()]);
+    let binding = compile_agent(&tr, standin.port, &releases[0].1, &tr.binding);
+    let rep = t.join("report.json");
+    let out = sealc(t)
+        .current_dir(t.join("run/ws"))
+        .env("OPENAI_API_KEY", KEY)
+        .arg("exec")
+        .arg(t.join("seal/seal.json"))
+        .args(["--expect", &binding, "--report"])
+        .arg(&rep)
+        .args(["--", "codex", "exec", "--skip-git-repo-check", "probe"])
+        .output()
+        .unwrap();
+    let requests = standin.requests();
+    let tools: Vec<String> = requests
+        .iter()
+        .flat_map(|q| q.body["tools"].as_array().cloned().unwrap_or_default())
+        .map(|t| match t["name"].as_str() {
+            Some(n) => n.to_string(),
+            None => t.to_string().chars().take(600).collect(),
+        })
+        .collect();
+    let mcp = std::fs::read(&rep)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .map(|r| format!("{:#}", r["mcp"]))
+        .unwrap_or_default();
+    let mut codex_said = String::new();
+    let kept = t.join("report.json.codex-home");
+    for e in walk(&kept) {
+        if let Ok(s) = std::fs::read_to_string(&e) {
+            for l in s
+                .lines()
+                .filter(|l| l.to_lowercase().contains("mcp"))
+                .take(20)
+            {
+                codex_said.push_str(&format!("{}: {l}\n", e.display()));
+            }
+        }
+    }
+    let what = format!(
+        "{}\ntools offered: {tools:?}\nserver log:\n{}\nreport's mcp: {mcp}\nCodex's home on MCP:\n{codex_said}",
+        text(&out),
+        probe_log(t)
+    );
+    if out.status.code() != Some(0) && std::env::var_os("SEALC_TEST_KEEP").is_some() {
+        eprintln!("kept: {}", t.display());
+        std::mem::forget(tr);
+        panic!("{what}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{what}");
+    // Codex started the server through the relay (and listed its tools),
+    // and the agent's command called its tool.
+    let log = probe_log(t);
+    assert!(log.contains("\"tools/list\""), "{what}");
+    assert!(log.contains("\"tools/call\""), "{what}");
+    // What the tool said reached the model: the server's seal held.
+    let outputs: Vec<(String, String)> = requests.iter().flat_map(|q| q.tool_outputs()).collect();
+    let said = outputs
+        .iter()
+        .map(|(_, o)| o.as_str())
+        .find(|o| o.contains("\"id\": 2"))
+        .unwrap_or_else(|| panic!("no tool output from the server: {outputs:#?}\n{what}"));
+    // (Codex keeps a command's output only until it exits: the `sleep`
+    // lets the last reply through.)
+    assert_eq!(said.matches("refused: ").count(), 2, "{said}");
+    assert!(!said.contains("the server's secret"), "{said}");
+    assert!(!said.contains("connected"), "{said}");
+    // The report: one start, its own run under the server's binding.
+    let r = report(&rep);
+    let m = &r["mcp"][0];
+    assert_eq!(m["name"], "probe", "{r:#}");
+    assert_eq!(m["binding"], tr.binding.as_str(), "{r:#}");
+    assert_eq!(m["starts"].as_array().map(Vec::len), Some(2), "{r:#}");
+    let start = &m["starts"][0];
+    assert_eq!(start["report"]["binding"], tr.binding.as_str(), "{r:#}");
+    assert_eq!(
+        start["report"]["argv"][1],
+        root()
+            .join("tests/codex/mcp_probe_server.py")
+            .display()
+            .to_string(),
+        "{r:#}"
+    );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// An agent seal (no Codex binary needed) whose command is `sh -c SCRIPT`,
+/// with the probe server allowed `starts` times.
+fn shell_agent(tr: &Tree, starts: u32, extra: &str) -> PathBuf {
+    let t = &tr.t;
+    let spec = format!(
+        r#"version = 1
+name = "mcp-shell-agent"
+[target]
+platform = "linux"
+[filesystem]
+deny_read = ["{op}", "{secret}", "{seals}", "{out}"]
+write = ["{run}/home", "{run}/ws"]
+[env]
+set = {{ PATH = "/usr/bin:/bin", HOME = "{run}/home", CODEX_HOME = "{run}/home/.codex" }}
+[network]
+mode = "none"
+{extra}
+[codex]
+workspace = "{run}/ws"
+[codex.mcp_servers.probe]
+seal = "{seals}/server/seal.json"
+binding = "{binding}"
+command = ["/usr/bin/python3", "{server}"]
+starts = {starts}
+"#,
+        op = t.join("op").display(),
+        secret = t.join("secret").display(),
+        seals = t.join("seals").display(),
+        out = t.join("out").display(),
+        run = t.join("run").display(),
+        binding = tr.binding,
+        server = root().join("tests/codex/mcp_probe_server.py").display(),
+    );
+    std::fs::write(t.join("shell-agent.toml"), spec).unwrap();
+    t.join("shell-agent.toml")
+}
+
+/// One JSON-RPC exchange through the relay: initialize, then a call of
+/// the probe tool.
+const CALL: &str = r#"printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe"}}' | /dev/.sealc-init __mcp --port 47001"#;
+
+fn run_shell(tr: &Tree, spec: &Path, script: &str) -> (std::process::Output, serde_json::Value) {
+    let t = &tr.t;
+    let _ = std::fs::remove_dir_all(t.join("run/home/.codex"));
+    let out = sealc(t)
+        .current_dir(t)
+        .arg("compile")
+        .arg(spec)
+        .args(["--out", "shell-seal", "--force", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rep = t.join("shell-report.json");
+    let _ = std::fs::remove_file(&rep);
+    let out = sealc(t)
+        .current_dir(t)
+        .arg("exec")
+        .arg(t.join("shell-seal/seal.json"))
+        .arg("--report")
+        .arg(&rep)
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let r = std::fs::read(&rep)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    (out, r)
+}
+
+/// The agent's own command reaches the server only through the relay, as
+/// often as `starts` allows: a third connection is refused and counted,
+/// and each start is the server's own verified run, as the run's user.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap")]
+fn starts_are_bounded_and_each_is_the_servers_own_run() {
+    if !bwrap_works() {
+        return;
+    }
+    let tr = tree();
+    let spec = shell_agent(&tr, 2, "");
+    let script = format!(
+        "for i in 1 2 3; do {CALL}; echo end $i; done; cat {}/secret/secret.txt",
+        tr.t.display()
+    );
+    let (out, r) = run_shell(&tr, &spec, &script);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let what = format!("{}\n{r:#}", text(&out));
+    // Two starts answered both requests; the third got nothing.
+    assert_eq!(said.matches("\"id\": 2").count(), 2, "{what}");
+    assert_eq!(said.matches("refused: ").count(), 4, "{what}");
+    assert!(!said.contains("the server's secret"), "{what}");
+    assert!(said.contains("end 3"), "{what}");
+    let m = &r["mcp"][0];
+    assert_eq!(m["starts"].as_array().map(Vec::len), Some(2), "{what}");
+    assert_eq!(m["refused"], 1, "{what}");
+    assert_eq!(m["starts_allowed"], 2, "{what}");
+    for s in m["starts"].as_array().unwrap() {
+        assert_eq!(s["exit_code"], 0, "{what}");
+        assert_eq!(s["report"]["binding"], tr.binding.as_str(), "{what}");
+        assert_eq!(s["report"]["outcome"]["kind"], "exited", "{what}");
+    }
+    // What the server logged, the agent could not read; the server could.
+    let log = probe_log(&tr.t);
+    assert_eq!(log.matches("tools/call").count(), 2, "{log}");
+}
+
+/// A server's seal changed after the agent's seal pinned it: each start
+/// is refused by the server's own `sealc exec --expect` (nothing of the
+/// server runs), and the report says so.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap")]
+fn a_changed_server_seal_starts_nothing() {
+    if !bwrap_works() {
+        return;
+    }
+    let tr = tree();
+    let spec = shell_agent(&tr, 4, "");
+    // Recompiled with another secret directory: another binding.
+    let t = &tr.t;
+    let out = sealc(t)
+        .current_dir(t)
+        .arg("compile")
+        .arg(root().join("tests/codex/mcp-server.toml"))
+        .args(["--out", "seals/server", "--force", "-q"])
+        .arg(format!("--var=run={}", t.join("run").display()))
+        .arg(format!("--var=secret={}", t.join("op").display()))
+        .arg(format!("--var=out={}", t.join("out").display()))
+        .arg(format!("--var=port={}", tr.host_port))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let (out, r) = run_shell(&tr, &spec, CALL);
+    let what = format!("{}\n{r:#}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("\"result\""),
+        "{what}"
+    );
+    let s = &r["mcp"][0]["starts"][0];
+    assert_eq!(s["exit_code"], 125, "{what}");
+    assert_eq!(s["report"]["outcome"]["kind"], "could_not_start", "{what}");
+    assert!(
+        s["stderr_tail"].as_str().unwrap_or("").contains("binding"),
+        "{what}"
+    );
+    assert_eq!(probe_log(t), "", "the server never ran");
+}
+
+/// Where the relay's port would be open to the host, the spec is refused.
+#[test]
+fn mcp_servers_need_the_namespaces_mode_and_a_closed_network() {
+    let tr = tree();
+    for (extra, says) in [
+        ("[exec]\nisolation = \"landlock\"", "landlock"),
+        ("", "open"),
+    ] {
+        let spec = shell_agent(&tr, 4, extra);
+        let mut s = std::fs::read_to_string(&spec).unwrap();
+        if says == "open" {
+            s = s.replace("mode = \"none\"", "mode = \"open\"");
+        }
+        std::fs::write(&spec, s).unwrap();
+        let out = sealc(&tr.t)
+            .current_dir(&tr.t)
+            .arg("compile")
+            .arg(&spec)
+            .args(["--out", "refused-seal"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("sealc::codex::mcp"), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!tr.t.join("refused-seal").exists(), "nothing written");
+    }
+}
