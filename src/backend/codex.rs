@@ -163,9 +163,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
                 c.mcp
                     .iter()
                     .map(|m| {
-                        let args = ["__mcp", "--port", &m.port.to_string()]
-                            .map(s)
-                            .to_vec();
+                        let args = ["__mcp", "--port", &m.port.to_string()].map(s).to_vec();
                         // `required`: Codex waits for the server and
                         // fails when it cannot start under its seal, never
                         // running on without it.
