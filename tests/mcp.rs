@@ -410,3 +410,27 @@ fn mcp_servers_need_the_namespaces_mode_and_a_closed_network() {
         assert!(!tr.t.join("refused-seal").exists(), "nothing written");
     }
 }
+
+/// What a killed `sealc exec` left of its servers (their reports'
+/// directory, sockets) is swept by the next run, as its bridge is.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap")]
+fn a_killed_runs_server_reports_are_swept() {
+    if !bwrap_works() {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        return; // the parent is `$XDG_RUNTIME_DIR` or `/tmp` then; root's is fixed
+    }
+    let tr = tree();
+    let spec = shell_agent(&tr, 1, "");
+    let (out, _) = run_shell(&tr, &spec, "true");
+    assert!(out.status.success(), "{}", text(&out));
+    // No pid is this large (`pid_max` is at most 2^22).
+    let stale = Path::new("/run/sealc/bridge/sealc-mcp-999999999-stale");
+    std::fs::create_dir_all(stale).unwrap();
+    std::fs::write(stale.join("probe-1.json"), "{}").unwrap();
+    let (out, _) = run_shell(&tr, &spec, "true");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!stale.exists(), "the stale reports' directory is swept");
+}

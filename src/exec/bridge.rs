@@ -87,9 +87,14 @@ pub(super) fn sweep_stale_bridges(parent: &crate::hostfs::Dir) {
     let me = rustix::process::geteuid();
     for e in entries.flatten() {
         let name = e.file_name();
+        // A bridge's directory, or the private directory of its MCP
+        // servers' reports (`mcp::serve`).
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix("sealc-bridge-"))
+            .and_then(|n| {
+                n.strip_prefix("sealc-bridge-")
+                    .or_else(|| n.strip_prefix("sealc-mcp-"))
+            })
             .and_then(|rest| rest.split('-').next())
             .and_then(|p| p.parse::<u32>().ok())
         else {
@@ -107,13 +112,11 @@ pub(super) fn sweep_stale_bridges(parent: &crate::hostfs::Dir) {
             || std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.uid() == me.as_raw());
         if mine {
             let _ = dir.remove(BRIDGE_SOCKET.as_ref(), false);
-            // A killed run's MCP servers' sockets (`mcp-NAME.sock`).
+            // A killed run's MCP servers' sockets (`mcp-NAME.sock`), or
+            // their reports (`NAME-K.json`, and a report's staging file).
             if let Ok(names) = std::fs::read_dir(e.path()) {
                 for n in names.flatten().map(|n| n.file_name()) {
-                    let s = n.to_string_lossy();
-                    if s.starts_with("mcp-") && s.ends_with(".sock") {
-                        let _ = dir.remove(&n, false);
-                    }
+                    let _ = dir.remove(&n, false);
                 }
             }
             let _ = parent.remove(&name, true);
