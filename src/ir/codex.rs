@@ -63,11 +63,7 @@ impl Lower<'_> {
     pub(super) fn codex_credentials(&mut self, spec: &Spec, roots: &[Root]) -> Option<String> {
         let c = spec.codex.credentials.as_ref()?;
         let path = self.path(c, "`codex.credentials`")?;
-        if let Some(w) = roots
-            .iter()
-            .filter(|r| r.kind == RootKind::Write)
-            .find(|r| r.spellings.iter().any(|sp| is_within(&path, sp)))
-        {
+        if let Some(w) = write_root_holding(roots, &path) {
             self.diags.push(
                 Diagnostic::error(
                     crate::diag::code::CODEX_CREDENTIALS,

@@ -102,11 +102,7 @@ impl Lower<'_> {
         }
         let what = format!("`codex.mcp_servers.{name}.seal`");
         let seal = self.path(&s.seal, &what)?;
-        if let Some(w) = roots
-            .iter()
-            .filter(|r| r.kind == RootKind::Write)
-            .find(|r| r.spellings.iter().any(|sp| is_within(&seal, sp)))
-        {
+        if let Some(w) = write_root_holding(roots, &seal) {
             self.diags.push(
                 Diagnostic::error(
                     crate::diag::code::CODEX_MCP,

@@ -517,6 +517,15 @@ impl Lower<'_> {
     }
 }
 
+/// The write root that holds `path` by any of its spellings: where the
+/// agent could put anything in its place.
+fn write_root_holding<'r>(roots: &'r [Root], path: &str) -> Option<&'r Root> {
+    roots
+        .iter()
+        .filter(|r| r.kind == RootKind::Write)
+        .find(|r| r.spellings.iter().any(|sp| is_within(path, sp)))
+}
+
 /// The directories strictly between each protected root that changes
 /// the seal ([`Ir::protected`]) and the write root that holds it, by
 /// where they are, merged and sorted.
