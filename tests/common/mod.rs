@@ -139,6 +139,20 @@ pub fn flags_for(src: &str) -> VarFlags {
     if spec.vars.contains_key("model_port") {
         flags.push(("model_port".into(), "8081".into()));
     }
+    // tests/codex/mcp-agent.toml and mcp-server.toml.
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    for (k, v) in [
+        ("mcp_seal", "/srv/seals/mcp/seal.json"),
+        ("mcp_binding", zeros.as_str()),
+        ("mcp_server", "/srv/mcp/server.py"),
+        ("secret", "/srv/secret"),
+        ("out", "/srv/out"),
+        ("port", "9"),
+    ] {
+        if spec.vars.contains_key(k) && !flags.iter().any(|(n, _)| n == k) {
+            flags.push((k.into(), v.into()));
+        }
+    }
     flags
 }
 
