@@ -112,10 +112,21 @@ fn generated_configs_validate_against_each_release_schema() {
             assert_eq!(value["allow_login_shell"], false);
             assert_eq!(value["skills"]["bundled"]["enabled"], false);
             assert_eq!(value["shell_environment_policy"]["inherit"], "none");
-            for absent in ["mcp_servers", "notify", "hooks", "profiles"] {
+            for absent in ["notify", "hooks", "profiles"] {
                 assert!(
                     value.get(absent).is_none(),
                     "{absent} must not be generated"
+                );
+            }
+            // MCP servers only as the seal lists them, each sealc's relay.
+            for (name, server) in value["mcp_servers"].as_object().into_iter().flatten() {
+                assert_eq!(server["command"], "/dev/.sealc-init", "{name}");
+                assert_eq!(server["args"][0], "__mcp", "{name}");
+                assert_eq!(server["required"], true, "{name}");
+                assert_eq!(
+                    server.as_object().map(|o| o.len()),
+                    Some(3),
+                    "{name}: {server}"
                 );
             }
             // No deprecated alias and no removed flag is written.

@@ -149,7 +149,11 @@ pub fn flags_for(src: &str) -> VarFlags {
         ("out", "/srv/out"),
         ("port", "9"),
     ] {
-        if spec.vars.contains_key(k) && !flags.iter().any(|(n, _)| n == k) {
+        let required = spec
+            .vars
+            .get(k)
+            .is_some_and(|v| v.required.as_ref().is_some_and(|r| r.value));
+        if required && !flags.iter().any(|(n, _)| n == k) {
             flags.push((k.into(), v.into()));
         }
     }
