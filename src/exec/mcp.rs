@@ -137,28 +137,34 @@ fn serve_one(
 ) -> (u64, Vec<Start>) {
     let mut refused = 0u64;
     let mut children: Vec<(Child, String, Tail)> = Vec::new();
+    let mut failed: Vec<Start> = Vec::new();
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(conn) = conn else { continue };
-        if children.len() >= m.starts as usize {
+        if children.len() + failed.len() >= m.starts as usize {
             refused += 1;
             continue; // dropped: the relay sees its connection closed
         }
-        let report = format!("{}-{}.json", m.name, children.len() + 1);
+        let report = format!("{}-{}.json", m.name, children.len() + failed.len() + 1);
         match start(m, conn, reports, &report) {
             Ok(mut child) => {
                 let tail = tail(child.stderr.take());
                 children.push((child, report, tail));
             }
-            Err(_) => refused += 1,
+            // Not a refusal: a start that failed, said as one.
+            Err(e) => failed.push(Start {
+                stderr_tail: crate::diag::visible(&format!("sealc: cannot start the server: {e}")),
+                ..Start::default()
+            }),
         }
     }
-    let starts = children
+    let mut starts: Vec<Start> = children
         .into_iter()
         .map(|(child, report, tail)| end(reports, child, &report, tail))
         .collect();
+    starts.extend(failed);
     (refused, starts)
 }
 
