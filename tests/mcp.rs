@@ -434,3 +434,84 @@ fn a_killed_runs_server_reports_are_swept() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(!stale.exists(), "the stale reports' directory is swept");
 }
+
+/// Started by an unprivileged caller (no root anywhere): the bridge and the
+/// servers' reports live in its own runtime directory or `/tmp`, and the
+/// server's seal still holds against what the agent's command asks of it.
+#[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_not_root, sealc_cannot_become = "sealc-test"),
+    ignore = "needs bubblewrap, root, setpriv and the user sealc-test"
+)]
+fn an_unprivileged_caller_starts_sealed_servers_too() {
+    if !ready_as_root_with(&[USER]) || !bwrap_works() {
+        return;
+    }
+    let mut tr = tree();
+    let t = &tr.t.clone();
+    let (uid, gid) = ids(USER);
+    let chown = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(t)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let as_user = |args: &[&str]| {
+        let mut argv = vec![env!("CARGO_BIN_EXE_sealc")];
+        argv.extend_from_slice(args);
+        let o = as_user(Some(USER), &argv)
+            .current_dir(t)
+            .env_clear()
+            .env("HOME", t.join("op"))
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            text(&o),
+        )
+    };
+    // The server's seal, compiled by the caller itself.
+    let server = root().join("tests/codex/mcp-server.toml");
+    let vars = [
+        format!("--var=run={}", t.join("run").display()),
+        format!("--var=secret={}", t.join("secret").display()),
+        format!("--var=out={}", t.join("out").display()),
+        format!("--var=port={}", tr.host_port),
+    ];
+    let mut args = vec![server.to_str().unwrap(), "--out", "seals/server", "--force"];
+    args.extend(vars.iter().map(String::as_str));
+    let (code, said, all) = as_user(&[&["compile"][..], &args].concat());
+    assert_eq!(code, Some(0), "{all}");
+    tr.binding = binding_of(said.as_bytes());
+    let spec = shell_agent(&tr, 4, "");
+    let spec = spec.to_str().unwrap();
+    let (code, _, all) = as_user(&["compile", spec, "--out", "shell-seal", "-q"]);
+    assert_eq!(code, Some(0), "{all}");
+    let rep = t.join("user-report.json");
+    let (code, said, all) = as_user(&[
+        "exec",
+        "shell-seal/seal.json",
+        "--report",
+        rep.to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        CALL,
+    ]);
+    let r = report(&rep);
+    let what = format!("{all}\n{r:#}");
+    assert_eq!(code, Some(0), "{what}");
+    assert_eq!(said.matches("refused: ").count(), 2, "{what}");
+    assert!(!said.contains("the server's secret"), "{what}");
+    let s = &r["mcp"][0]["starts"][0];
+    assert_eq!(s["exit_code"], 0, "{what}");
+    assert_eq!(s["report"]["binding"], tr.binding.as_str(), "{what}");
+    assert!(
+        said.contains(&format!(r#"\"uid\": {uid}"#)),
+        "the server ran as the caller: {what}"
+    );
+}
