@@ -335,6 +335,11 @@ fn filesystem(ir: &Ir) -> Filesystem {
                     ),
                     _ => {}
                 }
+                if r.launcher_package {
+                    notes.push(
+                        "not in the spec: the launcher's npm package, shown read-only with it so its bundled tools run".to_string(),
+                    );
+                }
                 if kind == RootKind::DenyRead && codex_layers.contains(&r.path) {
                     notes.push(if r.path == CODEX_SYSTEM_DIR {
                         "Codex's system config layer, hidden for a Codex seal".to_string()

@@ -398,3 +398,62 @@ write = ["@/ws"]
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!xdg.join("sealc-digests").exists());
 }
+
+/// npm's native Codex inside a hidden root, run for real: the seal shows
+/// its package read-only with it, so the tool it runs from beside it
+/// (`codex-path/rg`) runs, while the rest of the hidden root stays hidden
+/// and the package cannot be written.
+#[test]
+#[cfg_attr(sealc_no_bwrap, ignore = "needs bubblewrap that can make namespaces")]
+fn npm_codex_in_a_hidden_root_runs_its_bundled_tools_and_nothing_else_of_the_root() {
+    use std::os::unix::fs::PermissionsExt;
+    if !bwrap_works() {
+        return;
+    }
+    const V: &str =
+        "home/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl";
+    let spec = format!(
+        "version = 1\nname = \"npm-codex\"\n[target]\nplatform = \"linux\"\n[launcher]\npath = \"@/{}/bin/codex\"\n[filesystem]\ndeny_read = [\"@/home\"]\nwrite = [\"@/ws\"]\n",
+        // `@` is the lab's directory in a spec: npm's scope escaped.
+        V.replace('@', "\\u0040")
+    );
+    let lab = Lab::new(
+        |t| {
+            let exe = |p: &Path, body: &str| {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, body).unwrap();
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            };
+            std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let package = t.join(V);
+            exe(
+                &package.join("bin/codex"),
+                &format!(
+                    "#!/bin/sh\nd=\"$(dirname \"$0\")/..\"\n\"$d/codex-path/rg\"\ncat '{}/home/secret' 2>&1\ntouch \"$d/codex-path/planted\" 2>&1\nexit 0\n",
+                    t.display()
+                ),
+            );
+            exe(&package.join("codex-path/rg"), "#!/bin/sh\necho RG-RAN\n");
+            std::fs::write(t.join("home/secret"), SECRET).unwrap();
+            std::fs::create_dir_all(t.join("ws")).unwrap();
+        },
+        &spec,
+    );
+    let out = lab
+        .sealc()
+        .arg("exec")
+        .arg(lab.path("seal/seal.json"))
+        .args(["--", "codex"])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("RG-RAN"),
+        "the bundled tool did not run: {all}"
+    );
+    assert!(!all.contains(SECRET), "the hidden root showed: {all}");
+    assert!(all.contains("No such file"), "{all}");
+    assert!(all.contains("Read-only file system"), "{all}");
+    assert!(!lab.path(V).join("codex-path/planted").exists());
+}

@@ -602,12 +602,13 @@ fn a_script_launcher_is_named_with_what_it_runs() {
     assert!(!out.stderr.contains("launcher::script"), "{}", out.stderr);
 }
 
-/// npm's native Codex inside a hidden root is re-allowed by its literal
-/// path alone: compile says its bundled tools beside it stay hidden, and
-/// gives the `allow_read` entry that shows the package; with that entry
-/// the warning goes.
+/// npm's native Codex inside a hidden root: its package directory (with
+/// the bundled tools beside the binary) is shown read-only with it, an
+/// `allow_read` root the artifacts attribute to the launcher, and compile
+/// says so; a spec that shows the package itself gets no second root, and
+/// one that denies the package by name keeps it hidden, with a warning.
 #[test]
-fn npm_codex_in_a_hidden_root_is_told_its_bundled_tools_are_hidden() {
+fn npm_codex_in_a_hidden_root_is_shown_with_its_package() {
     let vendor = "home/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl";
     let compile = |extra: &str| {
         let dir = tempfile::tempdir().unwrap();
@@ -632,12 +633,29 @@ fn npm_codex_in_a_hidden_root_is_told_its_bundled_tools_are_hidden() {
     for said in [
         "sealc::launcher::package".to_string(),
         format!("`{lab}/{vendor}/bin/codex`isnpm'snativeCodexinside`{lab}/home`"),
-        "(`codex-path/rg`,`codex-resources/`)stayshidden".to_string(),
-        format!("allow_read=[\"{lab}/{vendor}\"]"),
+        format!("itspackage`{lab}/{vendor}`isshownread-onlywithit"),
     ] {
         assert!(err.contains(&bare(&said)), "{said}: {}", out.stderr);
     }
+    let read = |o: &common::Out| std::fs::read_to_string(o.path("out/seal.bwrap.json")).unwrap();
+    let plan: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    let steps = plan["steps"].as_array().unwrap();
+    let package = steps
+        .iter()
+        .find(|s| s["spec"] == format!("launcher.path: its npm package \"{lab}/{vendor}\""))
+        .unwrap_or_else(|| panic!("no step for the package: {plan:#}"));
+    assert_eq!(package["args"][0], "--ro-bind", "{package:#}");
+
+    // Shown by the spec already: no root of the launcher's.
     let (out, _) = compile(&format!("allow_read = [\"${{lab}}/{vendor}\"]\n"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("launcher::package"), "{}", out.stderr);
+    assert!(!read(&out).contains("its npm package"));
+
+    // Denied by name: the spec's word stands, said as a warning.
+    let (out, _) = compile(&format!("metadata_only = [\"${{lab}}/{vendor}\"]\n"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = bare(&out.stderr);
+    assert!(err.contains("hidesitspackagebyname"), "{}", out.stderr);
+    assert!(!read(&out).contains("its npm package"));
 }

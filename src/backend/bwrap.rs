@@ -219,6 +219,9 @@ impl Step {
 
 /// A root's spec entry: its list and its text as written.
 fn entry_of(r: &crate::ir::Root) -> String {
+    if r.launcher_package {
+        return r.entry();
+    }
     format!("{} \"{}\"", r.kind.key(), crate::diag::visible(&r.origin))
 }
 
@@ -428,7 +431,11 @@ pub fn steps(ir: &Ir) -> Vec<Step> {
                         key(1),
                         step(
                             Op::bind(Bind::ReadOnly, false, &dest, &dest),
-                            format!("allow_read {from}: bound back, read-only"),
+                            if root.launcher_package {
+                                format!("the launcher's npm package {from}: bound back, read-only, so its bundled tools run")
+                            } else {
+                                format!("allow_read {from}: bound back, read-only")
+                            },
                         )
                         .from(entry),
                     ));

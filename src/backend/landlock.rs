@@ -193,7 +193,11 @@ pub fn policy(ir: &Ir) -> Policy {
                 Access::Read,
                 real,
                 spec,
-                format!("allow_read `{}`: readable", r.origin),
+                if r.launcher_package {
+                    format!("the launcher's npm package `{}`: readable", r.origin)
+                } else {
+                    format!("allow_read `{}`: readable", r.origin)
+                },
             )),
             RootKind::Write | RootKind::WriteDevice => rules.push(rule(
                 Access::Write,

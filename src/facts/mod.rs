@@ -14,6 +14,7 @@ pub mod links;
 mod memo;
 mod protect;
 mod script;
+pub use self::script::npm_codex_package;
 mod vars;
 mod walk;
 
@@ -249,12 +250,7 @@ pub fn gather_all(
         };
         if let Some(real) = host.canonicalize(&path) {
             if linux {
-                let kind = match host.lstat(&real) {
-                    Some(Kind::Dir) => PathKind::Dir,
-                    Some(Kind::File) => PathKind::File,
-                    _ => PathKind::Other,
-                };
-                kinds.insert(real.clone(), kind);
+                kinds.insert(real.clone(), path_kind(&real, host));
             }
             realpaths.insert(path, real);
         }
@@ -387,6 +383,20 @@ pub fn gather_all(
         }
     }
 
+    // npm's native Codex: its package directory, which the seal shows
+    // read-only with the binary where a hidden root holds it (the IR
+    // decides), located like a root.
+    if let Some(package) = launcher.last().and_then(|l| npm_codex_package(&l.path)) {
+        if !realpaths.contains_key(package) {
+            if let Some(real) = host.canonicalize(package) {
+                if linux {
+                    kinds.insert(real.clone(), path_kind(&real, host));
+                }
+                realpaths.insert(package.to_string(), real);
+            }
+        }
+    }
+
     let mut env = BTreeMap::new();
     for name in &spec.env.pass {
         let n = name.value.as_str();
@@ -452,6 +462,15 @@ pub fn gather_all(
         },
         diags.sorted(),
     )
+}
+
+/// What a realpath is, as a Linux seal records it.
+fn path_kind(real: &str, host: &dyn Host) -> PathKind {
+    match host.lstat(real) {
+        Some(Kind::Dir) => PathKind::Dir,
+        Some(Kind::File) => PathKind::File,
+        _ => PathKind::Other,
+    }
 }
 
 /// A root's path after `${var}` substitution, when it is one the host can be

@@ -31,7 +31,7 @@ pub(super) fn script_warning(path: &str, host: &dyn Host) -> Option<Diagnostic> 
     d = match native {
         // In full (a shortened path is no use to copy).
         Some((binary, tools)) => d.help(format!(
-            "this is npm's Codex: point `launcher.path` at the native binary it starts, `{}` (its bundled tools are in `{}`: re-allow that directory with `allow_read` if a denied root holds it)",
+            "this is npm's Codex: point `launcher.path` at the native binary it starts, `{}` (its bundled tools are in `{}`: where a denied root holds them, the seal shows that package read-only with the binary)",
             crate::diag::visible(&binary),
             crate::diag::visible(&tools)
         )),
@@ -40,6 +40,16 @@ pub(super) fn script_warning(path: &str, host: &dyn Host) -> Option<Diagnostic> 
         ),
     };
     Some(d)
+}
+
+/// npm's native Codex, `.../vendor/<triple>/bin/codex`: its package
+/// directory `.../vendor/<triple>`, which holds what it runs from beside
+/// it (`codex-path/rg`, `codex-resources/`). A function of the path alone:
+/// the IR asks it too, to re-allow that directory with the launcher.
+pub fn npm_codex_package(binary: &str) -> Option<&str> {
+    let package = binary.strip_suffix("/bin/codex")?;
+    let (vendor, triple) = package.rsplit_once('/')?;
+    (!triple.is_empty() && vendor.ends_with("/vendor")).then_some(package)
 }
 
 /// npm's Codex: for `.../node_modules/@openai/codex/bin/codex.js`, the

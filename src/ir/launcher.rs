@@ -10,7 +10,7 @@ impl Lower<'_> {
         spec: &Spec,
         base: Base,
         roots: &[Root],
-    ) -> Vec<LauncherEntry> {
+    ) -> (Vec<LauncherEntry>, Option<Root>) {
         let chain = &self.facts.launcher;
         let Some(l) = &spec.launcher else {
             if !chain.is_empty() {
@@ -19,11 +19,11 @@ impl Lower<'_> {
                     "the facts hold a launcher chain but the spec has no `[launcher]`",
                 ));
             }
-            return Vec::new();
+            return (Vec::new(), None);
         };
         if self.symbolic {
             self.path(&l.path, "`launcher.path`");
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let span = l.path.span.clone();
         let bad = |msg: String| {
@@ -33,14 +33,14 @@ impl Lower<'_> {
                 .help("recompile on a host where the launcher exists")
         };
         let Some(head) = self.subst(&l.path) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         if chain.is_empty() {
             self.diags.push(bad(format!(
                 "no launcher chain is recorded for {}",
                 quote(&head)
             )));
-            return Vec::new();
+            return (Vec::new(), None);
         }
         if chain[0].path != normalize(&head) {
             self.diags.push(bad(format!(
@@ -101,27 +101,31 @@ impl Lower<'_> {
                 reallow: under_denied || base == Base::DenyDefault,
             });
         }
-        if let Some(last) = out.last().filter(|e| e.reallow) {
-            self.npm_codex_package(&last.path, roots, &span);
-        }
-        out
+        let package = match out.last().filter(|e| e.reallow) {
+            Some(last) => {
+                let binary = last.path.clone();
+                self.npm_codex_package(spec, base, &binary, roots, &span)
+            }
+            None => None,
+        };
+        (out, package)
     }
 
     /// npm's native Codex (`.../vendor/<triple>/bin/codex`) re-allowed by
     /// its literal path inside a hidden root: the tools it runs from beside
-    /// it (`codex-path/rg`, `codex-resources/`) stay hidden, and nothing
-    /// said so. A warning, with the `allow_read` entry that shows the
-    /// package read-only.
-    fn npm_codex_package(&mut self, binary: &str, roots: &[Root], span: &Span) {
-        let Some(package) = binary.strip_suffix("/bin/codex") else {
-            return;
-        };
-        let Some((vendor, triple)) = package.rsplit_once('/') else {
-            return;
-        };
-        if triple.is_empty() || !vendor.ends_with("/vendor") {
-            return;
-        }
+    /// it (`codex-path/rg`, `codex-resources/`) would stay hidden. Its
+    /// package directory is shown read-only with it, as an `allow_read`
+    /// root the seal lists as the launcher's (an advice says so), unless
+    /// the spec shows it already.
+    fn npm_codex_package(
+        &mut self,
+        spec: &Spec,
+        base: Base,
+        binary: &str,
+        roots: &[Root],
+        span: &Span,
+    ) -> Option<Root> {
+        let package = crate::facts::npm_codex_package(binary)?;
         let covering = |kind: fn(RootKind) -> bool| {
             roots
                 .iter()
@@ -129,31 +133,70 @@ impl Lower<'_> {
                 .filter(|r| r.spellings.iter().any(|s| is_within(package, s)))
                 .max_by_key(|r| r.path.len())
         };
-        let Some(hider) = covering(RootKind::is_denied) else {
-            return;
-        };
-        if covering(|k| k == RootKind::AllowRead)
-            .is_some_and(|shown| shown.path.len() > hider.path.len())
-        {
-            return;
+        let hider = covering(RootKind::is_denied);
+        // Denied by name: the spec's word stands, and the binary runs
+        // without its bundled tools, said loudly.
+        if let Some(h) = hider.filter(|h| h.spellings.iter().any(|s| s == package)) {
+            self.diags.push(
+                Diagnostic::warning(
+                    crate::diag::code::LAUNCHER_PACKAGE,
+                    format!(
+                        "the launcher `{}` is npm's native Codex, and {} hides its package by name: only the binary is re-allowed, so the tools it runs from there (`codex-path/rg`, `codex-resources/`) stay hidden from it",
+                        visible(binary),
+                        h.entry()
+                    ),
+                )
+                .at(span.clone())
+                .label("re-allowed by its literal path alone")
+                .help("deny what the package holds that the agent must not run, not the package itself"),
+            );
+            return None;
         }
+        // What hides it: the deepest denied root, else a deny-default base.
+        let (hidden_by, depth) = match (hider, base) {
+            (Some(h), _) => (format!("{} ({})", quote(&h.path), h.entry()), h.path.len()),
+            (None, Base::DenyDefault) => ("the `deny-default` base".to_string(), 0),
+            (None, Base::AllowDefault) => return None,
+        };
+        if covering(|k| k == RootKind::AllowRead).is_some_and(|shown| shown.path.len() > depth) {
+            return None;
+        }
+        let real = self.facts.realpaths.get(package).cloned();
+        let host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
+        let mut spellings = Spellings::one(package.to_string());
+        if let Some(r) = real.as_ref().filter(|r| check_path(r).is_ok()) {
+            spellings.insert(r.clone());
+        }
+        let entry = Spanned {
+            value: package.to_string(),
+            span: span.clone(),
+        };
+        self.add_aliases(&mut spellings, &entry, self.platform(spec))?;
         self.diags.push(
-            Diagnostic::warning(
+            Diagnostic::advice(
                 crate::diag::code::LAUNCHER_PACKAGE,
                 format!(
-                    "the launcher `{}` is npm's native Codex inside {} ({}): only the binary is re-allowed, so what it runs from beside it (`codex-path/rg`, `codex-resources/`) stays hidden from it",
+                    "the launcher `{}` is npm's native Codex inside {hidden_by}: its package `{}` is shown read-only with it, so the tools it runs from there (`codex-path/rg`, `codex-resources/`) work",
                     visible(binary),
-                    quote(&hider.path),
-                    hider.entry()
+                    visible(package)
                 ),
             )
             .at(span.clone())
-            .label("re-allowed by its literal path alone")
-            .help(format!(
-                "show its package read-only with `allow_read = [\"{}\"]` under `[filesystem]`, or install Codex outside every hidden root",
-                visible(package)
-            )),
+            .label("re-allowed with its package")
+            .help("the seal lists the package as the launcher's `allow_read` root; install Codex outside every hidden root to keep that root whole"),
         );
+        Some(Root {
+            kind: RootKind::AllowRead,
+            path: package.to_string(),
+            spellings,
+            real,
+            host_kind,
+            made: false,
+            origin: package.to_string(),
+            span: span.clone(),
+            protect: None,
+            launcher_package: true,
+        })
     }
 
     /// The programs that start the sandbox (`exec.bwrap` or

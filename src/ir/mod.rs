@@ -80,6 +80,9 @@ pub struct Root {
     pub span: Span,
     /// A protected root (`filesystem.protect`): what holds it and where.
     pub protect: Option<Protected>,
+    /// Not listed in the spec: the package of npm's native Codex, the
+    /// launcher, shown read-only with it (an `allow_read` root).
+    pub launcher_package: bool,
 }
 
 impl Root {
@@ -91,6 +94,10 @@ impl Root {
             Some(Standing::CodexConfig) => format!(
                 "[codex] config in CODEX_HOME \"{}\"",
                 visible(self.path.trim_end_matches("/config.toml"))
+            ),
+            _ if self.launcher_package => format!(
+                "launcher.path: its npm package \"{}\"",
+                visible(&self.origin)
             ),
             _ => format!("{} \"{}\"", self.kind.key(), visible(&self.origin)),
         }
@@ -430,7 +437,16 @@ impl Lower<'_> {
     fn run(&mut self, spec: &Spec) -> Ir {
         let base = spec.base();
         let roots = self.roots(spec);
-        let launcher = self.launcher(spec, base, &roots);
+        let (launcher, package) = self.launcher(spec, base, &roots);
+        let roots = match package {
+            Some(p) => {
+                let mut roots = roots;
+                let at = roots.partition_point(|r| (r.kind, &r.path) < (p.kind, &p.path));
+                roots.insert(at, p);
+                roots
+            }
+            None => roots,
+        };
         let network = self.network(spec);
         let env = self.env(spec, &network);
         let exec = self.exec(spec);

@@ -97,6 +97,7 @@ impl Lower<'_> {
                     origin: entry.value.clone(),
                     span: entry.span.clone(),
                     protect: None,
+                    launcher_package: false,
                 };
                 out.push(root);
             }
@@ -351,6 +352,7 @@ impl Lower<'_> {
                     within,
                     write_root: w.path.clone(),
                 }),
+                launcher_package: false,
             };
             // Duplicates collapse, keeping the smallest entry.
             match out.entry(path) {
@@ -448,6 +450,7 @@ impl Lower<'_> {
                 within: wreal,
                 write_root: w.path.clone(),
             }),
+            launcher_package: false,
         });
         roots.sort_by(|a, b| (a.kind, &a.path).cmp(&(b.kind, &b.path)));
     }
