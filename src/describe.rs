@@ -171,6 +171,8 @@ pub struct Codex {
     /// `allow_project_config`: the workspace is trusted (its `.codex/` is read).
     pub workspace_trusted: bool,
     pub provider: Option<Provider>,
+    /// `[codex] credentials`: the file copied into each run's Codex home.
+    pub credentials: Option<String>,
 }
 
 /// `[codex.provider]`.
@@ -491,6 +493,7 @@ fn codex(ir: &Ir) -> Codex {
             base_url: p.base_url.clone(),
             env_key: p.env_key.clone(),
         }),
+        credentials: c.credentials.clone().filter(|_| c.sealed),
     }
 }
 

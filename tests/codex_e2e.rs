@@ -122,6 +122,10 @@ fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
             format!("echo pwned > {} && echo wrote", outside.display()),
             format!("echo hi > /dev/tcp/127.0.0.1/{other} && echo connected"),
             "env".to_string(),
+            // Every process's environment the tool can read: which hold
+            // the key (`OPENAI_API_KEY` by name, so the value stays out of
+            // what is sent back).
+            "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^OPENAI_API_KEY=' && echo \"key-in ${p#/proc/} parent=$PPID\"; done; cat /proc/1/environ >/dev/null; echo scanned".to_string(),
         ];
         let standin = StandIn::start(script);
         lab.compile(&bin, &version, standin.port);
@@ -159,7 +163,7 @@ fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
         eprintln!("{what}: sealed run in {:?}", started.elapsed());
 
         let requests = standin.requests();
-        assert_eq!(requests.len(), 6, "{what}: {requests:#?}");
+        assert_eq!(requests.len(), 7, "{what}: {requests:#?}");
         for r in &requests {
             assert_eq!(r.method, "POST");
             assert!(r.target.ends_with("/v1/responses"), "{}", r.target);
@@ -172,7 +176,7 @@ fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
             assert_eq!(r.body["model"], "gpt-5.5", "{what}");
         }
         let outputs = requests.last().unwrap().tool_outputs();
-        assert_eq!(outputs.len(), 5, "{what}: {outputs:#?}");
+        assert_eq!(outputs.len(), 6, "{what}: {outputs:#?}");
         let output = |i: usize| outputs[i].1.as_str();
         // 1. The task is read.
         assert!(output(0).contains(TASK), "{what}: {}", output(0));
@@ -259,6 +263,27 @@ fn a_sealed_codex_exec_does_what_the_seal_allows_and_nothing_else() {
                 "{what}: `{k}` is neither in the allowlist nor one of Codex's own"
             );
         }
+        // 6. The documented exposure (docs/codex.md, "What Codex's tools
+        // can read"): Codex's own environment holds the key, and its tools
+        // can read it (Codex leaves itself dumpable). Only Codex's: sealc's
+        // init (pid 1) is closed to them. When a release closes it, this
+        // fails, and the docs change.
+        let scanned = output(5);
+        assert!(scanned.contains("scanned"), "{what}: {scanned}");
+        let holders: Vec<(&str, &str)> = scanned
+            .lines()
+            .filter_map(|l| l.strip_prefix("key-in "))
+            .filter_map(|l| l.split_once(" parent="))
+            .collect();
+        assert!(!holders.is_empty(), "{what}: {scanned}");
+        assert!(
+            holders.iter().all(|(pid, parent)| pid == parent),
+            "{what}: a process other than Codex holds the key: {scanned}"
+        );
+        assert!(
+            scanned.contains("/proc/1/environ: Permission denied"),
+            "{what}: {scanned}"
+        );
         // The home was the run's own: removed after it, what it held kept
         // beside the report. Bundled skills are off: Codex wrote none; the
         // installed config is the verified one, unchanged by the run; the

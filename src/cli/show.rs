@@ -365,5 +365,18 @@ fn to_text(l: &Loaded) -> String {
             .unwrap_or_default();
         out.push_str(&format!("  provider: {}{key}\n", visible(&pr.base_url)));
     }
+    if let Some(cr) = &c.credentials {
+        out.push_str(&format!(
+            "  credentials: {}, copied into each run's Codex home: Codex and every tool it runs can read them\n",
+            visible(cr)
+        ));
+    }
+    if !p.env.secrets.is_empty() {
+        let names: Vec<String> = p.env.secrets.iter().map(|n| visible(n)).collect();
+        out.push_str(&format!(
+            "  secrets in Codex's environment ({}): every tool Codex runs can read them there (/proc)\n",
+            names.join(", ")
+        ));
+    }
     out
 }

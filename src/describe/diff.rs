@@ -717,6 +717,24 @@ pub(super) fn diff_codex(old: &Codex, new: &Codex, out: &mut Vec<Change>) {
             format!("provider {} (was {})", p(&new.provider), p(&old.provider)),
         );
     }
+    if old.credentials != new.credentials {
+        let (effect, text) = match (&old.credentials, &new.credentials) {
+            (None, Some(c)) => (
+                Effect::More,
+                format!("Codex gets the credentials `{c}`, copied into its home (its tools can read them)"),
+            ),
+            (Some(c), None) => (Effect::Less, format!("Codex no longer gets the credentials `{c}`")),
+            _ => (
+                Effect::Changed,
+                format!(
+                    "credentials {} (was {})",
+                    opt(&new.credentials),
+                    opt(&old.credentials)
+                ),
+            ),
+        };
+        push(out, effect, Section::Codex, "credentials", text);
+    }
     if old.workspace_trusted != new.workspace_trusted {
         let (effect, text) = if new.workspace_trusted {
             (

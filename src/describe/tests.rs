@@ -64,6 +64,7 @@ fn policy() -> Policy {
             workspace: None,
             workspace_trusted: false,
             provider: None,
+            credentials: None,
         },
     }
 }
@@ -211,4 +212,25 @@ fn a_changed_isolation_is_told_more_or_less() {
         Some(super::diff::Effect::Less)
     );
     assert_eq!(effect(Isolation::Landlock, Isolation::Landlock), None);
+}
+
+#[test]
+fn credentials_given_to_codex_allow_more_and_taken_away_less() {
+    let old = policy();
+    let mut new = policy();
+    new.codex.credentials = Some("/op/.codex/auth.json".into());
+    let d = diff(&old, &new);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].effect, Effect::More);
+    assert_eq!(d[0].subject, "credentials");
+    assert!(
+        d[0].text.contains("its tools can read them"),
+        "{}",
+        d[0].text
+    );
+    let back = diff(&new, &old);
+    assert_eq!(back[0].effect, Effect::Less);
+    let mut moved = new.clone();
+    moved.codex.credentials = Some("/op2/auth.json".into());
+    assert_eq!(diff(&new, &moved)[0].effect, Effect::Changed);
 }

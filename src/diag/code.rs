@@ -8,6 +8,7 @@ pub const ASSERT_FAILED: &str = "sealc::assert::failed";
 pub const ASSERT_OP: &str = "sealc::assert::op";
 pub const ASSERT_SHAPE: &str = "sealc::assert::shape";
 pub const CODEX_CREDENTIALS: &str = "sealc::codex::credentials";
+pub const CODEX_CREDENTIALS_SHARED: &str = "sealc::codex::credentials-shared";
 pub const CODEX_HOME: &str = "sealc::codex::home";
 pub const CODEX_MCP: &str = "sealc::codex::mcp";
 pub const CODEX_PROFILE: &str = "sealc::codex::profile";

@@ -379,6 +379,11 @@ deny_read = [\"${ws}/link\"]",
         "[codex.mcp_servers.docs]\nseal = \"/srv/docs/seal.json\"\nbinding = \"sha256:00\"\ncommand = [\"/usr/bin/python3\"]",
     ),
     (
+        code::CODEX_CREDENTIALS_SHARED,
+        "a Codex seal gives Codex credentials (`codex.credentials`, copied into each run's Codex home, or `env.secret` values, in Codex's environment) that every tool Codex runs can read too: the tools run as Codex's user, and Codex leaves itself dumpable, so `/proc/PID/environ` of Codex is theirs to read; the help says what bounds it (an advice: `sealc show` and the docs say it to every reviewer)",
+        "[filesystem]\nwrite = [\"/w\"]\n[env]\nset = { CODEX_HOME = \"/w/home/.codex\" }\n[codex]\ncredentials = \"/op/auth.json\"",
+    ),
+    (
         code::CODEX_CREDENTIALS,
         "`codex.credentials` names a file inside a write root, where the agent could put anything in its place",
         "[filesystem]\nwrite = [\"/w\"]\n[env]\nset = { CODEX_HOME = \"/w/home/.codex\" }\n[codex]\ncredentials = \"/w/auth.json\"",

@@ -43,6 +43,9 @@ impl Lower<'_> {
             None
         };
         let credentials = self.codex_credentials(spec, roots);
+        if spec.is_codex_seal() {
+            self.codex_credentials_shared(spec, env, credentials.as_deref());
+        }
         CodexIr {
             sealed: spec.is_codex_seal(),
             versions,
@@ -80,6 +83,43 @@ impl Lower<'_> {
             return None;
         }
         Some(path)
+    }
+
+    /// What a Codex seal gives Codex to authenticate (a credentials file
+    /// copied into its home, secrets in its environment) every tool it runs
+    /// can read as well: said once, loudly, with what bounds it.
+    fn codex_credentials_shared(&mut self, spec: &Spec, env: &EnvIr, file: Option<&str>) {
+        let mut what: Vec<String> = Vec::new();
+        if let Some(f) = file {
+            what.push(format!(
+                "the credentials file {} (copied into each run's Codex home)",
+                quote(f)
+            ));
+        }
+        if !env.secrets.is_empty() {
+            let names: Vec<String> = env.secrets.iter().map(|n| format!("`{n}`")).collect();
+            what.push(format!(
+                "the secrets {} (in Codex's environment)",
+                names.join(", ")
+            ));
+        }
+        let span = match (&spec.codex.credentials, spec.env.secret.first()) {
+            (Some(c), _) if file.is_some() => c.span.clone(),
+            (_, Some(s)) => s.span.clone(),
+            _ => return,
+        };
+        self.diags.push(
+            Diagnostic::advice(
+                crate::diag::code::CODEX_CREDENTIALS_SHARED,
+                format!(
+                    "what Codex is given to authenticate, {}, every tool Codex runs can read too",
+                    what.join(" and ")
+                ),
+            )
+            .at(span)
+            .label("Codex's tools run as Codex's user: they read its home, and its environment through /proc (Codex leaves itself dumpable)")
+            .help("no seal tells Codex from its tools; what a tool could do with a key is bounded by `[network]`: keep it to the API's host, and give the run a key of its own that can be revoked"),
+        );
     }
 
     /// `[codex] sandbox`: `profile` only when every meaning of the seal has
