@@ -16,6 +16,8 @@ const SIGN_RESPONSE: u8 = 14;
 const FAILURE: u8 = 5;
 /// The most bytes of an answer read (a signature is far smaller).
 const MAX_ANSWER: u32 = 256 << 10;
+/// `SSH_AGENT_RSA_SHA2_512`: the sign request's flag for an RSA key.
+const RSA_SHA2_512: u32 = 4;
 
 /// Sign `msg` in `namespace` with the agent's key for `public`: the
 /// armored SSHSIG, as [`crate::signature::sign`] gives.
@@ -57,7 +59,13 @@ pub fn sign_raw(socket: &Path, public: &PublicKey, data: &[u8]) -> Result<Signat
         SIGN_REQUEST.encode(&mut body)?;
         blob.as_slice().encode(&mut body)?;
         data.encode(&mut body)?;
-        0u32.encode(&mut body)
+        // An RSA key signs with SHA-512 (`rsa-sha2-512`, what SSHSIG and
+        // `ssh-keygen -Y sign` use), never SHA-1; other keys take no flag.
+        let flags = match public.algorithm() {
+            ssh_key::Algorithm::Rsa { .. } => RSA_SHA2_512,
+            _ => 0u32,
+        };
+        flags.encode(&mut body)
     })()
     .map_err(|e| format!("cannot encode the request: {e}"))?;
     let mut stream = UnixStream::connect(socket)

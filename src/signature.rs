@@ -37,6 +37,15 @@ pub fn private_key(key_text: &str) -> Result<PrivateKey, String> {
     }
     let key = PrivateKey::from_openssh(key_text)
         .map_err(|e| format!("not an OpenSSH private key ({e})"))?;
+    // The `ssh-key` crate (0.6.7) cannot sign with an RSA private key
+    // read from a file (it rebuilds the key from the wrong primes); the
+    // agent signs with it, and RSA signatures are checked as any other.
+    if matches!(key.algorithm(), ssh_key::Algorithm::Rsa { .. }) {
+        return Err(
+            "sealc signs with an RSA key through the ssh-agent only: `ssh-add` it and give its public key (`KEY.pub`) instead"
+                .into(),
+        );
+    }
     if key.is_encrypted() {
         return Err(
             "the key is protected by a passphrase, which sealc does not ask for; `ssh-add` it to the ssh-agent and give its public key (`KEY.pub`) instead"
@@ -74,6 +83,8 @@ impl Signed {
 pub fn fingerprint(key: &PublicKey) -> String {
     let kind = match key.algorithm() {
         ssh_key::Algorithm::Ed25519 => "ED25519".to_string(),
+        ssh_key::Algorithm::Rsa { .. } => "RSA".to_string(),
+        ssh_key::Algorithm::Ecdsa { .. } => "ECDSA".to_string(),
         other => other.as_str().to_ascii_uppercase(),
     };
     format!("{kind} {}", key.fingerprint(HashAlg::Sha256))

@@ -498,3 +498,135 @@ fn exec_runs_only_a_seal_a_trusted_key_signed() {
     );
     v.done();
 }
+
+/// RSA and ECDSA keys, both ways with OpenSSH's own tools: an ECDSA key
+/// (P-256, P-384) signs a seal `ssh-keygen -Y verify` accepts; a seal
+/// `ssh-keygen -Y sign` signed with RSA or ECDSA verifies with sealc, its
+/// key named as `ssh-keygen -l` names it; an RSA key signs through the
+/// ssh-agent (as `rsa-sha2-512`), and an RSA key file is refused with the
+/// way that works.
+#[test]
+#[cfg_attr(
+    sealc_no_tool = "ssh-keygen",
+    ignore = "needs ssh-keygen, ssh-agent and ssh-add (OpenSSH) on PATH"
+)]
+fn rsa_and_ecdsa_keys_sign_and_verify_both_ways() {
+    let lab = Lab::new();
+    let kinds: [(&str, &[&str], &str); 3] = [
+        ("p256", &["-t", "ecdsa", "-b", "256"], "ECDSA SHA256:"),
+        ("p384", &["-t", "ecdsa", "-b", "384"], "ECDSA SHA256:"),
+        ("rsa", &["-t", "rsa", "-b", "3072"], "RSA SHA256:"),
+    ];
+    let record = lab.p("seal/seal.json");
+    let ssh_verify = |who: &str| {
+        lab.keygen_in(
+            &[
+                "-Y",
+                "verify",
+                "-f",
+                "allowed",
+                "-I",
+                &format!("{who}@example.com"),
+                "-n",
+                "sealc-seal",
+                "-s",
+                "seal/seal.json.sig",
+            ],
+            Some(&record),
+        )
+    };
+    for (who, args, shown) in kinds {
+        let mut a = vec!["-q", "-N", "", "-C", who, "-f", who];
+        a.extend_from_slice(args);
+        let o = lab.keygen(&a);
+        assert!(o.status.success(), "ssh-keygen: {}", text(&o));
+        let public = std::fs::read_to_string(lab.p(&format!("{who}.pub"))).unwrap();
+        let key: Vec<&str> = public.split_whitespace().take(2).collect();
+        std::fs::write(
+            lab.p("allowed"),
+            format!("{who}@example.com {}\n", key.join(" ")),
+        )
+        .unwrap();
+
+        // OpenSSH signs, sealc verifies.
+        lab.ssh_sign(who, "sealc-seal");
+        let o = lab.verify();
+        assert_eq!(o.status.code(), Some(0), "{who}: {}", text(&o));
+        let line = signature_line(&o);
+        assert!(
+            line.starts_with("ok ")
+                && line.contains(&format!("signed by {who}@example.com (line 1, {shown}")),
+            "{who}: {line}"
+        );
+
+        // sealc signs, OpenSSH verifies: a file key, or RSA's refusal.
+        let _ = std::fs::remove_file(lab.p("seal/seal.json.sig"));
+        let o = lab.sealc(&["sign", "seal/seal.json", "--key", who]);
+        if who == "rsa" {
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            assert!(
+                text(&o).contains("through the ssh-agent only"),
+                "{}",
+                text(&o)
+            );
+            assert!(!lab.p("seal/seal.json.sig").exists());
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{who}: {}", text(&o));
+        let o = ssh_verify(who);
+        assert!(
+            o.status.success(),
+            "{who}: ssh-keygen -Y verify: {}",
+            text(&o)
+        );
+    }
+
+    // RSA through the agent: SHA-512, accepted by OpenSSH and by sealc.
+    let sock = lab.p("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .args(["-D", "-a"])
+        .arg(&sock)
+        .env_clear()
+        .env("HOME", &lab.t)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ssh-agent");
+    for _ in 0..200 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let with_agent = |args: &[&str], program: &str| {
+        Command::new(program)
+            .current_dir(&lab.t)
+            .env_clear()
+            .env("HOME", &lab.t)
+            .env("PATH", "/usr/bin:/bin")
+            .env("SSH_AUTH_SOCK", &sock)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let added = with_agent(&["-q", "rsa"], "ssh-add");
+    let signed = with_agent(
+        &["sign", "seal/seal.json", "--key", "rsa.pub"],
+        env!("CARGO_BIN_EXE_sealc"),
+    );
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(added.status.success(), "ssh-add: {}", text(&added));
+    assert_eq!(signed.status.code(), Some(0), "{}", text(&signed));
+    let sig = std::fs::read_to_string(lab.p("seal/seal.json.sig")).unwrap();
+    let o = ssh_verify("rsa");
+    assert!(
+        o.status.success(),
+        "ssh-keygen -Y verify: {}\n{sig}",
+        text(&o)
+    );
+    let o = lab.verify();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(signature_line(&o).contains("RSA SHA256:"), "{}", text(&o));
+}

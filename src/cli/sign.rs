@@ -27,7 +27,7 @@ Example:
 pub struct Args {
     #[command(flatten)]
     seal: super::SealArgs,
-    /// The OpenSSH private key to sign with (ed25519; without a passphrase; readable by its owner only), or its public key (`.pub`) to sign with the ssh-agent at `SSH_AUTH_SOCK` that holds it.
+    /// The OpenSSH private key to sign with (ed25519 or ECDSA; without a passphrase; readable by its owner only), or its public key (`.pub`) to sign with the ssh-agent at `SSH_AUTH_SOCK` that holds it (any of those, or RSA).
     #[arg(long, value_name = "FILE")]
     key: PathBuf,
     /// Where the signature goes (default: the record's path with `.sig` added, as `ssh-keygen -Y sign` names it).
@@ -105,7 +105,7 @@ fn sign(a: &Args) -> Result<String, (i32, String)> {
 /// A key to sign with: an unencrypted private key read from its file, or
 /// the ssh-agent's (`SSH_AUTH_SOCK`) for a public key file.
 pub(super) enum Key {
-    File(ssh_key::PrivateKey),
+    File(Box<ssh_key::PrivateKey>),
     Agent(PathBuf, ssh_key::PublicKey),
 }
 
@@ -129,7 +129,7 @@ impl Key {
             )));
         }
         crate::signature::private_key(&text)
-            .map(Key::File)
+            .map(|k| Key::File(Box::new(k)))
             .map_err(bad)
     }
 
