@@ -107,6 +107,60 @@ impl Lab {
         self.sealc(&["verify", "seal/seal.json", "--allowed-signers", "allowed"])
     }
 
+    /// `ssh-keygen -Y verify` of the record's signature for `principal`
+    /// in `namespace`, against `allowed`.
+    fn ssh_verify(&self, principal: &str, namespace: &str) -> Output {
+        self.keygen_in(
+            &[
+                "-Y",
+                "verify",
+                "-f",
+                "allowed",
+                "-I",
+                principal,
+                "-n",
+                namespace,
+                "-s",
+                "seal/seal.json.sig",
+            ],
+            Some(&self.p("seal/seal.json")),
+        )
+    }
+
+    /// A real `ssh-agent` listening on `sock`, once the socket is there.
+    fn agent(&self, sock: &Path) -> std::process::Child {
+        let agent = Command::new("ssh-agent")
+            .args(["-D", "-a"])
+            .arg(sock)
+            .env_clear()
+            .env("HOME", &self.t)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ssh-agent");
+        for _ in 0..200 {
+            if sock.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        agent
+    }
+
+    /// `program` run in the lab with the agent at `sock`.
+    fn with_agent(&self, sock: &Path, program: &str, args: &[&str]) -> Output {
+        Command::new(program)
+            .current_dir(&self.t)
+            .env_clear()
+            .env("HOME", &self.t)
+            .env("PATH", "/usr/bin:/bin")
+            .env("SSH_AUTH_SOCK", sock)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
     /// `ssh-keygen -Y sign` of the record, in `namespace`, by `who`.
     fn ssh_sign(&self, who: &str, namespace: &str) {
         let _ = std::fs::remove_file(self.p("seal/seal.json.sig"));
@@ -149,24 +203,7 @@ fn a_seal_signed_by_sealc_verifies_with_ssh_keygen_and_the_other_way() {
     );
     let sig = std::fs::read_to_string(lab.p("seal/seal.json.sig")).unwrap();
     assert!(sig.starts_with("-----BEGIN SSH SIGNATURE-----\n"), "{sig}");
-    let record = lab.p("seal/seal.json");
-    let check = |principal: &str, namespace: &str| {
-        lab.keygen_in(
-            &[
-                "-Y",
-                "verify",
-                "-f",
-                "allowed",
-                "-I",
-                principal,
-                "-n",
-                namespace,
-                "-s",
-                "seal/seal.json.sig",
-            ],
-            Some(&record),
-        )
-    };
+    let check = |principal: &str, namespace: &str| lab.ssh_verify(principal, namespace);
     let o = check("alice@example.com", "sealc-seal");
     assert!(o.status.success(), "ssh-keygen -Y verify: {}", text(&o));
     assert!(
@@ -356,33 +393,8 @@ fn every_way_a_signature_must_not_hold_is_refused() {
 fn a_key_in_the_running_ssh_agent_signs() {
     let lab = Lab::new();
     let sock = lab.p("agent.sock");
-    let mut agent = Command::new("ssh-agent")
-        .args(["-D", "-a"])
-        .arg(&sock)
-        .env_clear()
-        .env("HOME", &lab.t)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ssh-agent");
-    for _ in 0..200 {
-        if sock.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let with_agent = |args: &[&str], program: &str| {
-        Command::new(program)
-            .current_dir(&lab.t)
-            .env_clear()
-            .env("HOME", &lab.t)
-            .env("PATH", "/usr/bin:/bin")
-            .env("SSH_AUTH_SOCK", &sock)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let mut agent = lab.agent(&sock);
+    let with_agent = |args: &[&str], program: &str| lab.with_agent(&sock, program, args);
     let o = with_agent(&["-q", "alice"], "ssh-add");
     let added = o.status.success();
     let sealc = env!("CARGO_BIN_EXE_sealc");
@@ -407,21 +419,7 @@ fn a_key_in_the_running_ssh_agent_signs() {
         "sign through the agent: {}",
         text(&signed)
     );
-    let o = lab.keygen_in(
-        &[
-            "-Y",
-            "verify",
-            "-f",
-            "allowed",
-            "-I",
-            "alice@example.com",
-            "-n",
-            "sealc-seal",
-            "-s",
-            "seal/seal.json.sig",
-        ],
-        Some(&lab.p("seal/seal.json")),
-    );
+    let o = lab.ssh_verify("alice@example.com", "sealc-seal");
     assert!(o.status.success(), "ssh-keygen -Y verify: {}", text(&o));
     let o = lab.verify();
     assert_eq!(o.status.code(), Some(0), "verify: {}", text(&o));
@@ -517,24 +515,7 @@ fn rsa_and_ecdsa_keys_sign_and_verify_both_ways() {
         ("p384", &["-t", "ecdsa", "-b", "384"], "ECDSA SHA256:"),
         ("rsa", &["-t", "rsa", "-b", "3072"], "RSA SHA256:"),
     ];
-    let record = lab.p("seal/seal.json");
-    let ssh_verify = |who: &str| {
-        lab.keygen_in(
-            &[
-                "-Y",
-                "verify",
-                "-f",
-                "allowed",
-                "-I",
-                &format!("{who}@example.com"),
-                "-n",
-                "sealc-seal",
-                "-s",
-                "seal/seal.json.sig",
-            ],
-            Some(&record),
-        )
-    };
+    let ssh_verify = |who: &str| lab.ssh_verify(&format!("{who}@example.com"), "sealc-seal");
     for (who, args, shown) in kinds {
         let mut a = vec!["-q", "-N", "", "-C", who, "-f", who];
         a.extend_from_slice(args);
@@ -583,33 +564,8 @@ fn rsa_and_ecdsa_keys_sign_and_verify_both_ways() {
 
     // RSA through the agent: SHA-512, accepted by OpenSSH and by sealc.
     let sock = lab.p("agent.sock");
-    let mut agent = Command::new("ssh-agent")
-        .args(["-D", "-a"])
-        .arg(&sock)
-        .env_clear()
-        .env("HOME", &lab.t)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ssh-agent");
-    for _ in 0..200 {
-        if sock.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let with_agent = |args: &[&str], program: &str| {
-        Command::new(program)
-            .current_dir(&lab.t)
-            .env_clear()
-            .env("HOME", &lab.t)
-            .env("PATH", "/usr/bin:/bin")
-            .env("SSH_AUTH_SOCK", &sock)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let mut agent = lab.agent(&sock);
+    let with_agent = |args: &[&str], program: &str| lab.with_agent(&sock, program, args);
     let added = with_agent(&["-q", "rsa"], "ssh-add");
     let signed = with_agent(
         &["sign", "seal/seal.json", "--key", "rsa.pub"],
