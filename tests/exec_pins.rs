@@ -439,21 +439,41 @@ fn npm_codex_in_a_hidden_root_runs_its_bundled_tools_and_nothing_else_of_the_roo
         },
         &spec,
     );
-    let out = lab
-        .sealc()
-        .arg("exec")
-        .arg(lab.path("seal/seal.json"))
-        .args(["--", "codex"])
-        .output()
-        .unwrap();
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert!(
-        all.contains("RG-RAN"),
-        "the bundled tool did not run: {all}"
+    let check = |out: Output, who: &str| {
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{who}: {all}");
+        assert!(
+            all.contains("RG-RAN"),
+            "{who}: the bundled tool did not run: {all}"
+        );
+        assert!(
+            !all.contains(SECRET),
+            "{who}: the hidden root showed: {all}"
+        );
+        assert!(all.contains("No such file"), "{who}: {all}");
+        assert!(all.contains("Read-only file system"), "{who}: {all}");
+        assert!(!lab.path(V).join("codex-path/planted").exists(), "{who}");
+    };
+    let record = lab.path("seal/seal.json").display().to_string();
+    let sealc = env!("CARGO_BIN_EXE_sealc");
+    let argv = [sealc, "exec", record.as_str(), "--", "codex"];
+    // This process (root in CI; otherwise an unprivileged caller itself).
+    check(
+        common::as_user(None, &argv)
+            .current_dir(&lab.t)
+            .output()
+            .unwrap(),
+        "this process",
     );
-    assert!(!all.contains(SECRET), "the hidden root showed: {all}");
-    assert!(all.contains("No such file"), "{all}");
-    assert!(all.contains("Read-only file system"), "{all}");
-    assert!(!lab.path(V).join("codex-path/planted").exists());
+    // Started by root, also an unprivileged caller (the secret is
+    // readable to it on the host: only the seal hides it).
+    if rustix::process::geteuid().is_root() && common::ready_as_root_with(&[common::USER]) {
+        check(
+            common::as_user(Some(common::USER), &argv)
+                .current_dir(&lab.t)
+                .output()
+                .unwrap(),
+            common::USER,
+        );
+    }
 }
