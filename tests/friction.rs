@@ -658,4 +658,28 @@ fn npm_codex_in_a_hidden_root_is_shown_with_its_package() {
     let err = bare(&out.stderr);
     assert!(err.contains("hidesitspackagebyname"), "{}", out.stderr);
     assert!(!read(&out).contains("its npm package"));
+
+    // A package whose realpath no profile can hold (a `"` in it, through a
+    // link): nothing binds it, and compile says the tools stay hidden.
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().canonicalize().unwrap();
+    let odd = lab.join("odd\"dir");
+    std::fs::create_dir_all(odd.join("bin")).unwrap();
+    std::fs::write(odd.join("bin/codex"), b"\x7fELF native").unwrap();
+    std::fs::create_dir_all(lab.join("home/npm/vendor")).unwrap();
+    std::os::unix::fs::symlink(&odd, lab.join("home/npm/vendor/t")).unwrap();
+    let l = lab.display();
+    let spec = format!(
+        "version = 1\nname = \"npm\"\n[target]\nplatform = \"linux\"\n[launcher]\npath = \"{l}/home/npm/vendor/t/bin/codex\"\n[filesystem]\ndeny_read = [\"{l}/home\"]\n"
+    );
+    let out = Sealc::new()
+        .in_dir(dir)
+        .file("s.toml", spec)
+        .args(["compile", "s.toml", "--out", "out"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let err = bare(&out.stderr);
+    assert!(err.contains("sealc::launcher::package"), "{}", out.stderr);
+    assert!(err.contains("itsbundledtoolsstayhidden"), "{}", out.stderr);
+    assert!(!read(&out).contains("its npm package"));
 }

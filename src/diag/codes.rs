@@ -120,7 +120,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ),
     (
         code::LAUNCHER_PACKAGE,
-        "the launcher is npm's native Codex inside a hidden root: its package directory (`.../vendor/<triple>`, with the bundled `codex-path/rg` and `codex-resources/`) is shown read-only with the binary, an `allow_read` root the seal lists as the launcher's (an advice); a warning when the spec denies that package by name, which keeps it hidden",
+        "the launcher is npm's native Codex inside a hidden root: its package directory (`.../vendor/<triple>`, with the bundled `codex-path/rg` and `codex-resources/`) is shown read-only with the binary, an `allow_read` root the seal lists as the launcher's (an advice); a warning when the spec denies that package by name, or its realpath cannot be written into a profile, which keeps it hidden",
         "# launcher.path = \"${home}/.npm/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex\"\n[filesystem]\ndeny_read = [\"${home}\"]",
     ),
     (

@@ -162,9 +162,27 @@ impl Lower<'_> {
             return None;
         }
         let real = self.facts.realpaths.get(package).cloned();
+        if let Some(problem) = real.as_deref().and_then(|r| check_path(r).err()) {
+            // Nothing binds a path a profile cannot hold: the package stays
+            // hidden, said loudly.
+            self.diags.push(
+                Diagnostic::warning(
+                    crate::diag::code::LAUNCHER_PACKAGE,
+                    format!(
+                        "the launcher `{}` is npm's native Codex, but its package resolves to a path that {}: only the binary is re-allowed, so its bundled tools stay hidden",
+                        visible(binary),
+                        problem.message()
+                    ),
+                )
+                .at(span.clone())
+                .label("re-allowed by its literal path alone")
+                .help("install Codex where its package's realpath is a plain path"),
+            );
+            return None;
+        }
         let host_kind = real.as_ref().and_then(|r| self.facts.kinds.get(r).copied());
         let mut spellings = Spellings::one(package.to_string());
-        if let Some(r) = real.as_ref().filter(|r| check_path(r).is_ok()) {
+        if let Some(r) = &real {
             spellings.insert(r.clone());
         }
         let entry = Spanned {
