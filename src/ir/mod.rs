@@ -720,21 +720,6 @@ mod tests {
         assert!(is_within("/x", "/"));
     }
 
-    /// npm's Codex in a hidden root: its package is shown with it, as an
-    /// `allow_read` root marked as the launcher's (the case of a realpath
-    /// no profile can hold is in tests/friction.rs, on a real host).
-    #[test]
-    fn an_npm_codex_package_is_shown_with_it() {
-        let spec = "version = 1\nname = \"n\"\n[target]\nplatform = \"linux\"\n[launcher]\npath = \"/h/npm/vendor/t/bin/codex\"\n[filesystem]\ndeny_read = [\"/h\"]\n";
-        let plain = crate::facts::FakeHost::new()
-            .dir("/h")
-            .file("/h/npm/vendor/t/bin/codex", b"\x7fELF");
-        let c = crate::compile("n.toml", spec, &Vec::new(), &plain).unwrap();
-        let package = c.ir.roots.iter().find(|r| r.launcher_package).unwrap();
-        assert_eq!(package.path, "/h/npm/vendor/t");
-        assert_eq!(package.kind, RootKind::AllowRead);
-    }
-
     /// Issue 22, finding 3: an absent denied root inside a write root is
     /// said to be unhidden while absent, and to be made before compiling.
     #[test]
