@@ -48,6 +48,10 @@ pub struct Policy {
     /// The write roots `sealc exec` empties before each run (`exec.reset`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reset: Vec<String>,
+    /// The files a run's report and attestation name once the run wrote
+    /// them (`exec.outputs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
     pub codex: Codex,
     /// macOS: each capability of the sealed IPC table (docs/ipc.md) and
     /// whether the seal gives it (`no`, or `yes` when `ipc.allow`
@@ -220,6 +224,7 @@ pub fn describe(ir: &Ir, facts: &Facts) -> Policy {
         env: env(ir, facts),
         limits: limits(ir),
         reset: ir.exec.reset.clone(),
+        outputs: ir.exec.outputs.iter().map(|o| o.path.clone()).collect(),
         codex: codex(ir),
         ipc: ipc(ir),
     }

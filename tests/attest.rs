@@ -88,6 +88,16 @@ fn attested_run_with(script: &str, extra: &[&str]) -> (Lab, String, String) {
 /// root, its output directory) is that unprivileged user's, and it runs
 /// `sealc exec` itself. The reviewer (root here) signs the seal.
 fn attested_run_as(user: Option<&str>, script: &str, extra: &[&str]) -> (Lab, String, String) {
+    attested_run_of(SPEC, user, script, extra)
+}
+
+/// As [`attested_run_as`], for the seal of `spec` (`@` is the lab).
+fn attested_run_of(
+    spec: &str,
+    user: Option<&str>,
+    script: &str,
+    extra: &[&str],
+) -> (Lab, String, String) {
     let lab = Lab::new();
     if user.is_some() {
         use std::os::unix::fs::PermissionsExt;
@@ -97,7 +107,7 @@ fn attested_run_as(user: Option<&str>, script: &str, extra: &[&str]) -> (Lab, St
     std::fs::create_dir(lab.p("out")).unwrap();
     std::fs::write(
         lab.p("spec.toml"),
-        SPEC.replace('@', &lab.t.display().to_string()),
+        spec.replace('@', &lab.t.display().to_string()),
     )
     .unwrap();
     let o = lab.sealc(&[
@@ -608,4 +618,137 @@ fn an_unprivileged_harness_attests_its_run_and_runs_only_the_signed_seal() {
         text(&o)
     );
     assert!(!lab.p("ws/ran").exists());
+}
+
+/// The payload of an envelope: the statement.
+fn statement(envelope: &Path) -> serde_json::Value {
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(envelope).unwrap()).unwrap();
+    serde_json::from_slice(&base64_decode(e["payload"].as_str().unwrap())).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    any(sealc_no_tool = "ssh-keygen", sealc_no_bwrap),
+    ignore = "needs ssh-keygen (OpenSSH) on PATH and bubblewrap"
+)]
+fn the_seals_outputs_are_attested_only_when_this_run_wrote_them() {
+    if !common::bwrap_works() {
+        return;
+    }
+    outputs_attested("");
+    // Started by root, the Landlock mode hands the write roots over with
+    // `chown` (which moves every change time) and back after the run.
+    if rustix::process::geteuid().is_root() {
+        outputs_attested("isolation = \"landlock\"\n");
+    }
+}
+
+fn outputs_attested(exec: &str) {
+    let spec = SPEC.replace(
+        "write = [\"@/ws\"]",
+        &format!("write = [\"@/ws\"]\n[exec]\n{exec}outputs = [\"@/ws/answer.md\", \"@/ws/stale.md\", \"@/ws/missing.md\", \"@/ws/linked.md\", \"@/ws/sub/deep.md\"]"),
+    );
+    // The first rep leaves every output; the second (attested) writes
+    // its answer anew, leaves `stale.md` as it was, removes nothing else
+    // but plants a link in one output's place and one on another's way.
+    let (lab, binding, runner) = attested_run_of(
+        &spec,
+        None,
+        "cd ws && echo first > answer.md && echo old > stale.md && echo x > linked.md && mkdir sub && echo deep > sub/deep.md",
+        &[],
+    );
+    let first = statement(&lab.p("out/att.json"));
+    let names = |st: &serde_json::Value| -> Vec<String> {
+        let mut n: Vec<String> = st["subject"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(&first),
+        [
+            "answer.md",
+            "deep.md",
+            "linked.md",
+            "stale.md",
+            "stderr.txt",
+            "stdout.txt"
+        ],
+        "{first:#}"
+    );
+    // `sealc show` tells the reviewer which outputs a run vouches for.
+    let o = lab.sealc(&["show", "seal/seal.json"]);
+    assert!(
+        text(&o).contains("attested when written (`exec.outputs`)"),
+        "{}",
+        text(&o)
+    );
+    let script = "cd ws && echo second > answer.md && rm linked.md && ln -s /etc/passwd linked.md && rm -r sub && ln -s /etc sub";
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--attest",
+        "out/att2.json",
+        "--sign-key",
+        "runner",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let second = statement(&lab.p("out/att2.json"));
+    assert_eq!(names(&second), ["answer.md"], "{second:#}");
+    let outputs = &second["predicate"]["report"]["outputs"];
+    if !exec.is_empty() {
+        let handed = &second["predicate"]["report"]["write_roots"];
+        assert_eq!(handed, "chowned", "{second:#}");
+    }
+    let at = |f: &str| &outputs[format!("{}/ws/{f}", lab.t.display())];
+    assert_eq!(at("answer.md")["state"], "written", "{outputs:#}");
+    assert_eq!(at("answer.md")["bytes"], 7, "{outputs:#}");
+    let digest = format!(
+        "sha256:{}",
+        second["subject"][0]["digest"]["sha256"].as_str().unwrap()
+    );
+    assert_eq!(at("answer.md")["sha256"], digest.as_str(), "{outputs:#}");
+    assert_eq!(at("stale.md")["state"], "unchanged", "{outputs:#}");
+    assert_eq!(at("missing.md")["state"], "absent", "{outputs:#}");
+    for f in ["linked.md", "sub/deep.md"] {
+        assert_eq!(at(f)["state"], "refused", "{f}: {outputs:#}");
+    }
+    // A grader elsewhere checks the answer against the attestation.
+    let g = second_host(&lab, &format!("ci@example.com {runner}"));
+    copy(&lab.p("out/att2.json"), &g.p("out/att.json"));
+    copy(&lab.p("ws/answer.md"), &g.p("answer.md"));
+    let o = verify_run(&g, &["--expect", &binding, "--subject", "answer.md"]);
+    assert_eq!(o.status.code(), Some(0), "verify-run: {}", text(&o));
+    // The earlier run's file is no subject of this one.
+    copy(&lab.p("ws/stale.md"), &g.p("stale.md"));
+    let o = verify_run(&g, &["--expect", &binding, "--subject", "stale.md"]);
+    assert_eq!(o.status.code(), Some(1), "verify-run: {}", text(&o));
+    // Two subjects of one file name: refused before anything starts.
+    let o = lab.sealc(&[
+        "exec",
+        "seal/seal.json",
+        "--attest",
+        "out/att3.json",
+        "--stdout",
+        "out/answer.md",
+        "--",
+        "/bin/sh",
+        "-c",
+        "touch ws/ran",
+    ]);
+    assert_eq!(o.status.code(), Some(125), "{}", text(&o));
+    assert!(
+        text(&o).contains("would name two subjects `answer.md`"),
+        "{}",
+        text(&o)
+    );
+    assert!(!lab.p("ws/ran").exists() && !lab.p("out/att3.json").exists());
 }

@@ -319,6 +319,40 @@ fn show_and_diff_name_the_reset_roots() {
     );
 }
 
+/// `exec.outputs`: `show` names the files a run vouches for, and `diff`
+/// says when the list changes (neither more nor less allowed).
+#[test]
+fn show_and_diff_name_the_outputs() {
+    let src = probe_rep();
+    let from = "timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }";
+    let with = src.replace(
+        from,
+        &format!("{from}\noutputs = [\"${{run}}/ws/answer.md\"]"),
+    );
+    let (old, new) = (seal(&src, None), seal(&with, None));
+    let show = with_seals(&[("b", &new)])
+        .args(["show", "b/seal.json"])
+        .run();
+    assert!(
+        show.stdout.contains(
+            "  hashed after each run, attested when written (`exec.outputs`): /Users/agent/runs/r1/ws/answer.md\n"
+        ),
+        "{}",
+        show.stdout
+    );
+    let out = with_seals(&[("a", &old), ("b", &new)])
+        .args(["diff", "a/seal.json", "b/seal.json"])
+        .run();
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "~ filesystem  /Users/agent/runs/r1/ws/answer.md hashed and attested after each run\n"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn diff_names_a_new_host() {
     let out = diff_edit(

@@ -257,6 +257,13 @@ fn to_text(l: &Loaded) -> String {
             list(&reset)
         ));
     }
+    if !p.outputs.is_empty() {
+        let outputs: Vec<String> = p.outputs.iter().map(|o| visible(o)).collect();
+        out.push_str(&format!(
+            "  hashed after each run, attested when written (`exec.outputs`): {}\n",
+            list(&outputs)
+        ));
+    }
     if !fs.read_only.paths.is_empty() {
         group(&mut out, "protected", &fs.read_only);
     }

@@ -149,6 +149,7 @@ pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     diff_env(&old.env, &new.env, &mut out);
     diff_limits(&old.limits, &new.limits, &mut out);
     diff_reset(&old.reset, &new.reset, &mut out);
+    diff_outputs(&old.outputs, &new.outputs, &mut out);
     diff_codex(&old.codex, &new.codex, &mut out);
     for (what, has) in &new.ipc {
         let was = old.ipc.get(what);
@@ -635,6 +636,25 @@ pub(super) fn diff_reset(old: &[String], new: &[String], out: &mut Vec<Change>) 
             crate::diag::visible(r)
         );
         push(out, Effect::Less, Section::Filesystem, r, text);
+    }
+}
+
+/// `exec.outputs`: what a run's attestation names; neither more nor less
+/// is allowed.
+fn diff_outputs(old: &[String], new: &[String], out: &mut Vec<Change>) {
+    for o in old.iter().filter(|o| !new.contains(o)) {
+        let text = format!(
+            "{} no longer hashed and attested after each run",
+            crate::diag::visible(o)
+        );
+        push(out, Effect::Changed, Section::Filesystem, o, text);
+    }
+    for o in new.iter().filter(|o| !old.contains(o)) {
+        let text = format!(
+            "{} hashed and attested after each run",
+            crate::diag::visible(o)
+        );
+        push(out, Effect::Changed, Section::Filesystem, o, text);
     }
 }
 

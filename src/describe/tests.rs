@@ -53,6 +53,7 @@ fn policy() -> Policy {
         },
         limits: BTreeMap::from([("wall_seconds".to_string(), 60)]),
         reset: Vec::new(),
+        outputs: Vec::new(),
         ipc: BTreeMap::new(),
         codex: Codex {
             sealed: false,

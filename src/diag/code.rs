@@ -29,6 +29,7 @@ pub const EXEC_NO_BWRAP: &str = "sealc::exec::no-bwrap";
 pub const EXEC_HOST_LAYERS: &str = "sealc::exec::host-layers";
 pub const EXEC_SECRET: &str = "sealc::exec::secret";
 pub const EXEC_RESET: &str = "sealc::exec::reset";
+pub const EXEC_OUTPUT: &str = "sealc::exec::output";
 pub const IO_READ: &str = "sealc::io::read";
 pub const IO_WRITE: &str = "sealc::io::write";
 pub const IPC_UNKNOWN: &str = "sealc::ipc::unknown";

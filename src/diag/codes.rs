@@ -329,6 +329,11 @@ deny_read = [\"${ws}/link\"]",
         "[filesystem]\nwrite = [\"/tmp/ws\"]\n[exec]\nreset = [\"/tmp/elsewhere\"]",
     ),
     (
+        code::EXEC_OUTPUT,
+        "an `exec.outputs` entry lies in no write root, is a root itself, lies in a root inside its write root that the agent cannot write, or has the file name of another output (attestation subjects are named by file name)",
+        "[filesystem]\nwrite = [\"/tmp/ws\"]\n[exec]\noutputs = [\"/tmp/elsewhere/answer.md\"]",
+    ),
+    (
         code::EXEC_NO_BWRAP,
         "a Linux seal is compiled on a Linux host where its bubblewrap (`[exec] bwrap`, default `/usr/bin/bwrap`) does not exist, so `sealc exec` cannot run it here (a warning)",
         "# on a Linux host without /usr/bin/bwrap: sealc compile spec.toml --platform linux",

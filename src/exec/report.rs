@@ -38,6 +38,22 @@ pub enum Outcome {
     Unfinished,
 }
 
+/// What a run left at one of the seal's outputs (`exec.outputs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum OutputState {
+    /// This run wrote it (its identity changed, or it appeared): its
+    /// digest and size; the attestation names it as a subject.
+    Written { sha256: String, bytes: u64 },
+    /// There before the command started and not changed by it: an earlier
+    /// run's, never attested as this one's.
+    Unchanged,
+    /// Not there.
+    Absent,
+    /// Not hashed: a link on its way or in its place, or not a regular file.
+    Refused { message: String },
+}
+
 /// Where a run that could not start failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -217,6 +233,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "is_zero")]
     pub network_omitted: u64,
     pub outcome: Option<Outcome>,
+    /// `exec.outputs`: what the run left at each, once it ended.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, OutputState>,
     /// The largest resident memory seen, summed over the sandbox's processes, in KiB.
     pub peak_memory_kib: Option<u64>,
     /// `--resolve NAME=ADDR` overrides in force (a test run).

@@ -13,6 +13,8 @@ pub use mcp::{McpIr, DEFAULT_STARTS, FIRST_PORT, MAX_STARTS};
 mod launcher;
 mod mcp;
 mod network;
+mod outputs;
+pub use outputs::Output;
 mod reset;
 mod roots;
 mod run;
@@ -458,6 +460,7 @@ impl Lower<'_> {
         self.isolation(spec, &roots, &network);
         let exec = ExecIr {
             reset: self.reset(spec, &roots),
+            outputs: self.outputs(spec, &roots),
             ..exec
         };
         let pins = pins(&roots, self.platform(spec));

@@ -16,6 +16,9 @@ pub struct ExecIr {
     /// `exec.reset`: write roots (their paths as written, substituted)
     /// that `sealc exec` empties before each run, sorted.
     pub reset: Vec<String>,
+    /// `exec.outputs`: the files a run produces that its report and
+    /// attestation name, sorted.
+    pub outputs: Vec<super::Output>,
 }
 
 /// The run's limits (`[limits]`), each checked to be in range. The wall
@@ -102,6 +105,7 @@ impl Lower<'_> {
             },
             isolation,
             reset: Vec::new(),
+            outputs: Vec::new(),
         }
     }
 

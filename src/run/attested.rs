@@ -5,6 +5,8 @@
 
 use super::*;
 
+use std::collections::BTreeMap;
+
 use crate::hostfs::Target;
 
 /// Open where the attestation goes: refused when the place cannot be
@@ -44,8 +46,13 @@ pub(super) fn open(
 
 /// The host check's part: an attestation the agent could replace or plant
 /// a link at proves nothing.
-pub(super) fn check(ir: &crate::ir::Ir, t: Option<&Target>) -> Result<(), Refusal> {
+pub(super) fn check(
+    ir: &crate::ir::Ir,
+    opts: &Options<'_>,
+    t: Option<&Target>,
+) -> Result<(), Refusal> {
     let Some(t) = t else { return Ok(()) };
+    unique_names(ir, opts)?;
     match crate::exec::write_root_reaching(ir, &t.dir, None) {
         Some(w) => Err(Refusal::new(
             REFUSED,
@@ -58,6 +65,43 @@ pub(super) fn check(ir: &crate::ir::Ir, t: Option<&Target>) -> Result<(), Refusa
         .help("give `--attest` a path outside every write root of the seal")),
         None => Ok(()),
     }
+}
+
+/// No two subjects may share a file name (`verify-run --subject PATH`
+/// finds a subject by it): the kept streams, each `--subject` and the
+/// seal's outputs.
+fn unique_names(ir: &crate::ir::Ir, opts: &Options<'_>) -> Result<(), Refusal> {
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mut seen = BTreeMap::new();
+    let named = opts
+        .keep
+        .iter()
+        .flatten()
+        .copied()
+        .chain(opts.subjects.iter().map(std::path::PathBuf::as_path))
+        .map(|p| (file_name(p), p.display().to_string()))
+        .chain(ir.exec.outputs.iter().map(|o| {
+            (
+                Some(o.name().to_string()),
+                format!("{} (`exec.outputs`)", o.path),
+            )
+        }));
+    for (name, shown) in named {
+        let Some(name) = name else { continue };
+        if let Some(first) = seen.insert(name.clone(), shown.clone()) {
+            return Err(Refusal::new(
+                REFUSED,
+                format!(
+                    "the attestation would name two subjects {}: {} and {}, so nothing was started",
+                    quote(&name),
+                    quote(&first),
+                    quote(&shown)
+                ),
+            )
+            .help("give each file the attestation names (`--stdout`, `--stderr`, `--subject`, `exec.outputs`) a file name of its own"));
+        }
+    }
+    Ok(())
 }
 
 /// The attestation of a finished run: subjects the kept streams
@@ -95,6 +139,14 @@ pub(super) fn write(
         })?;
         subject.push(crate::attest::Subject::new(&name, &hex));
     }
+    // The seal's own outputs (`exec.outputs`) that this run wrote.
+    for (path, state) in &rep.outputs {
+        if let report::OutputState::Written { sha256, .. } = state {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            let hex = sha256.strip_prefix("sha256:").unwrap_or(sha256);
+            subject.push(crate::attest::Subject::new(name, hex));
+        }
+    }
     let predicate = crate::attest::Predicate {
         binding: rep.binding.clone().unwrap_or_default(),
         record: record.to_string(),
@@ -123,38 +175,10 @@ pub(super) fn write(
 /// only, never blocking, read as a stream.
 fn hash_output(path: &Path) -> std::io::Result<String> {
     use rustix::fs::{Mode, OFlags};
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(path)
-    };
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::open("/", dir_flags, Mode::empty())?;
-    let parts: Vec<_> = abs.components().collect();
-    let Some((last, dirs)) = parts.split_last() else {
-        return Err(std::io::Error::other("names no file"));
-    };
-    for c in dirs {
-        match c {
-            std::path::Component::RootDir | std::path::Component::CurDir => {}
-            std::path::Component::Normal(n) => {
-                dir = rustix::fs::openat(&dir, *n, dir_flags, Mode::empty()).map_err(|e| {
-                    std::io::Error::other(format!(
-                        "{}: a link or no directory on its way ({})",
-                        n.to_string_lossy(),
-                        std::io::Error::from(e)
-                    ))
-                })?;
-            }
-            _ => return Err(std::io::Error::other("`..` on its way")),
-        }
-    }
-    let std::path::Component::Normal(name) = last else {
-        return Err(std::io::Error::other("names no file"));
-    };
+    let (dir, name) = super::outputs::parent_of(path)?;
     let fd = rustix::fs::openat(
         &dir,
-        *name,
+        name,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     )?;

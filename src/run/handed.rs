@@ -62,8 +62,13 @@ pub(super) fn confine_and_wait(
         deliveries,
         kept,
     };
+    // The outputs as they are once the write roots are handed over (a
+    // chown moves their change times), just before the command starts.
+    let outputs = super::outputs::before(ir);
     let code = match crate::exec::run(&plan, streams, &ctx.trees, bridge.as_ref()) {
         Ok(result) => {
+            // Hashed now, before the write roots are handed back.
+            ctx.outputs = super::outputs::after(&outputs);
             // The sandbox started: what the run made in the write roots
             // made for it is its output, and they stay.
             ctx.made_roots = Default::default();

@@ -26,6 +26,7 @@ mod codex;
 mod handed;
 mod help;
 mod kept;
+mod outputs;
 mod reset;
 pub mod signed;
 mod stages;
@@ -215,6 +216,8 @@ struct Ctx {
     reset: std::collections::BTreeMap<String, u64>,
     /// Their locks, held until the run ends.
     reset_locks: Vec<crate::hostfs::Dir>,
+    /// `exec.outputs`: what the run left at each, once its command ran.
+    outputs: std::collections::BTreeMap<String, report::OutputState>,
 }
 
 /// The report written before the command starts, which the run's end
@@ -297,6 +300,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         started,
         reset: Default::default(),
         reset_locks: Vec::new(),
+        outputs: Default::default(),
     };
     // The report's directory, opened now (never through a link swapped in
     // later); written into at the end, whatever happens.
@@ -397,6 +401,7 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         network: ctx.network.network,
         network_omitted: ctx.network.network_omitted,
         outcome: Some(outcome),
+        outputs: ctx.outputs,
         peak_memory_kib: r.peak_memory_kib,
         resolve_overrides: ctx.network.resolve_overrides,
         reset: ctx.reset,
@@ -434,6 +439,15 @@ pub fn exec(opts: &Options<'_>, command: &[OsString], notes: &mut dyn Notes) -> 
         }
     }
     Ended::Status(if failed && code == 0 { REFUSED } else { code })
+}
+
+/// The names of the env vars that cross into the run, sorted.
+fn env_names(ir: &crate::ir::Ir) -> Vec<String> {
+    let env = &ir.env;
+    let mut names: Vec<String> = env.vars.keys().chain(&env.secrets).cloned().collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Who the sandbox runs as: started by root, an unprivileged user (Linux).

@@ -32,10 +32,7 @@ pub(super) fn run(
     let at = |phase: Phase| move |r: Refusal| r.in_phase(phase);
     let overrides = resolve_overrides(opts.resolve).map_err(at(Phase::Verify))?;
     let v = verify(opts, notes, ctx).map_err(at(Phase::Verify))?;
-    let env = &v.compiled.ir.env;
-    ctx.env_names = env.vars.keys().chain(&env.secrets).cloned().collect();
-    ctx.env_names.sort();
-    ctx.env_names.dedup();
+    ctx.env_names = super::env_names(&v.compiled.ir);
     let own: Vec<std::path::PathBuf> = report
         .into_iter()
         .chain(kept.iter().flatten())
@@ -113,6 +110,7 @@ pub(super) fn run(
             "stand_ins": ir.stand_ins().into_iter().map(|(at, _)| at).collect::<Vec<_>>(),
             // Emptied before a real run; `--dry-run` empties nothing.
             "reset": ir.exec.reset,
+            "outputs": ir.exec.outputs.iter().map(|o| &o.path).collect::<Vec<_>>(),
         })));
     }
     let prepared = prepare(opts, &v, &checked, &plan, notes, ctx).map_err(at(Phase::Prepare))?;
@@ -433,7 +431,7 @@ fn host_check(
         }
     }
     super::kept::check(ir, kept)?;
-    if let Err(r) = super::attested::check(ir, ctx.attest.as_ref()) {
+    if let Err(r) = super::attested::check(ir, opts, ctx.attest.as_ref()) {
         // Nothing is written where the agent could reach.
         ctx.attest = None;
         return Err(r);

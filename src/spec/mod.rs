@@ -421,6 +421,10 @@ pub struct Exec {
     #[serde(default)]
     #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${run}/ws", "${run}/tmp"]]))]
     pub reset: Vec<Spanned<String>>,
+    /// Files the command produces, each inside a write root: after each run `sealc exec` hashes each one this run wrote (no link followed on its way) into the run report, and names it in the run's attestation (`--attest`) as a subject, by its file name. One left unchanged since before the run, absent, or not a regular file is said so, and is no subject.
+    #[serde(default)]
+    #[schemars(inner(pattern(PATH_PATTERN)), extend("examples" = [["${run}/ws/answer.md"]]))]
+    pub outputs: Vec<Spanned<String>>,
 }
 
 /// How a Linux seal confines the command (`exec.isolation`).

@@ -67,6 +67,7 @@ pub const SHAPES: &[(&str, &str)] = &[
     ),
     ("exec.bwrap", "bwrap = \"/usr/bin/bwrap\""),
     ("exec.reset", "reset = [\"${run}/ws\"]"),
+    ("exec.outputs", "outputs = [\"${run}/ws/answer.md\"]"),
     (
         "exec.timeout",
         "timeout = { bin = \"/usr/bin/timeout\", seconds = 240 }",

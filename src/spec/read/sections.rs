@@ -216,6 +216,7 @@ impl Cx {
                 "proc",
                 "isolation",
                 "reset",
+                "outputs",
             ],
         );
         let timeout = t.get("timeout").and_then(|tv| {
@@ -242,6 +243,7 @@ impl Cx {
         });
         Exec {
             reset: self.strings("exec.reset", t.get("reset")),
+            outputs: self.strings("exec.outputs", t.get("outputs")),
             sandbox_exec: self.opt_string(&t, "sandbox_exec"),
             bwrap: self.opt_string(&t, "bwrap"),
             timeout,
