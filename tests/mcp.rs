@@ -84,11 +84,30 @@ fn tree() -> Tree {
 }
 
 fn compile_agent(tr: &Tree, model_port: u16, codex: &Path, binding: &str) -> String {
+    compile_agent_for(tr, model_port, codex, binding, None)
+}
+
+/// As [`compile_agent`], for the model `model` in place of the spec's.
+fn compile_agent_for(
+    tr: &Tree,
+    model_port: u16,
+    codex: &Path,
+    binding: &str,
+    model: Option<&str>,
+) -> String {
     let t = &tr.t;
+    let mut spec = root().join("tests/codex/mcp-agent.toml");
+    if let Some(m) = model {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let from = "model     = \"gpt-5.5\"";
+        assert!(text.contains(from));
+        spec = t.join("mcp-agent.toml");
+        std::fs::write(&spec, text.replace(from, &format!("model = \"{m}\""))).unwrap();
+    }
     let out = sealc(t)
         .current_dir(t)
         .arg("compile")
-        .arg(root().join("tests/codex/mcp-agent.toml"))
+        .arg(&spec)
         .args(["--out", "seal"])
         .arg(format!("--var=run={}", t.join("run").display()))
         .arg(format!("--var=model_port={model_port}"))
@@ -218,6 +237,80 @@ fn codex_calls_a_sealed_server_that_holds_its_own_seal() {
             .to_string(),
         "{r:#}"
     );
+}
+
+/// Codex itself calls the sealed server's tool (`tools/call` from Codex,
+/// through sealc's relay, to the server under its own seal). Codex 0.171
+/// defers MCP tools behind `tool_search` for the models its catalog says
+/// support it (the test above: the stand-in does not speak it); for a
+/// model it does not know, it offers each server's tools directly, as a
+/// namespace tool (`mcp__probe`), which the stand-in calls.
+#[test]
+#[cfg_attr(
+    any(sealc_no_bwrap, sealc_no_codex = "0.171.0"),
+    ignore = "needs bubblewrap and Codex 0.171.0 (bash .ci/install-codex)"
+)]
+fn codex_itself_calls_the_sealed_servers_tool() {
+    if !bwrap_works() {
+        return;
+    }
+    let Some(releases) = releases(&["0.171.0"]) else {
+        return;
+    };
+    let tr = tree();
+    let t = &tr.t;
+    let standin = StandIn::start(vec!["tool:mcp__probe/probe".to_string()]);
+    let binding = compile_agent_for(
+        &tr,
+        standin.port,
+        &releases[0].1,
+        &tr.binding,
+        Some("stand-in"),
+    );
+    let rep = t.join("report.json");
+    let out = sealc(t)
+        .current_dir(t.join("run/ws"))
+        .env("OPENAI_API_KEY", KEY)
+        .arg("exec")
+        .arg(t.join("seal/seal.json"))
+        .args(["--expect", &binding, "--report"])
+        .arg(&rep)
+        .args(["--", "codex", "exec", "--skip-git-repo-check", "probe"])
+        .output()
+        .unwrap();
+    let requests = standin.requests();
+    let offered: Vec<String> = requests
+        .iter()
+        .flat_map(|q| q.body["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    let outputs: Vec<(String, String)> = requests.iter().flat_map(|q| q.tool_outputs()).collect();
+    let what = format!(
+        "{}\ntools offered: {offered:?}\ntool outputs: {outputs:#?}\nserver log:\n{}",
+        text(&out),
+        probe_log(t)
+    );
+    assert_eq!(out.status.code(), Some(0), "{what}");
+    assert!(offered.iter().any(|n| n == "mcp__probe"), "{what}");
+    // The model's call went from Codex to the server: Codex's own
+    // `tools/call`, and the tool's answer back in the next request.
+    let log = probe_log(t);
+    assert!(log.contains("\"tools/call\""), "{what}");
+    let said = outputs
+        .iter()
+        .find(|(id, _)| id == "call_0")
+        .map(|(_, o)| o.as_str())
+        .unwrap_or_else(|| panic!("no output of the tool call: {what}"));
+    // What the server tried was refused by its own seal: its secret file
+    // hidden, the host port closed, and it ran as the agent's user.
+    assert_eq!(said.matches("refused: ").count(), 2, "{what}");
+    assert!(!said.contains("the server's secret"), "{what}");
+    assert!(!said.contains("connected"), "{what}");
+    assert!(said.contains("\\\"uid\\\": 65534"), "{what}");
+    let r = report(&rep);
+    let m = &r["mcp"][0];
+    assert_eq!(m["name"], "probe", "{r:#}");
+    assert_eq!(m["binding"], tr.binding.as_str(), "{r:#}");
 }
 
 /// Every file below `dir`.

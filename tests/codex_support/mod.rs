@@ -278,14 +278,24 @@ fn respond(body: &Value, script: &[String]) -> Vec<Value> {
         .filter_map(|t| t["name"].as_str())
         .collect();
     let item = match script.get(done) {
-        // `tool:NAME`: a call of the tool NAME (an MCP server's), no arguments.
-        Some(cmd) if cmd.starts_with("tool:") => json!({
-            "type": "function_call",
-            "id": format!("fc_{done}"),
-            "call_id": format!("call_{done}"),
-            "name": &cmd["tool:".len()..],
-            "arguments": "{}",
-        }),
+        // `tool:NAME`: a call of the tool NAME (an MCP server's), no
+        // arguments; `tool:NAMESPACE/NAME`, of NAME in a namespace tool
+        // (as Codex offers an MCP server's tools: `mcp__SERVER`).
+        Some(cmd) if cmd.starts_with("tool:") => {
+            let tool = &cmd["tool:".len()..];
+            let mut call = json!({
+                "type": "function_call",
+                "id": format!("fc_{done}"),
+                "call_id": format!("call_{done}"),
+                "name": tool,
+                "arguments": "{}",
+            });
+            if let Some((namespace, name)) = tool.split_once('/') {
+                call["namespace"] = json!(namespace);
+                call["name"] = json!(name);
+            }
+            call
+        }
         Some(cmd) => {
             let (name, args) = if tools.contains(&"exec_command") {
                 ("exec_command", json!({ "cmd": cmd, "yield_time_ms": 5000 }))
