@@ -127,6 +127,24 @@ fn compile_agent_for(
     binding_of(&out.stdout)
 }
 
+/// `codex exec probe` under the agent's seal (compiled into `t/seal`,
+/// pinned by `binding`), from the workspace: where its report is, and how
+/// the run went.
+fn run_codex(t: &Path, binding: &str) -> (PathBuf, std::process::Output) {
+    let rep = t.join("report.json");
+    let out = sealc(t)
+        .current_dir(t.join("run/ws"))
+        .env("OPENAI_API_KEY", KEY)
+        .arg("exec")
+        .arg(t.join("seal/seal.json"))
+        .args(["--expect", binding, "--report"])
+        .arg(&rep)
+        .args(["--", "codex", "exec", "--skip-git-repo-check", "probe"])
+        .output()
+        .unwrap();
+    (rep, out)
+}
+
 fn report(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -155,17 +173,7 @@ fn codex_calls_a_sealed_server_that_holds_its_own_seal() {
     let call = r#"printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}' | /dev/.sealc-init __mcp --port 47001; sleep 1"#;
     let standin = StandIn::start(vec![call.to_string()]);
     let binding = compile_agent(&tr, standin.port, &releases[0].1, &tr.binding);
-    let rep = t.join("report.json");
-    let out = sealc(t)
-        .current_dir(t.join("run/ws"))
-        .env("OPENAI_API_KEY", KEY)
-        .arg("exec")
-        .arg(t.join("seal/seal.json"))
-        .args(["--expect", &binding, "--report"])
-        .arg(&rep)
-        .args(["--", "codex", "exec", "--skip-git-repo-check", "probe"])
-        .output()
-        .unwrap();
+    let (rep, out) = run_codex(t, &binding);
     let requests = standin.requests();
     let tools: Vec<String> = requests
         .iter()
@@ -267,17 +275,7 @@ fn codex_itself_calls_the_sealed_servers_tool() {
         &tr.binding,
         Some("stand-in"),
     );
-    let rep = t.join("report.json");
-    let out = sealc(t)
-        .current_dir(t.join("run/ws"))
-        .env("OPENAI_API_KEY", KEY)
-        .arg("exec")
-        .arg(t.join("seal/seal.json"))
-        .args(["--expect", &binding, "--report"])
-        .arg(&rep)
-        .args(["--", "codex", "exec", "--skip-git-repo-check", "probe"])
-        .output()
-        .unwrap();
+    let (rep, out) = run_codex(t, &binding);
     let requests = standin.requests();
     let offered: Vec<String> = requests
         .iter()
