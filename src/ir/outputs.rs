@@ -44,6 +44,17 @@ impl Lower<'_> {
                     .label(label.to_string())
                     .help(help.to_string())
             };
+            let cannot_write = |r: &Root| {
+                refuse(
+                    "the agent cannot write it",
+                    format!(
+                        "{} in `exec.outputs` lies in the root {}, which the agent cannot write",
+                        quote(&p),
+                        r.entry()
+                    ),
+                    "name a file inside a write root, outside every root listed inside it",
+                )
+            };
             let d = match deepest {
                 Some(w) if w.path == p => Err(refuse(
                     "a root, not a file inside one",
@@ -55,15 +66,7 @@ impl Lower<'_> {
                     "name the file the command writes inside the root",
                 )),
                 Some(w) if w.kind == RootKind::Write && w.protect.is_none() => Ok(w),
-                Some(r) => Err(refuse(
-                    "the agent cannot write it",
-                    format!(
-                        "{} in `exec.outputs` lies in the root {}, which the agent cannot write",
-                        quote(&p),
-                        r.entry()
-                    ),
-                    "name a file inside a write root, outside every root listed inside it",
-                )),
+                Some(r) => Err(cannot_write(r)),
                 None => Err(refuse(
                     "in no write root",
                     format!(
@@ -85,6 +88,20 @@ impl Lower<'_> {
                 "{}{rest}",
                 w.real.as_deref().unwrap_or(&w.path).trim_end_matches('/')
             );
+            // A root inside the write root that names the output by another
+            // spelling (its realpath, a macOS alias) keeps it from the agent too.
+            let w_real = w.real.as_deref().unwrap_or(&w.path);
+            let inner = roots.iter().find(|r| {
+                !(r.kind == RootKind::Write && r.protect.is_none())
+                    && r.spellings.iter().any(|sp| {
+                        (is_within(&p, sp) && is_within(sp, &w.path))
+                            || (is_within(&real, sp) && is_within(sp, w_real))
+                    })
+            });
+            if let Some(r) = inner {
+                self.diags.push(cannot_write(r));
+                continue;
+            }
             let o = Output { path: p, real };
             if let Some(other) = out
                 .iter()
@@ -121,7 +138,7 @@ mod tests {
     #[test]
     fn outputs_lie_in_write_roots_and_are_reached_through_their_realpath() {
         let spec = |outputs: &str| {
-            format!("version = 1\nname = \"o\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/run/ws\"]\ndeny_read = [\"/run/ws/secret\"]\n[exec]\noutputs = [{outputs}]\n")
+            format!("version = 1\nname = \"o\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/run/ws\"]\ndeny_read = [\"/run/ws/secret\", \"/data/ws/hidden\"]\n[exec]\noutputs = [{outputs}]\n")
         };
         let host = crate::facts::FakeHost::new()
             .dir("/data/ws")
@@ -142,6 +159,8 @@ mod tests {
             ("\"/elsewhere/x\"", "lies in no write root"),
             ("\"/run/ws\"", "itself"),
             ("\"/run/ws/secret/x\"", "which the agent cannot write"),
+            // Denied by its realpath: the same root.
+            ("\"/run/ws/hidden/x\"", "which the agent cannot write"),
             ("\"/run/ws/x\", \"/run/ws/a/x\"", "has the file name of"),
         ] {
             let Err(d) = crate::compile("o.toml", &spec(bad), &Vec::new(), &host) else {
