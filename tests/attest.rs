@@ -54,6 +54,21 @@ impl Lab {
         self.run(env!("CARGO_BIN_EXE_sealc"), args)
     }
 
+    /// `sealc ARGS` as `user` (root's own with `None`), as the harness runs it.
+    fn sealc_as(&self, user: Option<&str>, args: &[&str]) -> Output {
+        let argv: Vec<&str> = std::iter::once(env!("CARGO_BIN_EXE_sealc"))
+            .chain(args.iter().copied())
+            .collect();
+        common::as_user(user, &argv)
+            .current_dir(&self.t)
+            .env_clear()
+            .env("HOME", &self.t)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
     fn key(&self, who: &str) -> String {
         let o = self.run(
             "ssh-keygen",
@@ -635,25 +650,44 @@ fn the_seals_outputs_are_attested_only_when_this_run_wrote_them() {
     if !common::bwrap_works() {
         return;
     }
-    outputs_attested("");
+    outputs_attested("", None);
     // Started by root, the Landlock mode hands the write roots over with
     // `chown` (which moves every change time) and back after the run.
     if rustix::process::geteuid().is_root() {
-        outputs_attested("isolation = \"landlock\"\n");
+        outputs_attested("isolation = \"landlock\"\n", None);
     }
 }
 
-fn outputs_attested(exec: &str) {
+#[test]
+#[cfg_attr(
+    any(
+        sealc_no_tool = "ssh-keygen",
+        sealc_no_bwrap,
+        sealc_not_root,
+        sealc_cannot_become = "sealc-test"
+    ),
+    ignore = "needs ssh-keygen, bubblewrap, root, setpriv and the user sealc-test"
+)]
+fn an_unprivileged_harness_attests_only_the_outputs_its_run_wrote() {
+    if !common::ready_as_root_with(&[common::USER]) {
+        return;
+    }
+    outputs_attested("", Some(common::USER));
+}
+
+/// Two reps of one seal with outputs, the second attested, run by `user`
+/// (root with `None`); `exec` adds to the seal's `[exec]`.
+fn outputs_attested(exec: &str, user: Option<&str>) {
     let spec = SPEC.replace(
         "write = [\"@/ws\"]",
-        &format!("write = [\"@/ws\"]\n[exec]\n{exec}outputs = [\"@/ws/answer.md\", \"@/ws/stale.md\", \"@/ws/missing.md\", \"@/ws/linked.md\", \"@/ws/sub/deep.md\"]"),
+        &format!("write = [\"@/ws\"]\n[exec]\n{exec}outputs = [\"@/ws/answer.md\", \"@/ws/stale.md\", \"@/ws/missing.md\", \"@/ws/nodir/none.md\", \"@/ws/linked.md\", \"@/ws/sub/deep.md\"]"),
     );
     // The first rep leaves every output; the second (attested) writes
     // its answer anew, leaves `stale.md` as it was, removes nothing else
     // but plants a link in one output's place and one on another's way.
     let (lab, binding, runner) = attested_run_of(
         &spec,
-        None,
+        user,
         "cd ws && echo first > answer.md && echo old > stale.md && echo x > linked.md && mkdir sub && echo deep > sub/deep.md",
         &[],
     );
@@ -688,22 +722,28 @@ fn outputs_attested(exec: &str) {
         text(&o)
     );
     let script = "cd ws && echo second > answer.md && rm linked.md && ln -s /etc/passwd linked.md && rm -r sub && ln -s /etc sub";
-    let o = lab.sealc(&[
-        "exec",
-        "seal/seal.json",
-        "--attest",
-        "out/att2.json",
-        "--sign-key",
-        "runner",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-    ]);
+    let o = lab.sealc_as(
+        user,
+        &[
+            "exec",
+            "seal/seal.json",
+            "--attest",
+            "out/att2.json",
+            "--sign-key",
+            "runner",
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let second = statement(&lab.p("out/att2.json"));
     assert_eq!(names(&second), ["answer.md"], "{second:#}");
     let outputs = &second["predicate"]["report"]["outputs"];
+    // An unprivileged caller's run names no user it ran the agent as.
+    let ran_as = &second["predicate"]["report"]["user"];
+    assert_eq!(user.is_some(), ran_as.is_null(), "{second:#}");
     if !exec.is_empty() {
         let handed = &second["predicate"]["report"]["write_roots"];
         assert_eq!(handed, "chowned", "{second:#}");
@@ -717,7 +757,9 @@ fn outputs_attested(exec: &str) {
     );
     assert_eq!(at("answer.md")["sha256"], digest.as_str(), "{outputs:#}");
     assert_eq!(at("stale.md")["state"], "unchanged", "{outputs:#}");
-    assert_eq!(at("missing.md")["state"], "absent", "{outputs:#}");
+    for f in ["missing.md", "nodir/none.md"] {
+        assert_eq!(at(f)["state"], "absent", "{f}: {outputs:#}");
+    }
     for f in ["linked.md", "sub/deep.md"] {
         assert_eq!(at(f)["state"], "refused", "{f}: {outputs:#}");
     }
@@ -732,18 +774,21 @@ fn outputs_attested(exec: &str) {
     let o = verify_run(&g, &["--expect", &binding, "--subject", "stale.md"]);
     assert_eq!(o.status.code(), Some(1), "verify-run: {}", text(&o));
     // Two subjects of one file name: refused before anything starts.
-    let o = lab.sealc(&[
-        "exec",
-        "seal/seal.json",
-        "--attest",
-        "out/att3.json",
-        "--stdout",
-        "out/answer.md",
-        "--",
-        "/bin/sh",
-        "-c",
-        "touch ws/ran",
-    ]);
+    let o = lab.sealc_as(
+        user,
+        &[
+            "exec",
+            "seal/seal.json",
+            "--attest",
+            "out/att3.json",
+            "--stdout",
+            "out/answer.md",
+            "--",
+            "/bin/sh",
+            "-c",
+            "touch ws/ran",
+        ],
+    );
     assert_eq!(o.status.code(), Some(125), "{}", text(&o));
     assert!(
         text(&o).contains("would name two subjects `answer.md`"),

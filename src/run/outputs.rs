@@ -59,6 +59,8 @@ fn state(path: &Path, was: Option<Identity>) -> OutputState {
     };
     let (dir, name) = match parent_of(path) {
         Ok(d) => d,
+        // A directory on its way is not there (a link there is refused).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return OutputState::Absent,
         Err(e) => return refused(e),
     };
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
@@ -80,12 +82,25 @@ fn state(path: &Path, was: Option<Identity>) -> OutputState {
     if was == Some(identity(&st)) {
         return OutputState::Unchanged;
     }
-    match crate::digest::sha256_hex_of(std::fs::File::from(fd)) {
+    // The size is what was hashed, counted as it is read.
+    let mut read = Counted(std::fs::File::from(fd), 0);
+    match crate::digest::sha256_hex_of(&mut read) {
         Ok(hex) => OutputState::Written {
             sha256: format!("sha256:{hex}"),
-            bytes: st.st_size as u64,
+            bytes: read.1,
         },
         Err(e) => refused(e),
+    }
+}
+
+/// A reader that counts the bytes it gave.
+struct Counted<R>(R, u64);
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        self.1 += n as u64;
+        Ok(n)
     }
 }
 
@@ -113,11 +128,14 @@ pub(super) fn parent_of(path: &Path) -> std::io::Result<(OwnedFd, &std::ffi::OsS
             Component::RootDir | Component::CurDir => {}
             Component::Normal(n) => {
                 dir = rustix::fs::openat(&dir, *n, dir_flags, Mode::empty()).map_err(|e| {
-                    std::io::Error::other(format!(
-                        "{}: a link or no directory on its way ({})",
-                        n.to_string_lossy(),
-                        std::io::Error::from(e)
-                    ))
+                    let e = std::io::Error::from(e);
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{}: a link or no directory on its way ({e})",
+                            n.to_string_lossy()
+                        ),
+                    )
                 })?;
             }
             _ => return Err(std::io::Error::other("`..` on its way")),
