@@ -116,7 +116,9 @@ fn identity(st: &rustix::fs::Stat) -> Identity {
 /// file), and the file's name in it. A relative path is taken from the
 /// working directory.
 pub(super) fn parent_of(path: &Path) -> std::io::Result<(OwnedFd, &std::ffi::OsStr)> {
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // `O_PATH`: walking needs search permission on each directory only
+    // (as `open` by name does), never the right to list it.
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let start = if path.is_absolute() { "/" } else { "." };
     let mut dir = rustix::fs::open(start, dir_flags, Mode::empty())?;
     let parts: Vec<_> = path.components().collect();
