@@ -138,6 +138,7 @@ fn proxy(ports: [u16; 2]) -> (sealc::proxy::Running, u16) {
         listen: String::new(),
         audit: Audit::new(None, resolve),
         timeouts: Default::default(),
+        ..Own::default()
     };
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let at = l.local_addr().unwrap().port();

@@ -67,6 +67,11 @@ pub struct Connection {
     /// `run_ended` (still open when the command ended). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<&'static str>,
+    /// The held key sealc added to this request on the host side (the
+    /// secret's name, never its value), over TLS to the host
+    /// (`codex.provider.hold_key`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_key: Option<String>,
 }
 
 /// RFC 3339 in UTC, with milliseconds (`2026-11-01T09:30:00.123Z`, a

@@ -185,6 +185,10 @@ pub struct Provider {
     pub base_url: String,
     /// The secret's name Codex sends as the API key.
     pub env_key: Option<String>,
+    /// `hold_key`: sealc's proxy adds the key on the host side (over TLS to
+    /// `held_at`, `host:port` and the path); Codex never has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_at: Option<String>,
 }
 
 /// What a hidden root means on a platform, in words.
@@ -497,6 +501,10 @@ fn codex(ir: &Ir) -> Codex {
         provider: c.provider.as_ref().map(|p| Provider {
             base_url: p.base_url.clone(),
             env_key: p.env_key.clone(),
+            held_at: p
+                .held
+                .as_ref()
+                .map(|h| format!("{}:{}{}", h.host, h.port, h.path)),
         }),
         credentials: c.credentials.clone().filter(|_| c.sealed),
     }

@@ -105,10 +105,21 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         t.insert("model_provider".into(), s(PROVIDER_ID));
         let mut info = Table::new();
         info.insert("name".into(), s(PROVIDER_ID));
-        info.insert("base_url".into(), s(&p.base_url));
         info.insert("wire_api".into(), s("responses"));
-        if let Some(k) = &p.env_key {
-            info.insert("env_key".into(), s(k));
+        match &p.held {
+            // The key stays with sealc: Codex sends plain HTTP to the API's
+            // host and port through sealc's proxy (the only way out of the
+            // seal), which adds the key and speaks TLS to the API.
+            Some(h) => {
+                let url = format!("http://{}:{}{}", h.host, h.port, h.path);
+                info.insert("base_url".into(), s(&url));
+            }
+            None => {
+                info.insert("base_url".into(), s(&p.base_url));
+                if let Some(k) = &p.env_key {
+                    info.insert("env_key".into(), s(k));
+                }
+            }
         }
         t.insert(
             "model_providers".into(),

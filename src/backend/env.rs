@@ -32,9 +32,22 @@ struct ProxyAllowlist<'a> {
     allow_ranges: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     enforced_by: Option<&'static str>,
+    /// Keys sealc's proxy adds on the host side (`codex.provider.hold_key`):
+    /// where, and the secret's name (never its value).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    held_keys: Vec<HeldKeyEntry<'a>>,
     hosts: &'a BTreeSet<String>,
     listen: String,
     ports: &'a BTreeSet<u16>,
+}
+
+#[derive(serde::Serialize)]
+struct HeldKeyEntry<'a> {
+    header: &'static str,
+    host: &'a str,
+    path: &'a str,
+    port: u16,
+    secret: &'a str,
 }
 
 /// Render `env.json`.
@@ -50,6 +63,19 @@ pub fn render(ir: &Ir) -> Vec<u8> {
                 .collect(),
             enforced_by: (ir.network.mode == crate::spec::NetMode::Allowlist)
                 .then_some("sealc exec"),
+            held_keys: ir
+                .codex
+                .provider
+                .iter()
+                .filter_map(|p| p.held.as_ref())
+                .map(|h| HeldKeyEntry {
+                    header: "authorization",
+                    host: &h.host,
+                    path: &h.path,
+                    port: h.port,
+                    secret: &h.secret,
+                })
+                .collect(),
             hosts: &ir.network.hosts,
             listen: format!("{}:{}", p.host, p.port),
             ports: &ir.network.ports,

@@ -365,11 +365,15 @@ fn to_text(l: &Loaded) -> String {
         out.push_str(&format!("  workspace: {} ({trust})\n", visible(ws)));
     }
     if let Some(pr) = &c.provider {
-        let key = pr
-            .env_key
-            .as_deref()
-            .map(|k| format!(", API key from the secret {}", visible(k)))
-            .unwrap_or_default();
+        let key = match (&pr.env_key, &pr.held_at) {
+            (Some(k), Some(at)) => format!(
+                ", API key from the secret {}, held by sealc: its proxy adds it over TLS to {} (Codex and its tools never have it, but can use it there)",
+                visible(k),
+                visible(at)
+            ),
+            (Some(k), None) => format!(", API key from the secret {}", visible(k)),
+            _ => String::new(),
+        };
         out.push_str(&format!("  provider: {}{key}\n", visible(&pr.base_url)));
     }
     if let Some(cr) = &c.credentials {

@@ -729,6 +729,11 @@ pub(super) fn diff_codex(old: &Codex, new: &Codex, out: &mut Vec<Change>) {
     }
     if old.provider != new.provider {
         let p = |p: &Option<Provider>| match p {
+            Some(Provider {
+                base_url,
+                held_at: Some(_),
+                ..
+            }) => format!("`{base_url}`, its key held by sealc"),
             Some(p) => format!("`{}`", p.base_url),
             None => "the default".to_string(),
         };

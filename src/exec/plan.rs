@@ -129,6 +129,23 @@ pub fn plan(
             None => missing.push(name.as_str()),
         }
     }
+    // Held keys: taken like the others, kept out of the environment, and
+    // given to sealc's own proxy, which adds them on the host side.
+    let mut held = Vec::new();
+    if let Some(h) = ir.codex.provider.as_ref().and_then(|p| p.held.as_ref()) {
+        match secret(&h.secret) {
+            Some(v) => held.push(crate::proxy::HeldKey::new(h, &v).map_err(|why| {
+                Diagnostic::error(
+                    crate::diag::code::EXEC_SECRET,
+                    format!("{why}, so nothing was started"),
+                )
+                .help(
+                    "export the API key itself, one word, in the environment `sealc exec` runs in",
+                )
+            })?),
+            None => missing.push(h.secret.as_str()),
+        }
+    }
     if !missing.is_empty() {
         let names = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>();
         return Err(Diagnostic::error(
@@ -157,7 +174,10 @@ pub fn plan(
         secrets,
         timeout,
         bridge: None,
-        proxy: (ir.network.mode == NetMode::Allowlist).then(|| crate::proxy::Own::new(&ir.network)),
+        proxy: (ir.network.mode == NetMode::Allowlist).then(|| crate::proxy::Own {
+            held,
+            ..crate::proxy::Own::new(&ir.network)
+        }),
         mechanism: super::Mechanism::of(ir),
         fds: Vec::new(),
         user: rt.user,

@@ -4,7 +4,13 @@
 use super::*;
 
 impl Lower<'_> {
-    pub(super) fn codex(&mut self, spec: &Spec, roots: &[Root], env: &EnvIr) -> CodexIr {
+    pub(super) fn codex(
+        &mut self,
+        spec: &Spec,
+        roots: &[Root],
+        env: &EnvIr,
+        net: &NetIr,
+    ) -> CodexIr {
         let c = &spec.codex;
         if let Some(m) = &c.model {
             if m.value.is_empty() || m.value.chars().any(char::is_control) {
@@ -36,7 +42,7 @@ impl Lower<'_> {
         let versions = self.codex_versions(spec);
         let profile = self.codex_sandbox(spec, roots, env, &versions);
         let workspaces = self.codex_workspace(spec, roots);
-        let provider = self.codex_provider(spec, env);
+        let provider = self.codex_provider(spec, env, net);
         let home = if spec.is_codex_seal() {
             self.codex_home(spec, roots, env)
         } else {
@@ -282,7 +288,12 @@ impl Lower<'_> {
     }
 
     /// `[codex.provider]`: an http(s) base URL, and a key that is a secret.
-    pub(super) fn codex_provider(&mut self, spec: &Spec, env: &EnvIr) -> Option<ProviderIr> {
+    pub(super) fn codex_provider(
+        &mut self,
+        spec: &Spec,
+        env: &EnvIr,
+        net: &NetIr,
+    ) -> Option<ProviderIr> {
         let p = spec.codex.provider.as_ref()?;
         let url = self.subst(&p.base_url)?;
         let scheme_ok = url
@@ -304,7 +315,7 @@ impl Lower<'_> {
             return None;
         }
         if let Some(k) = &p.env_key {
-            if !env.secrets.contains(&k.value) {
+            if !env.secrets.contains(&k.value) && !env.held.contains(&k.value) {
                 self.diags.push(
                     Diagnostic::error(
                         crate::diag::code::CODEX_PROVIDER,
@@ -316,9 +327,97 @@ impl Lower<'_> {
                 );
             }
         }
+        let held = match &p.hold_key {
+            Some(h) if h.value => self.held_key(p, h.span.clone(), &url, env, net),
+            _ => None,
+        };
         Some(ProviderIr {
             base_url: url,
             env_key: p.env_key.as_ref().map(|k| k.value.clone()),
+            held,
+        })
+    }
+
+    /// `hold_key = true`: the key stays with sealc, whose own proxy adds it
+    /// over TLS to the one host and port of an `https` base URL that the
+    /// allowlist lets through. Anything else would leave the key nowhere
+    /// to go, or send it in the clear.
+    fn held_key(
+        &mut self,
+        p: &crate::spec::CodexProvider,
+        span: Span,
+        url: &str,
+        env: &EnvIr,
+        net: &NetIr,
+    ) -> Option<HeldKey> {
+        let mut refuse = |msg: String, help: &str| {
+            self.diags.push(
+                Diagnostic::error(crate::diag::code::CODEX_PROVIDER, msg)
+                    .at(span.clone())
+                    .label("sealc's proxy would add the key on the host side")
+                    .help(help.to_string()),
+            );
+            None
+        };
+        let Some(secret) = p.env_key.as_ref().map(|k| k.value.clone()) else {
+            return refuse(
+                "`codex.provider.hold_key` needs `env_key`, the secret that holds the key".into(),
+                "name the secret: `env_key = \"OPENAI_API_KEY\"`, listed under `env.secret`",
+            );
+        };
+        if !env.held.contains(&secret) {
+            // Not an `env.secret`: said once, above.
+            return None;
+        }
+        if net.mode != NetMode::Allowlist {
+            return refuse(
+                format!(
+                    "`codex.provider.hold_key` needs `network.mode = \"allowlist\"`, not {}",
+                    quote(net.mode.as_str())
+                ),
+                "only sealc's own proxy can add the key; set `[network] mode = \"allowlist\"` with the API's host and port",
+            );
+        }
+        let Some(rest) = url.strip_prefix("https://") else {
+            return refuse(
+                format!("`codex.provider.base_url` {} is not `https://`", quote(url)),
+                "sealc sends a held key only over TLS: give the API's `https://` URL",
+            );
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let parsed = split_authority(authority)
+            .and_then(|(h, port)| Some((crate::netpolicy::parse_host(h).ok()?, port)));
+        let Some((parsed, port)) = parsed else {
+            return refuse(
+                format!(
+                    "the host and port of `codex.provider.base_url` {} do not parse",
+                    quote(url)
+                ),
+                "write `https://HOST[:PORT]/PATH`, with no user name",
+            );
+        };
+        let policy = crate::netpolicy::Policy::new(
+            &net.hosts,
+            net.ports.iter().copied(),
+            net.allow_ranges.iter().copied(),
+        );
+        if let Err(r) = policy.check_target(&parsed, port) {
+            return refuse(
+                format!(
+                    "sealc's proxy would refuse {parsed}:{port}, the held key's API: {}",
+                    r.0
+                ),
+                "list the API's host in `network.hosts` and its port in `network.ports`",
+            );
+        }
+        Some(HeldKey {
+            secret,
+            host: parsed.to_string(),
+            port,
+            path: path.to_string(),
         })
     }
 
@@ -379,5 +478,133 @@ pub fn codex_inexpressible(r: &Root) -> Option<&'static str> {
             "a writable file entry makes Codex's sandbox fail to start (it mounts stand-ins for `.git`, `.codex` and the like below every write root)",
         ),
         _ => None,
+    }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port` (443 when none is given): the
+/// host as written and the port; `None` for a user name, an empty or zero
+/// port, or anything after a bracket but a port.
+fn split_authority(a: &str) -> Option<(&str, u16)> {
+    if a.contains('@') {
+        return None;
+    }
+    let (host, port) = match a.strip_prefix('[') {
+        Some(after) => {
+            let close = after.find(']')? + 2;
+            let tail = &a[close..];
+            match tail.strip_prefix(':') {
+                Some(p) => (&a[..close], Some(p)),
+                None if tail.is_empty() => (&a[..close], None),
+                None => return None,
+            }
+        }
+        None => match a.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
+        },
+    };
+    let port = match port {
+        None => 443,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+            p.parse::<u16>().ok().filter(|p| *p != 0)?
+        }
+        Some(_) => return None,
+    };
+    Some((host, port))
+}
+
+#[cfg(test)]
+mod authority_tests {
+    use super::split_authority;
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(
+            split_authority("api.openai.com"),
+            Some(("api.openai.com", 443))
+        );
+        assert_eq!(split_authority("h:8443"), Some(("h", 8443)));
+        assert_eq!(split_authority("[::1]"), Some(("[::1]", 443)));
+        assert_eq!(split_authority("[::1]:9"), Some(("[::1]", 9)));
+        for bad in [
+            "h:", "h:0", "h:+1", "h:70000", "u@h", "[::1]x", "[::1", "h:1a",
+        ] {
+            assert_eq!(split_authority(bad), None, "{bad}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod held_key_tests {
+    fn compiled(provider: &str, network: &str) -> Result<crate::Compiled, Vec<String>> {
+        let src = format!(
+            "version = 1\nname = \"h\"\n[target]\nplatform = \"linux\"\n[filesystem]\nwrite = [\"/w\"]\n[network]\n{network}\n[env]\nset = {{ CODEX_HOME = \"/w/.codex\" }}\nsecret = [\"K\"]\n[codex]\nversion = \"0.171.0\"\n[codex.provider]\n{provider}\n"
+        );
+        crate::compile(
+            "h.toml",
+            &src,
+            &Vec::new(),
+            &crate::facts::FakeHost::new().dir("/w"),
+        )
+        .map_err(|e| e.0.iter().map(|d| d.message.clone()).collect())
+    }
+
+    const ALLOW: &str = "mode = \"allowlist\"\nhosts = [\"api.example.com\"]\nports = [443]";
+
+    #[test]
+    fn a_held_key_goes_only_over_tls_to_a_listed_host_through_sealcs_proxy() {
+        let c = compiled(
+            "base_url = \"https://api.example.com/v1\"\nenv_key = \"K\"\nhold_key = true",
+            ALLOW,
+        )
+        .unwrap();
+        assert!(c.ir.env.secrets.is_empty(), "{:?}", c.ir.env);
+        assert_eq!(c.ir.env.held.iter().collect::<Vec<_>>(), ["K"]);
+        let held = c.ir.codex.provider.as_ref().unwrap().held.clone().unwrap();
+        assert_eq!(
+            (held.host.as_str(), held.port, held.path.as_str()),
+            ("api.example.com", 443, "/v1")
+        );
+        let config = String::from_utf8(c.files["codex/config.toml"].clone()).unwrap();
+        assert!(
+            config.contains("base_url = \"http://api.example.com:443/v1\""),
+            "{config}"
+        );
+        assert!(!config.contains("env_key"), "{config}");
+
+        let refused = |provider: &str, network: &str, says: &str| {
+            let e = compiled(provider, network).unwrap_err();
+            assert!(e.iter().any(|m| m.contains(says)), "{says}: {e:#?}");
+        };
+        refused(
+            "base_url = \"http://api.example.com/v1\"\nenv_key = \"K\"\nhold_key = true",
+            ALLOW,
+            "is not `https://`",
+        );
+        refused(
+            "base_url = \"https://api.example.com/v1\"\nhold_key = true",
+            ALLOW,
+            "needs `env_key`",
+        );
+        refused(
+            "base_url = \"https://api.example.com/v1\"\nenv_key = \"K\"\nhold_key = true",
+            "mode = \"proxy\"\nproxy = \"127.0.0.1:3128\"",
+            "needs `network.mode = \"allowlist\"`",
+        );
+        refused(
+            "base_url = \"https://other.example.com/v1\"\nenv_key = \"K\"\nhold_key = true",
+            ALLOW,
+            "would refuse other.example.com:443",
+        );
+        refused(
+            "base_url = \"https://api.example.com:8443/v1\"\nenv_key = \"K\"\nhold_key = true",
+            ALLOW,
+            "would refuse api.example.com:8443",
+        );
+        refused(
+            "base_url = \"https://u@api.example.com/v1\"\nenv_key = \"K\"\nhold_key = true",
+            ALLOW,
+            "do not parse",
+        );
     }
 }

@@ -190,8 +190,13 @@ pub struct NetIr {
 pub struct EnvIr {
     /// Exactly the names and values that cross `env -i`.
     pub vars: BTreeMap<String, String>,
-    /// Names whose values a runner supplies at start.
+    /// Names whose values a runner supplies at start, and that cross into
+    /// the command's environment.
     pub secrets: BTreeSet<String>,
+    /// Secrets a runner supplies that sealc keeps to itself
+    /// (`codex.provider.hold_key`): its proxy adds them to requests on the
+    /// host side; they never cross.
+    pub held: BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,6 +232,22 @@ pub struct CodexIr {
 pub struct ProviderIr {
     pub base_url: String,
     pub env_key: Option<String>,
+    /// `hold_key`: sealc's proxy adds the key to requests under this
+    /// route; Codex is given a plain-`http` base URL to the same host and
+    /// port, which only that proxy serves.
+    pub held: Option<HeldKey>,
+}
+
+/// A key sealc holds for a provider, and where it adds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldKey {
+    /// The `env.secret` whose value is the key.
+    pub secret: String,
+    /// The API's host (as the proxy normalizes it) and port, over TLS.
+    pub host: String,
+    pub port: u16,
+    /// The base URL's path: the key is added only to requests under it.
+    pub path: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -453,7 +474,7 @@ impl Lower<'_> {
         let env = self.env(spec, &network);
         let exec = self.exec(spec);
         self.builders_out_of_reach(spec, &roots, &exec);
-        let mut codex = self.codex(spec, &roots, &env);
+        let mut codex = self.codex(spec, &roots, &env, &network);
         codex.mcp = self.mcp(spec, &roots, &network);
         let mut roots = roots;
         self.codex_protected(spec, &mut roots, &codex);

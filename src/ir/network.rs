@@ -335,12 +335,26 @@ impl Lower<'_> {
                 );
             }
         }
-        let secrets = e
+        let mut secrets: BTreeSet<String> = e
             .secret
             .iter()
             .filter(|s| ok_names.contains(&s.value))
             .map(|s| s.value.clone())
             .collect();
-        EnvIr { vars, secrets }
+        // A key sealc holds for the Codex provider never crosses (the
+        // provider's lowering checks the rest).
+        let mut held = BTreeSet::new();
+        if let Some(p) = &spec.codex.provider {
+            if let (Some(k), Some(true)) = (&p.env_key, p.hold_key.as_ref().map(|h| h.value)) {
+                if secrets.remove(&k.value) {
+                    held.insert(k.value.clone());
+                }
+            }
+        }
+        EnvIr {
+            vars,
+            secrets,
+            held,
+        }
     }
 }

@@ -25,6 +25,7 @@ pub(super) struct State {
     /// Relaying now: if the task is dropped, the run ended under it.
     pub(super) relaying: bool,
     pub(super) cut: Option<&'static str>,
+    pub(super) held_key: Option<String>,
 }
 
 impl Default for State {
@@ -40,6 +41,7 @@ impl Default for State {
             ended: None,
             relaying: false,
             cut: None,
+            held_key: None,
         }
     }
 }
@@ -61,6 +63,7 @@ impl Conn {
             bytes_down: self.down.load(Ordering::Relaxed),
             duration_ms: ms,
             cut: s.cut,
+            held_key: s.held_key.clone(),
         }
     }
 

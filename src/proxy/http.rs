@@ -180,6 +180,17 @@ const HOP_BY_HOP: [&str; 8] = [
 /// target, hop-by-hop fields (and those `Connection` names) dropped, and
 /// `Connection: close`, so one request goes to the host that was checked.
 pub fn forward_head(head: &Head, authority: &str, path: &str) -> Vec<u8> {
+    forward_head_with(head, authority, path, None)
+}
+
+/// [`forward_head`], with `authorization`: every `Authorization` field the
+/// client sent is dropped and this one value sent instead (a key sealc holds).
+pub fn forward_head_with(
+    head: &Head,
+    authority: &str,
+    path: &str,
+    authorization: Option<&[u8]>,
+) -> Vec<u8> {
     let named: Vec<String> = head
         .headers
         .iter()
@@ -201,11 +212,20 @@ pub fn forward_head(head: &Head, authority: &str, path: &str) -> Vec<u8> {
     );
     for (name, value) in &head.headers {
         let lower = name.to_ascii_lowercase();
-        if lower == "host" || HOP_BY_HOP.contains(&lower.as_str()) || named.contains(&lower) {
+        if lower == "host"
+            || HOP_BY_HOP.contains(&lower.as_str())
+            || named.contains(&lower)
+            || (authorization.is_some() && lower == "authorization")
+        {
             continue;
         }
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(value) = authorization {
+        out.extend_from_slice(b"Authorization: ");
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }

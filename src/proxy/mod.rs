@@ -30,6 +30,7 @@
 
 mod audit;
 mod conn;
+mod held;
 mod relay;
 mod serve;
 
@@ -37,7 +38,8 @@ use self::audit::lock;
 pub use self::audit::{parse_resolve, Audit, Log};
 pub use self::conn::Running;
 use self::conn::{Conn, Ending, Listener, Slot, State};
-use self::relay::{relay, Socket, LINGER, LINGER_BYTES};
+pub use self::held::HeldKey;
+use self::relay::{relay, relay_streams, Socket, LINGER, LINGER_BYTES};
 use self::serve::{accept_tcp, accept_unix, refused, Refused, Shared};
 
 pub mod http;
@@ -85,6 +87,11 @@ pub struct Own {
     pub listen: String,
     pub audit: Audit,
     pub timeouts: Timeouts,
+    /// Keys sealc holds, and where it adds them (`codex.provider.hold_key`).
+    pub held: Vec<HeldKey>,
+    /// The certificate authorities the held keys' APIs are checked against:
+    /// `None`, the host's own store (tests give theirs).
+    pub trust: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
 }
 
 /// How long the proxy waits for a client (tests shorten them).
@@ -128,6 +135,14 @@ pub fn layer(net: &crate::ir::NetIr, own: Option<&Own>) -> serde_json::Value {
             "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
             "proxy": listen,
             "allowlist": own.policy.describe(),
+            "held_keys": own.held.iter().map(|k| serde_json::json!({
+                "secret": k.secret,
+                "host": k.host.to_string(),
+                "port": k.port,
+                "path": k.path,
+                "header": "authorization",
+                "tls": "checked against the host's trust store",
+            })).collect::<Vec<_>>(),
             "limits": {
                 "head_timeout_s": own.timeouts.head.as_secs_f64(),
                 "idle_timeout_s": own.timeouts.idle.as_secs_f64(),
@@ -169,6 +184,8 @@ impl Own {
                 .map(|p| format!("{}:{}", p.host, p.port))
                 .unwrap_or_default(),
             audit: Audit::default(),
+            held: Vec::new(),
+            trust: None,
         }
     }
 
@@ -209,6 +226,13 @@ impl Own {
 
     fn start(&self, listener: Listener) -> io::Result<Running> {
         raise_nofile();
+        // Before anything is served: a held key with no way to check its
+        // API's certificate stops the run here.
+        let tls = if self.held.is_empty() {
+            None
+        } else {
+            Some(held::client(self.trust.as_deref())?)
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -228,6 +252,8 @@ impl Own {
             audit: self.audit.clone(),
             timeouts: self.timeouts,
             active: Arc::new(AtomicUsize::new(0)),
+            held: self.held.clone(),
+            tls,
         });
         let thread = std::thread::Builder::new()
             .name("sealc-proxy".into())

@@ -26,6 +26,25 @@ where
     .await
 }
 
+/// [`relay`] for streams that are not plain sockets (TLS to a held key's
+/// API): through buffers.
+pub(super) async fn relay_streams<A, B>(client: A, upstream: B, conn: &Conn, idle: Duration)
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let (cr, cw) = tokio::io::split(client);
+    let (ur, uw) = tokio::io::split(upstream);
+    either(
+        both(copy(cr, uw, conn, &conn.up), copy(ur, cw, conn, &conn.down)),
+        async {
+            quiet_for(conn, idle).await;
+            conn.set(|s| s.cut = Some("idle"));
+        },
+    )
+    .await
+}
+
 /// Returns once no byte has moved either way for `idle`.
 pub(super) async fn quiet_for(conn: &Conn, idle: Duration) {
     loop {

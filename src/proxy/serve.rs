@@ -9,6 +9,8 @@ pub(super) struct Shared {
     pub(super) audit: Audit,
     pub(super) timeouts: Timeouts,
     pub(super) active: Arc<AtomicUsize>,
+    pub(super) held: Vec<held::HeldKey>,
+    pub(super) tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// Why a connection goes no further, and what the client is told.
@@ -106,7 +108,12 @@ where
             match tokio::time::timeout_at(deadline, read_head(&mut client, &mut buf)).await {
                 Err(_) => Err(late()),
                 Ok(Err(r)) => Err(r),
-                Ok(Ok(head)) => open_http(&head, &buf, &shared, &conn).await,
+                Ok(Ok(head)) => {
+                    if let Some(key) = held::route(&head, &shared) {
+                        return held::serve(client, &head, &buf, key, &shared, &conn).await;
+                    }
+                    open_http(&head, &buf, &shared, &conn).await
+                }
             }
         }
     };

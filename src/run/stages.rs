@@ -86,9 +86,10 @@ pub(super) fn run(
         .env
         .secrets
         .iter()
+        .chain(&ir.env.held)
         .filter(|n| opts.dry_run && env(n).is_none())
         .collect();
-    let planned = |n: &str| env(n).or_else(|| opts.dry_run.then(OsString::new));
+    let planned = |n: &str| env(n).or_else(|| opts.dry_run.then(|| OsString::from("<unset>")));
     let mut plan = crate::exec::plan(ir, &checked.command, &planned, &rt).map_err(|d| {
         let mut r = Refusal::new(REFUSED, format!("{}, so nothing was started", d.message));
         r.diagnostics = Some(Box::new((d.into(), v.display.clone())));

@@ -601,6 +601,9 @@ pub struct CodexProvider {
     #[serde(default)]
     #[schemars(pattern(ENV_NAME_PATTERN), extend("examples" = ["OPENAI_API_KEY"]))]
     pub env_key: Option<Spanned<String>>,
+    /// sealc holds the `env_key` secret: Codex is given no key, and sealc's own proxy (`network.mode = "allowlist"`, an `https://` `base_url`) adds `Authorization: Bearer <key>` to each request under `base_url` on the host side, so neither Codex nor its tools can read the key.
+    #[serde(default)]
+    pub hold_key: Option<Spanned<bool>>,
 }
 
 /// A statement proved on the compiled profile.

@@ -99,6 +99,7 @@ pub const SHAPES: &[(&str, &str)] = &[
         "base_url = \"http://127.0.0.1:${proxy_port}/v1\"",
     ),
     ("codex.provider.env_key", "env_key = \"OPENAI_API_KEY\""),
+    ("codex.provider.hold_key", "hold_key = true"),
     ("codex.allow_system_config", "allow_system_config = false"),
     ("codex.allow_project_config", "allow_project_config = false"),
     (

@@ -311,7 +311,7 @@ impl Cx {
         );
         let provider = t.get("provider").and_then(|pv| {
             let pt = self.table("codex.provider", pv)?;
-            pt.finish(self, &["base_url", "env_key"]);
+            pt.finish(self, &["base_url", "env_key", "hold_key"]);
             let base_url = match pt.get("base_url") {
                 Some(b) => self.string("codex.provider.base_url", b),
                 None => {
@@ -322,6 +322,9 @@ impl Cx {
             Some(CodexProvider {
                 base_url: base_url?,
                 env_key: self.opt_string(&pt, "env_key"),
+                hold_key: pt
+                    .get("hold_key")
+                    .and_then(|v| self.boolean("codex.provider.hold_key", v)),
             })
         });
         Codex {
