@@ -355,7 +355,7 @@ deny_read = [\"${ws}/link\"]",
     ),
     (
         code::CODEX_PROVIDER,
-        "`codex.provider.base_url` is not an http(s) URL, or its `env_key` is not an `env.secret`",
+        "`codex.provider.base_url` is not an http(s) URL, or its `env_key` is not an `env.secret`; or `hold_key` without what it needs (`network.mode = \"allowlist\"`, an `https://` base URL whose host and port the allowlist lets through, an `env_key`)",
         "[codex.provider]\nbase_url = \"ftp://127.0.0.1/v1\"",
     ),
     (
