@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// A key sealc holds for a provider, and where it adds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldKey {
+    /// The `env.secret` whose value is the key.
+    pub secret: String,
+    /// The API's host (as the proxy normalizes it) and port, over TLS.
+    pub host: String,
+    pub port: u16,
+    /// The base URL's path: the key is added only to requests under it.
+    pub path: String,
+}
+
 impl Lower<'_> {
     pub(super) fn codex(
         &mut self,

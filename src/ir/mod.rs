@@ -8,7 +8,7 @@
 mod asserts;
 mod codex;
 mod isolation;
-pub use codex::codex_inexpressible;
+pub use codex::{codex_inexpressible, HeldKey};
 pub use mcp::{McpIr, DEFAULT_STARTS, FIRST_PORT, MAX_STARTS};
 mod launcher;
 mod mcp;
@@ -236,18 +236,6 @@ pub struct ProviderIr {
     /// route; Codex is given a plain-`http` base URL to the same host and
     /// port, which only that proxy serves.
     pub held: Option<HeldKey>,
-}
-
-/// A key sealc holds for a provider, and where it adds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeldKey {
-    /// The `env.secret` whose value is the key.
-    pub secret: String,
-    /// The API's host (as the proxy normalizes it) and port, over TLS.
-    pub host: String,
-    pub port: u16,
-    /// The base URL's path: the key is added only to requests under it.
-    pub path: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -130,26 +130,38 @@ pub fn layer(net: &crate::ir::NetIr, own: Option<&Own>) -> serde_json::Value {
         }
     };
     match net.mode {
-        NetMode::Allowlist => serde_json::json!({
-            "mode": mode,
-            "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
-            "proxy": listen,
-            "allowlist": own.policy.describe(),
-            "held_keys": own.held.iter().map(|k| serde_json::json!({
-                "secret": k.secret,
-                "host": k.host.to_string(),
-                "port": k.port,
-                "path": k.path,
-                "header": "authorization",
-                "tls": "checked against the host's trust store",
-            })).collect::<Vec<_>>(),
-            "limits": {
-                "head_timeout_s": own.timeouts.head.as_secs_f64(),
-                "idle_timeout_s": own.timeouts.idle.as_secs_f64(),
-                "max_connections": MAX_CONNECTIONS,
-                "max_head_bytes": http::MAX_HEAD,
-            },
-        }),
+        NetMode::Allowlist => {
+            let mut layer = serde_json::json!({
+                "mode": mode,
+                "enforced_by": "sealc exec: its own proxy, the only way out of the seal",
+                "proxy": listen,
+                "allowlist": own.policy.describe(),
+
+                "limits": {
+                    "head_timeout_s": own.timeouts.head.as_secs_f64(),
+                    "idle_timeout_s": own.timeouts.idle.as_secs_f64(),
+                    "max_connections": MAX_CONNECTIONS,
+                    "max_head_bytes": http::MAX_HEAD,
+                },
+            });
+            if !own.held.is_empty() {
+                layer["held_keys"] = own
+                    .held
+                    .iter()
+                    .map(|k| {
+                        serde_json::json!({
+                            "secret": k.secret,
+                            "host": k.host.to_string(),
+                            "port": k.port,
+                            "path": k.path,
+                            "header": "authorization",
+                            "tls": "checked against the host's trust store",
+                        })
+                    })
+                    .collect::<serde_json::Value>();
+            }
+            layer
+        }
         NetMode::Proxy => serde_json::json!({
             "mode": mode,
             "enforced_by": "the proxy at `network.proxy`, not sealc: `hosts` and `ports` are only recorded",

@@ -148,6 +148,8 @@ pub fn flags_for(src: &str) -> VarFlags {
         ("secret", "/srv/secret"),
         ("out", "/srv/out"),
         ("port", "9"),
+        // tests/codex/held-key.toml.
+        ("api_port", "8443"),
     ] {
         let required = spec
             .vars
