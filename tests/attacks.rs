@@ -2283,14 +2283,23 @@ fn start_stubborn(lab: &Lab, marker: &str, trap: &str) -> Result<Child, String> 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
+    let started = Instant::now();
+    let end = started + Duration::from_secs(20);
     while !(lab.path("ws/ready").exists() && survivors(marker).len() >= 3) {
-        if Instant::now() > end || child.try_wait().unwrap().is_some() {
+        let exited = child.try_wait().unwrap();
+        if Instant::now() > end || exited.is_some() {
             let _ = child.kill();
             let _ = child.wait();
+            // What ended the wait: sealc's own exit (and its status), or
+            // the deadline on a loaded machine.
             return Err(format!(
-                "the stubborn processes never started: {:?}",
-                survivors(marker)
+                "the stubborn processes never started: {:?} (after {:?}; sealc {})",
+                survivors(marker),
+                started.elapsed(),
+                match exited {
+                    Some(s) => format!("exited: {s}"),
+                    None => "still running".to_string(),
+                }
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
