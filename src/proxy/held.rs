@@ -69,8 +69,19 @@ impl HeldKey {
     }
 
     /// Is `path` (origin form, with its query) under the base URL's path?
-    /// `/v1` covers `/v1`, `/v1/responses` and `/v1?x`, never `/v10`.
+    /// `/v1` covers `/v1`, `/v1/responses` and `/v1?x`, never `/v10`. A
+    /// path a server could resolve to somewhere else is never covered: a
+    /// dot segment (`/v1/../admin`), one written with `%2e`, or a
+    /// backslash (which some servers read as `/`).
     fn covers(&self, path: &str) -> bool {
+        let before_query = path.split('?').next().unwrap_or_default();
+        let lower = before_query.to_ascii_lowercase();
+        if lower.contains("%2e") || lower.contains('\\') || lower.contains("%5c") {
+            return false;
+        }
+        if before_query.split('/').any(|seg| seg == "." || seg == "..") {
+            return false;
+        }
         let base = self.path.trim_end_matches('/');
         match path.strip_prefix(base) {
             Some(rest) => rest.is_empty() || rest.starts_with('/') || rest.starts_with('?'),
@@ -345,7 +356,7 @@ mod tests {
         assert!(!got.contains("agent-guess"), "{got}");
         assert_eq!(got.matches("Authorization").count(), 1, "{got}");
         // Outside the base path: refused, nothing sent on.
-        for path in ["/v10/x", "/", "/admin"] {
+        for path in ["/v10/x", "/", "/admin", "/v1/../admin", "/v1/%2e%2e/admin"] {
             let got = ask(
                 at,
                 &format!("GET http://api.held.test:{port}{path} HTTP/1.1\r\nHost: x\r\n\r\n"),
@@ -353,12 +364,12 @@ mod tests {
             assert!(got.starts_with("HTTP/1.1 403"), "{path}: {got}");
             assert!(!got.contains("sk-held-7"), "{got}");
         }
-        let conns = settled(&audit, 4);
+        let conns = settled(&audit, 6);
         let held: Vec<_> = conns.iter().filter(|c| c.held_key.is_some()).collect();
         assert_eq!(held.len(), 1, "{conns:?}");
         assert_eq!(held[0].held_key.as_deref(), Some("API_KEY"));
         assert_eq!(held[0].decision, crate::audit::Decision::Allowed);
-        assert_eq!(conns.len(), 4, "{conns:?}");
+        assert_eq!(conns.len(), 6, "{conns:?}");
         let json = serde_json::to_string(&conns).unwrap();
         assert!(
             !json.contains("sk-held-7"),
@@ -414,5 +425,20 @@ mod tests {
         for p in ["/v10", "/", "/v2/x", "v1"] {
             assert!(!k.covers(p), "{p}");
         }
+        // Paths a server would resolve out of `/v1`.
+        for p in [
+            "/v1/../admin",
+            "/v1/..",
+            "/v1/./../x",
+            "/v1/%2e%2e/admin",
+            "/v1/%2E%2E/admin",
+            "/v1/.%2e/admin",
+            "/v1/..\\admin",
+            "/v1/%5c../admin",
+        ] {
+            assert!(!k.covers(p), "{p}");
+        }
+        // A query may say anything.
+        assert!(k.covers("/v1/responses?next=../x"));
     }
 }
