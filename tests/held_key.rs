@@ -136,6 +136,10 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
         format!(
             "exec 3<>/dev/tcp/127.0.0.1/${{HTTP_PROXY##*:}}; printf 'GET http://{NAME}:{port}/admin HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' >&3; head -c 300 <&3; echo; echo asked"
         ),
+        // The same, climbing out of `/v1` with a dot segment.
+        format!(
+            "exec 3<>/dev/tcp/127.0.0.1/${{HTTP_PROXY##*:}}; printf 'GET http://{NAME}:{port}/v1/../admin HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' >&3; head -c 300 <&3; echo; echo asked"
+        ),
     ];
     let standin = StandIn::start(script);
     tls_front(front, acceptor, standin.port);
@@ -195,7 +199,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
 
     // Every request reached the model with the key, which Codex never had.
     let requests = standin.requests();
-    assert_eq!(requests.len(), 5, "{requests:#?}");
+    assert_eq!(requests.len(), 6, "{requests:#?}");
     for r in &requests {
         assert!(r.target.ends_with("/v1/responses"), "{}", r.target);
         assert_eq!(
@@ -204,7 +208,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
         );
     }
     let outputs = requests.last().unwrap().tool_outputs();
-    assert_eq!(outputs.len(), 4, "{outputs:#?}");
+    assert_eq!(outputs.len(), 5, "{outputs:#?}");
     let output = |i: usize| outputs[i].1.as_str();
     // 1. Not in the tools' environment.
     assert!(output(0).contains("CODEX_HOME="), "{}", output(0));
@@ -229,6 +233,8 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
         "{}",
         output(3)
     );
+    assert!(output(4).contains("asked"), "{}", output(4));
+    assert!(output(4).contains("403"), "{}", output(4));
 
     // The report names the held key where it was added, and holds no key.
     let text = std::fs::read_to_string(t.join("run.json")).unwrap();
@@ -240,9 +246,9 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
         .filter(|e| e["held_key"] == "OPENAI_API_KEY")
         .count();
     assert_eq!(held, requests.len(), "{net:#?}");
-    assert!(
-        net.iter()
-            .any(|e| e["decision"] == "refused" && e["held_key"].is_null()),
-        "{net:#?}"
-    );
+    let refused = net
+        .iter()
+        .filter(|e| e["decision"] == "refused" && e["held_key"].is_null())
+        .count();
+    assert_eq!(refused, 2, "{net:#?}");
 }
