@@ -12,8 +12,6 @@ mod codex_support;
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
 
 use codex_support::*;
 use common::*;
@@ -23,15 +21,6 @@ const KEY: &str = "sk-harness-41b7";
 
 fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{:x}", sha2::Sha256::digest(bytes))
-}
-
-fn sealc(t: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
-    c.env_clear()
-        .env("HOME", t.join("op"))
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::null());
-    c
 }
 
 #[test]
@@ -64,7 +53,7 @@ fn three_reps_share_one_binding_and_start_from_the_same_state() {
             .to_string(),
     ];
     let standin = StandIn::start(script);
-    let out = sealc(&t)
+    let out = operator_sealc(&t)
         .current_dir(&t)
         .arg("compile")
         .arg(root().join("tests/codex/probe-harness.toml"))
@@ -89,7 +78,7 @@ fn three_reps_share_one_binding_and_start_from_the_same_state() {
             t.join(format!("out/rep{rep}.err")),
         );
         let before = standin.requests().len();
-        let out = sealc(&t)
+        let out = operator_sealc(&t)
             .current_dir(run.join("ws"))
             .env("OPENAI_API_KEY", KEY)
             .arg("exec")
@@ -166,7 +155,7 @@ fn three_reps_share_one_binding_and_start_from_the_same_state() {
     std::fs::create_dir_all(left.parent().unwrap()).unwrap();
     std::fs::write(&left, "steer the next run\n").unwrap();
     let rep = |force: bool| {
-        let mut c = sealc(&t);
+        let mut c = operator_sealc(&t);
         c.current_dir(run.join("ws"))
             .env("OPENAI_API_KEY", KEY)
             .arg("exec")

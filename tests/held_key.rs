@@ -17,7 +17,6 @@ mod codex_support;
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use codex_support::*;
@@ -87,15 +86,6 @@ fn tls_front(l: std::net::TcpListener, acceptor: tokio_rustls::TlsAcceptor, to: 
     });
 }
 
-fn sealc(t: &std::path::Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
-    c.env_clear()
-        .env("HOME", t.join("op"))
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::null());
-    c
-}
-
 #[test]
 #[cfg_attr(
     any(sealc_no_bwrap, sealc_no_codex = "0.171.0"),
@@ -144,7 +134,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     let standin = StandIn::start(script);
     tls_front(front, acceptor, standin.port);
 
-    let out = sealc(&t)
+    let out = operator_sealc(&t)
         .current_dir(&t)
         .arg("compile")
         .arg(root().join("tests/codex/held-key.toml"))
@@ -168,7 +158,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     let env_json = std::fs::read_to_string(t.join("seal/env.json")).unwrap();
     assert!(env_json.contains("\"held_keys\""), "{env_json}");
 
-    let out = sealc(&t)
+    let out = operator_sealc(&t)
         .current_dir(t.join("run/ws"))
         .env("OPENAI_API_KEY", KEY)
         .env("SSL_CERT_FILE", t.join("op/ca.pem"))

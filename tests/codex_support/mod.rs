@@ -368,3 +368,15 @@ pub fn config_complaints(output: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The built sealc as an operator runs it in a Codex test's lab `t`: an
+/// empty environment but `HOME` (`t/op`, the operator's home) and `PATH`,
+/// stdin closed.
+pub fn operator_sealc(t: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sealc"));
+    c.env_clear()
+        .env("HOME", t.join("op"))
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null());
+    c
+}
