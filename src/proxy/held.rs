@@ -71,12 +71,16 @@ impl HeldKey {
     /// Is `path` (origin form, with its query) under the base URL's path?
     /// `/v1` covers `/v1`, `/v1/responses` and `/v1?x`, never `/v10`. A
     /// path a server could resolve to somewhere else is never covered: a
-    /// dot segment (`/v1/../admin`), one written with `%2e`, or a
+    /// dot segment (`/v1/../admin`), one written with `%2e`, a slash
+    /// written `%2f` (some servers decode it before resolving dots), or a
     /// backslash (which some servers read as `/`).
     fn covers(&self, path: &str) -> bool {
         let before_query = path.split('?').next().unwrap_or_default();
         let lower = before_query.to_ascii_lowercase();
-        if lower.contains("%2e") || lower.contains('\\') || lower.contains("%5c") {
+        if ["%2e", "%2f", "%5c", "\\"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
             return false;
         }
         if before_query.split('/').any(|seg| seg == "." || seg == "..") {
@@ -223,7 +227,7 @@ mod tests {
 
     /// A certificate authority and a server certificate it signed for
     /// `name`: (the CA's certificate, the server's chain, its key).
-    pub(crate) fn pki(
+    fn pki(
         name: &str,
     ) -> (
         CertificateDer<'static>,
@@ -325,8 +329,9 @@ mod tests {
         String::from_utf8_lossy(&got).into_owned()
     }
 
-    /// The connections, once `n` have ended (a connection is recorded as
-    /// its task ends, just after the client saw the end), or after 5 s.
+    /// The connections, once `n` are recorded (a connection is recorded
+    /// when its task starts, which may be just after the client's answer
+    /// came), or after 5 s.
     fn settled(audit: &Audit, n: usize) -> Vec<crate::audit::Connection> {
         let until = Instant::now() + Duration::from_secs(5);
         loop {
@@ -435,6 +440,8 @@ mod tests {
             "/v1/.%2e/admin",
             "/v1/..\\admin",
             "/v1/%5c../admin",
+            "/v1/x%2f..%2f..%2fadmin",
+            "/v1/x%2F..%2F..%2Fadmin",
         ] {
             assert!(!k.covers(p), "{p}");
         }
