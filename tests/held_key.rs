@@ -98,7 +98,44 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     let Some(releases) = releases(&[VERSION]) else {
         return;
     };
-    let (_, bin) = &releases[0];
+    held_run(&releases[0].1, None);
+}
+
+/// The same, `sealc` started by an unprivileged caller (the proxy, and so
+/// the key, in a process of that user's own).
+#[test]
+#[cfg_attr(
+    any(
+        sealc_no_bwrap,
+        sealc_not_root,
+        sealc_cannot_become = "sealc-test",
+        sealc_no_codex = "0.171.0"
+    ),
+    ignore = "needs bubblewrap, root, setpriv, the user sealc-test and Codex 0.171.0"
+)]
+fn an_unprivileged_caller_holds_the_key_too() {
+    if !ready_as_root_with(&[USER]) {
+        return;
+    }
+    let Some(releases) = releases(&[VERSION]) else {
+        return;
+    };
+    held_run(&releases[0].1, Some(USER));
+}
+
+/// sealc as `who` (root when `None`), as an operator runs it in the lab.
+fn caller(t: &std::path::Path, who: Option<&str>) -> std::process::Command {
+    match who {
+        None => operator_sealc(t),
+        Some(u) => {
+            let mut c = as_user(Some(u), &[env!("CARGO_BIN_EXE_sealc")]);
+            c.env("HOME", t.join("op"));
+            c
+        }
+    }
+}
+
+fn held_run(bin: &std::path::Path, who: Option<&str>) {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let t: PathBuf = tmp.path().canonicalize().unwrap();
     // Started by root, the agent runs as `nobody`: it must reach the lab.
@@ -108,6 +145,16 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     }
     let (ca_pem, acceptor) = pki();
     std::fs::write(t.join("op/ca.pem"), ca_pem).unwrap();
+    if let Some(u) = who {
+        let (uid, gid) = ids(u);
+        let chown = std::process::Command::new("chown")
+            .arg("-R")
+            .arg(format!("{uid}:{gid}"))
+            .arg(&t)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+    }
     // The front's port first: the tools' script names it.
     let front = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = front.local_addr().unwrap().port();
@@ -118,7 +165,9 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     // path outside `/v1` (bash's /dev/tcp to the proxy in `HTTP_PROXY`).
     let script = vec![
         "env".to_string(),
-        format!("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qE '{KEY_PATTERN}|OPENAI_API_KEY' && echo \"key-in ${{p#/proc/}}\"; done; echo scanned"),
+        // (Each environment read is said too: Codex's, the tool's parent,
+        // must be among them, or the search proves nothing.)
+        format!("echo parent=$PPID; for p in /proc/[0-9]*; do e=$(tr '\\0' '\\n' < $p/environ 2>/dev/null) || continue; echo \"readable ${{p#/proc/}}\"; echo \"$e\" | grep -qE '{KEY_PATTERN}|OPENAI_API_KEY' && echo \"key-in ${{p#/proc/}}\"; done; echo scanned"),
         format!(
             "grep -rlE '{KEY_PATTERN}' \"$CODEX_HOME\" {} 2>/dev/null; echo searched",
             t.join("run").display()
@@ -134,7 +183,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     let standin = StandIn::start(script);
     tls_front(front, acceptor, standin.port);
 
-    let out = operator_sealc(&t)
+    let out = caller(&t, who)
         .current_dir(&t)
         .arg("compile")
         .arg(root().join("tests/codex/held-key.toml"))
@@ -158,7 +207,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     let env_json = std::fs::read_to_string(t.join("seal/env.json")).unwrap();
     assert!(env_json.contains("\"held_keys\""), "{env_json}");
 
-    let out = operator_sealc(&t)
+    let out = caller(&t, who)
         .current_dir(t.join("run/ws"))
         .env("OPENAI_API_KEY", KEY)
         .env("SSL_CERT_FILE", t.join("op/ca.pem"))
@@ -180,7 +229,7 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{who:?}: {stdout}\n{stderr}");
     assert!(stdout.contains(FINAL), "{stdout}\n{stderr}");
     assert!(
         !stdout.contains(KEY) && !stderr.contains(KEY),
@@ -206,6 +255,15 @@ fn codex_uses_a_key_that_no_tool_it_runs_can_find() {
     // 2. Not in any environment a tool can read: not even Codex's.
     assert!(output(1).contains("scanned"), "{}", output(1));
     assert!(!output(1).contains("key-in"), "{}", output(1));
+    let parent = output(1)
+        .lines()
+        .find_map(|l| l.strip_prefix("parent="))
+        .unwrap_or_else(|| panic!("{}", output(1)));
+    assert!(
+        output(1).contains(&format!("readable {parent}\n")),
+        "Codex's environment was not read: {}",
+        output(1)
+    );
     // 3. Not in any file of the Codex home or the run.
     assert!(output(2).contains("searched"), "{}", output(2));
     let found: Vec<&str> = output(2)
