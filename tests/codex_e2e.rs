@@ -70,12 +70,7 @@ impl Lab {
     }
 
     fn sealc(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sealc"));
-        c.env_clear()
-            .env("HOME", self.t.join("op"))
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null());
-        c
+        operator_sealc(&self.t)
     }
 
     /// Compile tests/codex/sealed-run.toml for this Codex.
