@@ -111,6 +111,28 @@ impl Comment<'_> {
     }
 }
 
+/// What the sections of one profile share: the IR, and the spellings of
+/// its denied roots as a set, made once and only when a section asks (two
+/// sections look paths up in it; 20,000 spellings for a big spec).
+struct Cx<'a> {
+    ir: &'a Ir,
+    denied: std::cell::OnceCell<PathSet<'a>>,
+}
+
+impl<'a> Cx<'a> {
+    fn denied(&self) -> &PathSet<'a> {
+        self.denied.get_or_init(|| {
+            PathSet::new(
+                self.ir
+                    .roots
+                    .iter()
+                    .filter(|r| r.kind.is_denied())
+                    .flat_map(|r| r.spellings.iter()),
+            )
+        })
+    }
+}
+
 struct Rule<'a> {
     comment: Comment<'a>,
     action: Action,
@@ -147,7 +169,7 @@ pub fn render(ir: &Ir) -> Vec<u8> {
     // Each section is rendered as soon as its rules are made, and its rules
     // dropped before the next is made: a big spec's rules are never all
     // held at once.
-    type Section = fn(&Ir) -> Vec<Rule<'_>>;
+    type Section = for<'a> fn(&Cx<'a>) -> Vec<Rule<'a>>;
     let mut sections: Vec<(&str, Section)> = Vec::new();
     if ir.base == Base::DenyDefault {
         sections.push((
@@ -178,8 +200,12 @@ pub fn render(ir: &Ir) -> Vec<u8> {
             ipc_rules,
         ),
     ]);
+    let cx = Cx {
+        ir,
+        denied: std::cell::OnceCell::new(),
+    };
     for (title, make) in sections {
-        let rules = make(ir);
+        let rules = make(&cx);
         let _ = writeln!(out, "\n;; ---- {title} ----");
         if rules.is_empty() {
             out.push_str(";; (no rules)\n");

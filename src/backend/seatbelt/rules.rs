@@ -4,7 +4,8 @@
 
 use super::*;
 
-pub(super) fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn read_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
     if ir.base == Base::DenyDefault {
         for p in DENY_DEFAULT_READ_ROOTS {
@@ -78,7 +79,8 @@ pub(super) fn read_rules(ir: &Ir) -> Vec<Rule<'_>> {
     s.finish()
 }
 
-pub(super) fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let mut rules = Vec::new();
     let meta = PathSet::new(
         ir.roots_of(RootKind::MetadataOnly)
@@ -115,13 +117,7 @@ pub(super) fn metadata_rules(ir: &Ir) -> Vec<Rule<'_>> {
         rules.extend(s.finish());
     }
     // Ancestors of every re-allowed path, so getcwd and stat work on the way down.
-    let denied = PathSet::new(
-        ir.roots
-            .iter()
-            .filter(|r| r.kind.is_denied())
-            .flat_map(|r| r.spellings.iter()),
-    );
-    let needs = |a: &str| ir.base == Base::DenyDefault || denied.covers(a);
+    let needs = |a: &str| ir.base == Base::DenyDefault || cx.denied().covers(a);
     let mut done: BTreeSet<&str> = BTreeSet::new();
     if ir.base == Base::DenyDefault {
         // What the user denied stays denied: the base never overrides a
@@ -232,7 +228,8 @@ pub(super) fn user_denies(ir: &Ir, p: &str) -> bool {
         .is_some_and(|(_, kind)| kind == RootKind::DenyRead)
 }
 
-pub(super) fn write_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn write_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let mut s = Sorted::new();
     s.push(
         "/",
@@ -403,17 +400,12 @@ fn spelling_count(ir: &Ir) -> usize {
     ir.roots.iter().map(|r| r.spellings.len()).sum()
 }
 
-pub(super) fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
-    let denied = PathSet::new(
-        ir.roots
-            .iter()
-            .filter(|r| r.kind.is_denied())
-            .flat_map(|r| r.spellings.iter()),
-    );
+pub(super) fn launder_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
     for root in ir.roots_of(RootKind::Write) {
         for sp in &root.spellings {
-            if ir.base == Base::DenyDefault || denied.covers(sp) {
+            if ir.base == Base::DenyDefault || cx.denied().covers(sp) {
                 s.push(
                     sp,
                     0,
@@ -475,7 +467,8 @@ pub(super) fn launder_rules(ir: &Ir) -> Vec<Rule<'_>> {
     s.finish()
 }
 
-pub(super) fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn network_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let deny_all = || Rule {
         comment: format!(
             "network.mode = \"{}\": no IP traffic in or out, no unix sockets",
@@ -536,7 +529,8 @@ pub(super) fn network_rules(ir: &Ir) -> Vec<Rule<'_>> {
 /// The IPC surface sealed under both bases: one deny rule per entry of
 /// [`crate::ipc::SEALED`], after every allow, so neither reading of
 /// precedence lets a base's allow win.
-pub(super) fn ipc_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn ipc_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     use crate::ipc::{Sealed, SEALED};
     SEALED
         .iter()
@@ -582,7 +576,8 @@ pub(super) fn first_clause(s: &str) -> &str {
     s.split([';', '(', ',']).next().unwrap_or(s).trim_end()
 }
 
-pub(super) fn base_rules(ir: &Ir) -> Vec<Rule<'_>> {
+pub(super) fn base_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
+    let ir = cx.ir;
     let mut exec_filters: Vec<Filter> = ["/System", "/bin", "/sbin", "/usr"]
         .iter()
         .map(|p| Filter::Subpath((*p).into()))
