@@ -24,6 +24,7 @@ pub use self::protect::{is_protect_name, protected_paths, ProtectedPath};
 pub use self::vars::parse_var_flag;
 use self::vars::resolve_vars;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
@@ -32,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub use host::{Bounds, FakeHost, Host, Kind, Met, RealHost, Unwalked};
 
 use crate::diag::{did_you_mean, quote, Diagnostic, Diagnostics};
-use crate::spec::{interpolate, references, Platform, Spanned, Spec};
+use crate::spec::{interpolate, interpolated, references, Platform, Spanned, Spec};
 
 /// Everything read from the host at compile time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -245,14 +246,14 @@ pub fn gather_all(
     let mut realpaths = BTreeMap::new();
     let codex_denied = spec.codex_denied();
     for root in spec.filesystem.all_roots().chain(&codex_denied) {
-        let Some(path) = root_path(root, src, &vars) else {
+        let Some(path) = root_path_ref(root, src, &vars) else {
             continue;
         };
         if let Some(real) = host.canonicalize(&path) {
             if linux {
                 kinds.insert(real.clone(), path_kind(&real, host));
             }
-            realpaths.insert(path, real);
+            realpaths.insert(path.into_owned(), real);
         }
     }
     // Write roots that do not exist yet: where `sealc exec` will make them.
@@ -312,13 +313,17 @@ pub fn gather_all(
             .map(|r| (r, true))
             .chain(fs.allow_read.iter().map(|r| (r, false)))
         {
-            let Some(path) = root_path(root, src, &vars) else {
+            let Some(path) = root_path_ref(root, src, &vars) else {
                 continue;
             };
-            if realpaths.contains_key(&path) {
+            if realpaths.contains_key(path.as_ref()) {
                 continue;
             }
-            if let Some(at) = would_appear(&path, host).filter(|at| *at != normalize(&path)) {
+            // What it walks to is normal: equal to the path, the path is too.
+            if let Some(at) = would_appear(&path, host)
+                .filter(|at| *at != path.as_ref() && *at != normalize(&path))
+            {
+                let path = path.into_owned();
                 if denied {
                     absent_denied.insert(path, at);
                 } else {
@@ -476,7 +481,16 @@ fn path_kind(real: &str, host: &dyn Host) -> PathKind {
 /// A root's path after `${var}` substitution, when it is one the host can be
 /// asked about (the IR reports the others, with their spans).
 fn root_path(root: &Spanned<String>, src: &str, vars: &BTreeMap<String, String>) -> Option<String> {
-    let path = interpolate(root, src, vars).ok()?;
+    root_path_ref(root, src, vars).map(Cow::into_owned)
+}
+
+/// [`root_path`], borrowed from the spec when it names no var.
+fn root_path_ref<'a>(
+    root: &'a Spanned<String>,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+) -> Option<Cow<'a, str>> {
+    let path = interpolated(root, src, vars).ok()?;
     (path.starts_with('/') && !path.contains('\0')).then_some(path)
 }
 
@@ -494,17 +508,19 @@ pub fn would_appear(path: &str, host: &dyn Host) -> Option<String> {
     if path.len() > MAX_RESOLVED || !path.starts_with('/') {
         return None;
     }
-    let mut pending: Vec<String> = path
+    // The components still to walk, last first: the path's own borrowed
+    // (10,000 absent roots are walked here), a link target's copied.
+    let mut pending: Vec<std::borrow::Cow<'_, str>> = path
         .split('/')
         .filter(|c| !c.is_empty())
         .rev()
-        .map(str::to_string)
+        .map(std::borrow::Cow::Borrowed)
         .collect();
-    let mut cur = String::new();
+    let mut cur = String::with_capacity(path.len() + 16);
     let mut absent = false;
     let mut hops = 0;
     while let Some(c) = pending.pop() {
-        match c.as_str() {
+        match c.as_ref() {
             "." => continue,
             ".." => {
                 cur.truncate(cur.rfind('/').unwrap_or(0));
@@ -532,7 +548,7 @@ pub fn would_appear(path: &str, host: &dyn Host) -> Option<String> {
                     to.split('/')
                         .filter(|c| !c.is_empty())
                         .rev()
-                        .map(str::to_string),
+                        .map(|c| std::borrow::Cow::Owned(c.to_string())),
                 );
                 if cur.len() + pending.iter().map(|c| c.len() + 1).sum::<usize>() > MAX_RESOLVED {
                     return None;

@@ -7,23 +7,21 @@ use super::*;
 impl Lower<'_> {
     pub(super) fn roots(&mut self, spec: &Spec) -> Vec<Root> {
         let fs = &spec.filesystem;
-        // A Codex seal also denies Codex's other config layers.
-        let deny_read: Vec<Spanned<String>> = fs
-            .deny_read
-            .iter()
-            .cloned()
-            .chain(spec.codex_denied())
-            .collect();
-        let lists = [
-            (RootKind::DenyRead, &deny_read),
-            (RootKind::AllowRead, &fs.allow_read),
-            (RootKind::MetadataOnly, &fs.metadata_only),
-            (RootKind::Write, &fs.write),
-            (RootKind::WriteDevice, &fs.write_devices),
+        // A Codex seal also denies Codex's other config layers (listed after
+        // the spec's own, which are not copied to make one list).
+        let codex_denied = spec.codex_denied();
+        type List<'s> = &'s [Spanned<String>];
+        let lists: [(RootKind, List, List); 5] = [
+            (RootKind::DenyRead, &fs.deny_read, &codex_denied),
+            (RootKind::AllowRead, &fs.allow_read, &[]),
+            (RootKind::MetadataOnly, &fs.metadata_only, &[]),
+            (RootKind::Write, &fs.write, &[]),
+            (RootKind::WriteDevice, &fs.write_devices, &[]),
         ];
-        let mut out: Vec<Root> = Vec::with_capacity(lists.iter().map(|(_, l)| l.len()).sum());
-        for (kind, list) in lists {
-            for entry in list {
+        let mut out: Vec<Root> =
+            Vec::with_capacity(lists.iter().map(|(_, l, more)| l.len() + more.len()).sum());
+        for (kind, list, more) in lists {
+            for entry in list.iter().chain(more) {
                 let Some(path) = self.path(entry, format_args!("`{}` entry", kind.key())) else {
                     continue;
                 };

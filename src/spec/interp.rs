@@ -112,8 +112,18 @@ pub fn interpolate(
     src: &str,
     vars: &BTreeMap<String, String>,
 ) -> Result<String, Diagnostic> {
+    interpolated(s, src, vars).map(std::borrow::Cow::into_owned)
+}
+
+/// [`interpolate`], borrowing a value without `$` rather than copying it
+/// (the facts look every root up several times).
+pub fn interpolated<'a>(
+    s: &'a Spanned<String>,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+) -> Result<std::borrow::Cow<'a, str>, Diagnostic> {
     if !s.value.contains('$') {
-        return Ok(s.value.clone());
+        return Ok(std::borrow::Cow::Borrowed(&s.value));
     }
     let mut out = String::with_capacity(s.value.len());
     for p in pieces(s, src)? {
@@ -147,7 +157,7 @@ pub fn interpolate(
             },
         }
     }
-    Ok(out)
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// A name written as environment variables are (`HOME`, `XDG_CACHE_HOME`):
