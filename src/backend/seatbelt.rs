@@ -476,6 +476,14 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
     true
 }
 
+/// A rule's one filter, with room for its macOS alias's (merged in by
+/// [`Sorted::push`]) without growing.
+fn one_filter(filter: Filter<'_>) -> Vec<Filter<'_>> {
+    let mut v = Vec::with_capacity(2);
+    v.push(filter);
+    v
+}
+
 fn rule<'a>(
     comment: Comment<'a>,
     action: Action,
@@ -486,7 +494,7 @@ fn rule<'a>(
         comment,
         action,
         ops,
-        filters: vec![filter],
+        filters: one_filter(filter),
     }
 }
 

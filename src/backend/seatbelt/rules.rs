@@ -414,7 +414,7 @@ pub(super) fn launder_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                             .with_suffix(": links and clones of its own files"),
                         action: Action::Allow,
                         ops: &["file-link", "file-clone"],
-                        filters: vec![Filter::Subpath(sp.as_str().into())],
+                        filters: one_filter(Filter::Subpath(sp.as_str().into())),
                     },
                 );
             }
@@ -445,7 +445,7 @@ pub(super) fn launder_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                     ),
                     action: Action::Deny,
                     ops: &["file-link", "file-clone"],
-                    filters: vec![Filter::Subpath(sp.as_str().into())],
+                    filters: one_filter(Filter::Subpath(sp.as_str().into())),
                 },
             );
         }
@@ -459,7 +459,7 @@ pub(super) fn launder_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                     comment: origin(root, sp).with_suffix(": derived, always"),
                     action: Action::Deny,
                     ops: &["file-link", "file-clone"],
-                    filters: vec![Filter::Subpath(sp.as_str().into())],
+                    filters: one_filter(Filter::Subpath(sp.as_str().into())),
                 },
             );
         }
