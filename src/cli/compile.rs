@@ -53,6 +53,7 @@ pub struct Args {
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    crate::heap::tune_for_a_short_command();
     let mut sink = Sink {
         json: matches!(a.format, Format::Json),
         out,
