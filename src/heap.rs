@@ -7,7 +7,7 @@
 //! builds again (a 10,000-root profile's sections one after the other) is
 //! fresh pages, each zeroed by a page fault. Tuned, freed memory stays in the
 //! heap for the next allocation: 10,000 roots take 4,700 page faults instead
-//! of 5,300 (benches/peers.sh). The process is short, so what it keeps is
+//! of 5,300 (`perf stat`; docs/performance.md). The process is short, so what it keeps is
 //! returned at its exit. `sealc exec` does not call this: its proxy lives as
 //! long as the run, and keeps glibc's defaults.
 //!
@@ -29,10 +29,12 @@ pub fn tune_for_a_short_command() {
             (libc::M_TOP_PAD, TOP_PAD),
         ] {
             // SAFETY: mallopt takes two integers and changes only how
-            // glibc's malloc chooses where later allocations come from; it
-            // is safe to call at any time, from any thread. A value it
-            // refuses (it returns 0) leaves the default, which is correct,
-            // only slower.
+            // glibc's malloc chooses where later allocations come from,
+            // under the main arena's lock. glibc marks it unsafe while
+            // malloc initializes itself (`MT-Unsafe init`); by the time a
+            // command runs, Rust's start-up has allocated (the arguments),
+            // so that is done. A value it refuses (it returns 0) leaves the
+            // default, which is correct, only slower.
             #[allow(unsafe_code)]
             let _ = unsafe { libc::mallopt(param, value) };
         }
