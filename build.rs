@@ -30,6 +30,10 @@
 //! that did not exist is not watched (cargo would run this and rebuild the
 //! crate on every build), nor is `PATH` or the user: after installing what
 //! was missing, `touch build.rs` (the `.ci/install-codex*` scripts do).
+//!
+//! One thing is not a probe: on Linux with glibc, every binary of this
+//! package links libgcc's unwinder from `libgcc_eh.a` instead of loading
+//! `libgcc_s.so.1` ([`static_unwinder`]).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -72,6 +76,7 @@ fn main() {
         quoted(&releases)
     );
 
+    static_unwinder();
     if !is_set("SEALC_REQUIRE_BWRAP", |v| v == "1") {
         sandbox_probes();
     }
@@ -80,6 +85,58 @@ fn main() {
     } else {
         codex_probes(&releases);
     }
+}
+
+/// Link libgcc's unwinder into the binaries (`libgcc_eh.a`) rather than
+/// load `libgcc_s.so.1` when they start: that library's constructor
+/// (`__cpu_indicator_init`) probes the CPU with `CPUID`, which traps to the
+/// hypervisor on a VM (6.6 us each on the VM this was measured on), and it
+/// is one more library to map and relocate: a hello-world's whole process
+/// took 0.82 ms against 0.99 ms (benches/peers/measure.py, 100 runs).
+/// Unwinding (panics, `catch_unwind`, backtraces) is the same code, linked
+/// in. The C library stays shared (its NSS modules, for the proxy's DNS).
+///
+/// A linker script named `libgcc_s.so` in a directory searched first names
+/// the archive instead; `-lgcc_s` (Rust's standard library and the C
+/// compiler's driver ask for it) then finds it. Where the archive cannot be
+/// found (another C compiler, a cross build), the binaries load
+/// `libgcc_s.so.1` as before, and the build says so.
+fn static_unwinder() {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") != "linux"
+        || var("CARGO_CFG_TARGET_ENV") != "gnu"
+        || var("HOST") != var("TARGET")
+    {
+        return;
+    }
+    println!("cargo::rerun-if-env-changed=CC");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let archive = Command::new(&cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .filter(|p| p.is_absolute() && p.is_file() && !p.to_string_lossy().contains('"'));
+    let Some(archive) = archive else {
+        println!(
+            "cargo::warning=libgcc_eh.a not found by `{} -print-file-name`: the binaries load libgcc_s.so.1 (slower start-up)",
+            cc.to_string_lossy()
+        );
+        return;
+    };
+    let dir = PathBuf::from(var("OUT_DIR")).join("unwinder");
+    let script = format!("INPUT(\"{}\")\n", archive.display());
+    if std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join("libgcc_s.so"), script))
+        .is_err()
+    {
+        println!("cargo::warning=cannot write the unwinder's linker script: the binaries load libgcc_s.so.1");
+        return;
+    }
+    println!("cargo::rustc-link-search=native={}", dir.display());
 }
 
 fn is_set(var: &str, when: impl Fn(&OsStr) -> bool) -> bool {

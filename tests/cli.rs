@@ -816,3 +816,25 @@ fn exec_refusals_exit_125_and_never_look_like_the_commands_status() {
     let out = Sealc::new().args(["compile", "--bogus"]).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+/// On glibc Linux the binary carries libgcc's unwinder (build.rs,
+/// `static_unwinder`): the loader maps no `libgcc_s.so.1`, whose
+/// constructor probes the CPU at every start. Asked with the loader's own
+/// listing (`LD_TRACE_LOADED_OBJECTS`, what `ldd` sets), which must name
+/// the C library for the answer to mean anything.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_loads_the_c_library_and_no_libgcc_s() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sealc"))
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .output()
+        .expect("sealc runs");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("libc.so.6"), "no loader listing: {listed}");
+    assert!(!listed.contains("libgcc_s"), "libgcc_s is loaded: {listed}");
+    // This test binary is linked the same way, and still unwinds a panic.
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");
+    assert!(!maps.contains("libgcc_s"), "libgcc_s in the test binary");
+    let caught = std::panic::catch_unwind(|| panic!("unwound"));
+    assert!(caught.is_err());
+}
