@@ -97,8 +97,8 @@ fn main() {
 /// in. The C library stays shared (its NSS modules, for the proxy's DNS).
 ///
 /// A linker script named `libgcc_s.so` in a directory searched first names
-/// the archive instead; `-lgcc_s` (Rust's standard library and the C
-/// compiler's driver ask for it) then finds it. Where the archive cannot be
+/// the archive instead (`INPUT(-lgcc_eh)`); `-lgcc_s` (Rust's standard
+/// library and the C compiler's driver ask for it) then finds it. Where the archive cannot be
 /// found (another C compiler, a cross build), the binaries load
 /// `libgcc_s.so.1` as before, and the build says so.
 fn static_unwinder() {
@@ -111,7 +111,7 @@ fn static_unwinder() {
     }
     println!("cargo::rerun-if-env-changed=CC");
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let archive = Command::new(&cc)
+    let found = Command::new(&cc)
         .arg("-print-file-name=libgcc_eh.a")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -119,16 +119,19 @@ fn static_unwinder() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .filter(|p| p.is_absolute() && p.is_file() && !p.to_string_lossy().contains('"'));
-    let Some(archive) = archive else {
+        .is_some_and(|p| p.is_absolute() && p.is_file());
+    if !found {
         println!(
             "cargo::warning=libgcc_eh.a not found by `{} -print-file-name`: the binaries load libgcc_s.so.1 (slower start-up)",
             cc.to_string_lossy()
         );
         return;
-    };
+    }
     let dir = PathBuf::from(var("OUT_DIR")).join("unwinder");
-    let script = format!("INPUT(\"{}\")\n", archive.display());
+    // By name, not by the path found: after the C compiler is upgraded the
+    // linker finds the new archive where the old path would be gone (this
+    // script is not written again unless build.rs runs again).
+    let script = "INPUT(-lgcc_eh)\n";
     if std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(dir.join("libgcc_s.so"), script))
         .is_err()
