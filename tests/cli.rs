@@ -824,6 +824,10 @@ fn exec_refusals_exit_125_and_never_look_like_the_commands_status() {
 /// the C library for the answer to mean anything.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
+#[cfg_attr(
+    sealc_unwinder_shared,
+    ignore = "the C compiler has no libgcc_eh.a: the build links libgcc_s.so.1 (see its warning)"
+)]
 fn the_binary_loads_the_c_library_and_no_libgcc_s() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sealc"))
         .env("LD_TRACE_LOADED_OBJECTS", "1")
