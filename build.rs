@@ -99,9 +99,9 @@ fn main() {
 ///
 /// A linker script named `libgcc_s.so` in a directory searched first names
 /// the archive instead (`INPUT(-lgcc_eh)`); `-lgcc_s` (Rust's standard
-/// library and the C compiler's driver ask for it) then finds it. Where the archive cannot be
-/// found (another C compiler, a cross build), the binaries load
-/// `libgcc_s.so.1` as before, and the build says so.
+/// library and the C compiler's driver ask for it) then finds it. A cross
+/// build is left as it is. Where the C compiler has no archive, the
+/// binaries load `libgcc_s.so.1` as before, and the build warns.
 fn static_unwinder() {
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux"
