@@ -313,14 +313,17 @@ impl FakeHost {
         if p == "/" || self.dirs.contains(p) || self.files.contains_key(p) {
             return true;
         }
-        // Something lies below `p`: the first key after `p/` in each sorted map.
-        use std::ops::Bound::{Included, Unbounded};
-        let prefix = format!("{p}/");
-        let below = |k: Option<&String>| k.is_some_and(|k| k.starts_with(&prefix));
-        let from = (Included(prefix.as_str()), Unbounded);
-        below(self.dirs.range::<str, _>(from).next())
-            || below(self.files.range::<str, _>(from).next().map(|(k, _)| k))
-            || below(self.links.range::<str, _>(from).next().map(|(k, _)| k))
+        // Something lies below `p`: among the keys after `p` that start
+        // with it (in each sorted map), one goes on with `/`.
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = (Excluded(p), Unbounded);
+        let below = |keys: &mut dyn Iterator<Item = &String>| {
+            keys.take_while(|k| k.starts_with(p))
+                .any(|k| k.as_bytes().get(p.len()) == Some(&b'/'))
+        };
+        below(&mut self.dirs.range::<str, _>(from))
+            || below(&mut self.files.range::<str, _>(from).map(|(k, _)| k))
+            || below(&mut self.links.range::<str, _>(from).map(|(k, _)| k))
     }
 }
 

@@ -207,6 +207,7 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         line: 1,
         line_start: 0,
         depth: 0,
+        items: Vec::new(),
     };
     let mut forms = Vec::new();
     r.skip_ws()?;
@@ -240,6 +241,10 @@ struct Reader<'a> {
     line: usize,
     line_start: usize,
     depth: usize,
+    /// The items of the lists being read, innermost last: a list's items
+    /// are moved out in one allocation of their exact number when it
+    /// closes, not grown one push at a time.
+    items: Vec<Expr>,
 }
 
 impl Reader<'_> {
@@ -348,15 +353,18 @@ impl Reader<'_> {
     }
 
     fn list(&mut self) -> Result<Node, SyntaxError> {
-        let (open, open_line) = (self.at, self.line);
-        let open_column = self.column_of(open);
+        let (open, open_line, open_line_start) = (self.at, self.line, self.line_start);
         self.at += 1;
         let unclosed = |r: &Self| {
+            let open_column = r
+                .src
+                .get(open_line_start..open)
+                .map_or(1, |s| s.chars().count() + 1);
             r.error(format!(
                 "the list opened at line {open_line}, column {open_column} is not closed"
             ))
         };
-        let mut items = Vec::new();
+        let base = self.items.len();
         let mut tail = None;
         loop {
             self.skip_ws()?;
@@ -364,7 +372,7 @@ impl Reader<'_> {
                 None => return Err(unclosed(self)),
                 Some(b')') => break,
                 Some(b'.') if self.peek2().is_none_or(is_delimiter) => {
-                    if items.is_empty() {
+                    if self.items.len() == base {
                         return Err(self.error("a dot with no datum before it"));
                     }
                     self.at += 1;
@@ -381,10 +389,14 @@ impl Reader<'_> {
                         Some(_) => return Err(self.error("more than one datum after a dot")),
                     }
                 }
-                Some(_) => items.push(self.datum()?),
+                Some(_) => {
+                    let item = self.datum()?;
+                    self.items.push(item);
+                }
             }
         }
         self.at += 1;
+        let items = self.items.drain(base..).collect();
         Ok(Node::List { items, tail })
     }
 

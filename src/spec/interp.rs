@@ -115,6 +115,36 @@ pub fn interpolate(
     interpolated(s, src, vars).map(std::borrow::Cow::into_owned)
 }
 
+/// The common case of [`interpolated`] in one pass, allocating only the
+/// result: every `${name}` names a var with a value and no `$${` is
+/// written. `None` for anything else, which [`pieces`] reads (and reports).
+fn interpolated_plainly(v: &str, vars: &BTreeMap<String, String>) -> Option<String> {
+    let mut out = String::with_capacity(v.len() + 32);
+    let mut rest = v;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if after.starts_with("${") {
+            return None;
+        }
+        let Some(reference) = after.strip_prefix('{') else {
+            // Any other `$` is kept as it is.
+            out.push('$');
+            rest = after;
+            continue;
+        };
+        let end = reference.find('}')?;
+        let name = &reference[..end];
+        if !super::read::is_var_name(name) {
+            return None;
+        }
+        out.push_str(vars.get(name)?);
+        rest = &reference[end + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// [`interpolate`], borrowing a value without `$` rather than copying it
 /// (the facts look every root up several times).
 pub fn interpolated<'a>(
@@ -125,6 +155,18 @@ pub fn interpolated<'a>(
     if !s.value.contains('$') {
         return Ok(std::borrow::Cow::Borrowed(&s.value));
     }
+    match interpolated_plainly(&s.value, vars) {
+        Some(out) => Ok(std::borrow::Cow::Owned(out)),
+        None => interpolated_by_pieces(s, src, vars).map(std::borrow::Cow::Owned),
+    }
+}
+
+/// [`interpolated`] of any string: escapes, and the errors at a reference.
+fn interpolated_by_pieces(
+    s: &Spanned<String>,
+    src: &str,
+    vars: &BTreeMap<String, String>,
+) -> Result<String, Diagnostic> {
     let mut out = String::with_capacity(s.value.len());
     for p in pieces(s, src)? {
         match p {
@@ -157,7 +199,7 @@ pub fn interpolated<'a>(
             },
         }
     }
-    Ok(std::borrow::Cow::Owned(out))
+    Ok(out)
 }
 
 /// A name written as environment variables are (`HOME`, `XDG_CACHE_HOME`):
@@ -193,6 +235,34 @@ mod tests {
         let s = sp(src);
         let r = references(&s, src).unwrap();
         assert_eq!(&src[r[0].span.clone()], "${home}");
+    }
+
+    proptest::proptest! {
+        /// The one-pass common case gives what reading the pieces gives,
+        /// and declines only what it does not read.
+        #[test]
+        fn the_plain_pass_agrees_with_the_pieces(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "${a}", "${b_1}", "${c}", "$${a}", "$", "$$", "/x", "{", "}", "${", "${1}", "é",
+            ]),
+            0..8,
+        )) {
+            let v = parts.concat();
+            let src = format!("x = \"{v}\"");
+            let s = sp(&src);
+            let vars = BTreeMap::from([
+                ("a".to_string(), "/A".to_string()),
+                ("b_1".to_string(), "$".to_string()),
+            ]);
+            let slow = interpolated_by_pieces(&s, &src, &vars);
+            match interpolated_plainly(&v, &vars) {
+                Some(fast) => proptest::prop_assert_eq!(Ok(fast), slow.map_err(|_| ())),
+                None => {
+                    let escaped = v.contains("$${");
+                    proptest::prop_assert!(slow.is_err() || escaped);
+                }
+            }
+        }
     }
 
     #[test]
