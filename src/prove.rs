@@ -155,7 +155,8 @@ fn judge_sbpl(
         ir::Verdict::Allow => Action::Allow,
         ir::Verdict::Deny => Action::Deny,
     };
-    let shown = shown(target);
+    // The subject as answers show it, made only for an answer that fails.
+    let shown = || shown(target);
     let rule_of = |d: &sbpl::eval::Decision| {
         d.rule
             .as_ref()
@@ -167,9 +168,10 @@ fn judge_sbpl(
         Verdict::Decided(d) if d.action == want => None,
         Verdict::Decided(d) => Some((
             format!(
-                "`{} {}` on {shown} is false: seal.sb says {}",
+                "`{} {}` on {} is false: seal.sb says {}",
                 want.as_str(),
                 a.op,
+                shown(),
                 d.action.as_str()
             ),
             format!("decided by {}", rule_of(&d)),
@@ -179,9 +181,10 @@ fn judge_sbpl(
             source_order,
         } => Some((
             format!(
-                "`{} {}` on {shown} is ambiguous in seal.sb",
+                "`{} {}` on {} is ambiguous in seal.sb",
                 want.as_str(),
-                a.op
+                a.op,
+                shown()
             ),
             format!(
                 "filtered-first reading: {} by {}; source-order reading: {} by {}",
@@ -192,7 +195,12 @@ fn judge_sbpl(
             ),
         )),
         Verdict::Undetermined { construct, line } => Some((
-            format!("`{} {}` on {shown} is undetermined", want.as_str(), a.op),
+            format!(
+                "`{} {}` on {} is undetermined",
+                want.as_str(),
+                a.op,
+                shown()
+            ),
             format!("cannot evaluate {construct} (line {line})"),
         )),
     }
@@ -205,14 +213,14 @@ fn judge_read_back(
     target: &Target,
 ) -> Option<(String, String)> {
     let want = want_of(a);
-    let shown = shown(target);
+    let shown = || shown(target);
     let file = model.file();
     let answer = match target {
         Target::Path(p) => match model.ask(&a.op, p) {
             Some(answer) => answer,
             None => {
                 return Some((
-                    format!("`{want} {}` on {shown} is undetermined", a.op),
+                    format!("`{want} {}` on {} is undetermined", a.op, shown()),
                     format!("{file} does not model `{}` on one path", a.op),
                 ))
             }
@@ -224,7 +232,7 @@ fn judge_read_back(
         }
         Target::Remote { .. } => {
             return Some((
-                format!("`{want} {}` on {shown} is undetermined", a.op),
+                format!("`{want} {}` on {} is undetermined", a.op, shown()),
                 format!("{file} does not model `{}` on an endpoint", a.op),
             ))
         }
@@ -234,7 +242,7 @@ fn judge_read_back(
         Target::Name { .. } if want == "deny" => return None,
         Target::Name { kind, .. } => {
             return Some((
-                format!("`{want} {}` on {shown} is false", a.op),
+                format!("`{want} {}` on {} is false", a.op, shown()),
                 format!("there is no {} on Linux", kind.noun()),
             ))
         }
@@ -242,7 +250,11 @@ fn judge_read_back(
     let says = if answer.allowed { "allow" } else { "deny" };
     (says != want).then(|| {
         (
-            format!("`{want} {}` on {shown} is false: {file} says {says}", a.op),
+            format!(
+                "`{want} {}` on {} is false: {file} says {says}",
+                a.op,
+                shown()
+            ),
             format!("decided by {}", answer.why),
         )
     })

@@ -518,16 +518,23 @@ impl Model {
             Action::Deny
         };
         let mut ops = Vec::new();
-        let mut filters = Vec::new();
+        // Most rules have one filter: it is held as it is, and only a
+        // second one makes a list (for `Any`).
+        let mut first: Option<Filter> = None;
+        let mut rest: Vec<Filter> = Vec::new();
+        let mut push = |f: Filter| match first {
+            None => first = Some(f),
+            Some(_) => rest.push(f),
+        };
         for arg in &items[1..] {
             match &arg.node {
                 Node::Symbol(s) => match env.defines.get(s.as_ref()) {
-                    Some(Value::Filter(f)) => filters.push(f.clone()),
-                    Some(Value::Opaque(what, line)) => filters.push(Filter::Opaque {
+                    Some(Value::Filter(f)) => push(f.clone()),
+                    Some(Value::Opaque(what, line)) => push(Filter::Opaque {
                         what: what.clone(),
                         line: *line,
                     }),
-                    Some(_) => filters.push(Filter::Opaque {
+                    Some(_) => push(Filter::Opaque {
                         what: format!("`{s}` used as a filter"),
                         line: arg.line,
                     }),
@@ -539,19 +546,21 @@ impl Model {
                 Node::List { items: inner, .. }
                     if inner.first().and_then(Expr::symbol) == Some("with") => {}
                 _ => match eval(arg, env) {
-                    Value::Filter(f) => filters.push(f),
-                    Value::Opaque(what, line) => filters.push(Filter::Opaque { what, line }),
-                    _ => filters.push(Filter::Opaque {
+                    Value::Filter(f) => push(f),
+                    Value::Opaque(what, line) => push(Filter::Opaque { what, line }),
+                    _ => push(Filter::Opaque {
                         what: text_of(arg),
                         line: arg.line,
                     }),
                 },
             }
         }
-        let filter = match filters.len() {
-            0 => None,
-            1 => filters.pop(),
-            _ => Some(Filter::Any(filters)),
+        let filter = match first {
+            Some(f) if !rest.is_empty() => {
+                rest.insert(0, f);
+                Some(Filter::Any(rest))
+            }
+            one => one,
         };
         self.rules.push(Rule {
             action,
