@@ -513,6 +513,25 @@ mod tests {
     }
 
     #[test]
+    fn fake_parents_exist_past_siblings_that_sort_before_the_slash() {
+        // `-`, `.` and ` ` sort before `/`: `/a-b` and `/a.c` lie between
+        // `/a` and `/a/...` in each map.
+        let h = FakeHost::new()
+            .dir("/a-b")
+            .file("/a.c", b"x")
+            .link("/a b", "x")
+            .file("/a/deep/f", b"y");
+        assert_eq!(h.lstat("/a"), Some(Kind::Dir));
+        assert_eq!(h.lstat("/a/deep"), Some(Kind::Dir));
+        let only_siblings = FakeHost::new()
+            .dir("/a-b")
+            .file("/a.c", b"x")
+            .link("/a b", "x");
+        assert_eq!(only_siblings.lstat("/a"), None);
+        assert_eq!(only_siblings.lstat("/a-"), None);
+    }
+
+    #[test]
     fn fake_identities_are_stable_until_a_test_moves_one() {
         let h = FakeHost::new().dir("/w/a").file("/w/a/s", b"x");
         let a = h.identity("/w/a").unwrap();
