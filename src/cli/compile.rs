@@ -201,10 +201,13 @@ fn compile(
 
     // Compare with what is on disk before touching anything (no link
     // followed: a link where an output goes differs, and is replaced).
+    // The directory is opened once: every output is compared in the same
+    // directory, whatever a host process does to its path meanwhile.
+    let existing = crate::hostfs::Dir::open(dir);
     let mut differing = Vec::new();
     for (name, bytes) in &compiled.files {
         let path = dir.join(name);
-        match read_output(dir, name, bytes) {
+        match read_output(&existing, name, bytes) {
             Ok(Some(None)) => {}
             Ok(Some(Some(existing))) => differing.push((name.clone(), "differs", Some(existing))),
             Ok(None) => differing.push((name.clone(), "missing", None)),
@@ -597,15 +600,24 @@ fn write_all_atomically(
     Ok(top)
 }
 
-/// An output that is there already, compared with `bytes` without
-/// following a link (on the way to it either): `Ok(None)` when it is not
-/// there, `Ok(Some(None))` when it holds `bytes`, else what it holds (never
+/// An output that is there already in `dir` (the output directory, opened
+/// without following a link, or why it could not be), compared with
+/// `bytes` without following a link (below it either): `Ok(None)` when it
+/// is not there, `Ok(Some(None))` when it holds `bytes`, else what it holds (never
 /// more than any seal holds).
-fn read_output(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Option<Option<Vec<u8>>>> {
-    match crate::hostfs::Dir::open(dir) {
+fn read_output(
+    dir: &std::io::Result<crate::hostfs::Dir>,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<Option<Option<Vec<u8>>>> {
+    match dir {
         Ok(d) => d.compare_below(name, bytes, crate::hostfs::MAX_RECORD),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+        // The directory's own error, told for each output as before.
+        Err(e) => Err(match e.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(e.kind(), e.to_string()),
+        }),
     }
 }
 
