@@ -181,3 +181,34 @@ fn unique_directories_have_the_mode_asked_for() {
     assert_eq!(ids[0], d.id().unwrap());
     assert_eq!(ids[1], dir.id().unwrap());
 }
+
+#[test]
+fn compare_below_tells_same_from_different_at_any_size_and_follows_no_link() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    std::fs::create_dir(base.join("sub")).unwrap();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut late = big.clone();
+    *late.last_mut().unwrap() ^= 1;
+    std::fs::write(base.join("sub/small"), b"abc").unwrap();
+    std::fs::write(base.join("sub/big"), &big).unwrap();
+    symlink(base.join("sub/small"), base.join("sub/link")).unwrap();
+    let dir = Dir::open(&base).unwrap();
+    let cmp = |name: &str, bytes: &[u8]| dir.compare_below(name, bytes, 1 << 20);
+    assert_eq!(cmp("sub/small", b"abc").unwrap(), Some(None));
+    assert_eq!(
+        cmp("sub/small", b"abd").unwrap(),
+        Some(Some(b"abc".to_vec()))
+    );
+    assert_eq!(
+        cmp("sub/small", b"ab").unwrap(),
+        Some(Some(b"abc".to_vec()))
+    );
+    assert_eq!(cmp("sub/big", &big).unwrap(), Some(None));
+    // Differing in the last byte only, past the first 64 KiB block.
+    assert_eq!(cmp("sub/big", &late).unwrap(), Some(Some(big.clone())));
+    assert_eq!(cmp("sub/absent", b"abc").unwrap(), None);
+    assert_eq!(cmp("nope/small", b"abc").unwrap(), None);
+    let looped = cmp("sub/link", b"abc").unwrap_err();
+    assert_eq!(looped.raw_os_error(), Some(libc::ELOOP), "{looped}");
+}
