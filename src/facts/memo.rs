@@ -17,12 +17,38 @@ use std::collections::{BTreeSet, HashMap};
 use super::host::{Bounds, Host, Kind, Met, Unwalked};
 use super::Identity;
 
+/// The memo's tables: every root is looked up several times, by paths that
+/// share long prefixes. foldhash hashes them several times faster than
+/// std's SipHash (a tenth of the facts of 10,000 roots went to hashing),
+/// with a seed from the kernel's random source, so a spec cannot be written
+/// to collide in it.
+type Table<V> = HashMap<String, V, foldhash::fast::SeedableRandomState>;
+
+fn hasher() -> foldhash::fast::SeedableRandomState {
+    static SEED: std::sync::OnceLock<foldhash::SharedSeed> = std::sync::OnceLock::new();
+    let shared = SEED.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        // Without the kernel's random source, foldhash's own (addresses,
+        // the time): the tables stay correct, only less hard to predict.
+        let seeded = rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::NONBLOCK)
+            .is_ok_and(|n| n == bytes.len());
+        let random = if seeded {
+            u64::from_ne_bytes(bytes)
+        } else {
+            use std::hash::BuildHasher as _;
+            foldhash::fast::RandomState::default().hash_one(0u8)
+        };
+        foldhash::SharedSeed::from_u64(random)
+    });
+    foldhash::fast::SeedableRandomState::with_seed(0, shared)
+}
+
 /// A [`Host`] that asks the host under it at most once per path for a
 /// realpath or a kind; every other read goes straight through.
 pub struct Memo<'a> {
     host: &'a dyn Host,
-    canonical: RefCell<HashMap<String, Option<String>>>,
-    kinds: RefCell<HashMap<String, Option<Kind>>>,
+    canonical: RefCell<Table<Option<String>>>,
+    kinds: RefCell<Table<Option<Kind>>>,
     /// The realpaths of the seal's write roots (where they are or will be
     /// made), once known: no program digest is kept in them.
     write_reals: RefCell<Vec<String>>,
@@ -32,8 +58,8 @@ impl<'a> Memo<'a> {
     pub fn new(host: &'a dyn Host) -> Self {
         Memo {
             host,
-            canonical: RefCell::default(),
-            kinds: RefCell::default(),
+            canonical: RefCell::new(Table::with_hasher(hasher())),
+            kinds: RefCell::new(Table::with_hasher(hasher())),
             write_reals: RefCell::default(),
         }
     }
