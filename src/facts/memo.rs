@@ -6,10 +6,13 @@
 //! between two roots.
 //!
 //! A path's realpath is made from its directory's (remembered) and one
-//! `lstat` of the path itself; only a symlink is resolved by the host. The
-//! host's realpath `readlink`s every ancestor of every path it is asked, so
-//! the probe spec's roots, which share their ancestors, cost 87 calls that
-//! way and one `lstat` per distinct path this way.
+//! `lstat` of the path itself. The host's realpath `readlink`s every
+//! ancestor of every path it is asked, so the probe spec's roots, which
+//! share their ancestors, cost 87 calls that way and one `lstat` per
+//! distinct path this way. Where the host's answer could differ, the host
+//! answers: a symlink (its realpath of the path, whole, counts every link
+//! on the way), an ancestor that is there but has no realpath here (one
+//! that is not UTF-8, a file), and any path that is not plain or short.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -70,43 +73,108 @@ impl<'a> Memo<'a> {
     }
 }
 
-/// The most components a path may have to be resolved a component at a
-/// time (each prefix is remembered, so a deeper path would cost memory
-/// quadratic in its length); a deeper one is asked of the host whole.
+/// The most components, and bytes, a path may have to be resolved a
+/// component at a time (each prefix is hashed); a longer one is asked of
+/// the host whole (a path over `PATH_MAX` has no realpath anyway).
 const MAX_STEPS: usize = 64;
+const MAX_STEPWISE_LEN: usize = 4096;
 
-/// A path [`Memo`] resolves from its directory's realpath: absolute, no
-/// empty, `.` or `..` component, at most [`MAX_STEPS`] components, and not
-/// `/`. Its directory and last component.
-fn stepwise(path: &str) -> Option<(&str, &str)> {
+/// A path [`Memo`] resolves a component at a time: absolute, not `/`, no
+/// empty, `.` or `..` component, at most [`MAX_STEPS`] components and
+/// [`MAX_STEPWISE_LEN`] bytes. The byte offsets where its components end.
+fn stepwise(path: &str) -> Option<Vec<usize>> {
     let rest = path.strip_prefix('/')?;
-    let mut steps = 0;
+    if path.len() > MAX_STEPWISE_LEN {
+        return None;
+    }
+    let mut ends = Vec::new();
+    let mut at = 1;
     for c in rest.split('/') {
-        steps += 1;
-        if c.is_empty() || c == "." || c == ".." || steps > MAX_STEPS {
+        if c.is_empty() || c == "." || c == ".." || ends.len() == MAX_STEPS {
             return None;
         }
+        at += c.len();
+        ends.push(at);
+        at += 1;
     }
-    let cut = path.rfind('/')?;
-    let dir = if cut == 0 { "/" } else { &path[..cut] };
-    Some((dir, &path[cut + 1..]))
+    Some(ends)
+}
+
+/// `name` in the directory whose realpath is `real_dir`.
+fn joined(real_dir: &str, name: &str) -> String {
+    let mut p = String::with_capacity(real_dir.len() + 1 + name.len());
+    p.push_str(real_dir);
+    if real_dir != "/" {
+        p.push('/');
+    }
+    p.push_str(name);
+    p
 }
 
 impl Memo<'_> {
-    /// The realpath of `name` in `dir`, from `dir`'s realpath and one
-    /// `lstat`: what the host's realpath answers, without its `readlink` of
-    /// every ancestor, asked again for every path below them. A symlink is
-    /// resolved by the host.
-    fn resolve_in(&self, dir: &str, name: &str) -> Option<String> {
-        let real_dir = self.canonicalize(dir)?;
-        let mut candidate = real_dir;
-        if candidate != "/" {
-            candidate.push('/');
+    /// The realpath of `path` (a [`stepwise`] one ending at `ends`) made a
+    /// component at a time: each prefix's realpath is its directory's and
+    /// one `lstat` of its own, without the host realpath's `readlink` of
+    /// every ancestor, asked again for every path below them. Only the
+    /// prefixes that exist are remembered, and the first that does not.
+    fn resolve(&self, path: &str, ends: &[usize]) -> Option<String> {
+        let (&last, above) = ends.split_last()?;
+        // Most paths asked share their directory with one asked before;
+        // otherwise the walk starts at the top.
+        let mut from = 0;
+        let mut real = String::from("/");
+        if let Some(&end) = above.last() {
+            let known = self.canonical.borrow().get(&path[..end]).cloned();
+            match known {
+                Some(Some(r)) => (from, real) = (above.len(), r),
+                Some(None) => return self.below_unresolved(&path[..end], path),
+                None => {}
+            }
         }
-        candidate.push_str(name);
+        for &end in &above[from..] {
+            let prefix = &path[..end];
+            if let Some(known) = self.canonical.borrow().get(prefix).cloned() {
+                match known {
+                    Some(r) => {
+                        real = r;
+                        continue;
+                    }
+                    None => return self.below_unresolved(prefix, path),
+                }
+            }
+            let name = &path[path[..end].rfind('/').map_or(0, |i| i + 1)..end];
+            let step = self.step(&real, name, prefix);
+            self.canonical
+                .borrow_mut()
+                .insert(prefix.to_string(), step.clone());
+            match step {
+                Some(r) => real = r,
+                None => return self.below_unresolved(prefix, path),
+            }
+        }
+        let name = &path[path[..last].rfind('/').map_or(0, |i| i + 1)..last];
+        self.step(&real, name, path)
+    }
+
+    /// One component: `name` in the directory whose realpath is
+    /// `real_dir`, `asked` as written. A symlink is resolved by the host's
+    /// realpath of `asked`, whole, so that it counts every link on the way
+    /// (40 at most) as the host does.
+    fn step(&self, real_dir: &str, name: &str, asked: &str) -> Option<String> {
+        let candidate = joined(real_dir, name);
         match self.lstat(&candidate)? {
-            Kind::Symlink => self.host.canonicalize(&candidate),
+            Kind::Symlink => self.host.canonicalize(asked),
             Kind::File | Kind::Dir | Kind::Other => Some(candidate),
+        }
+    }
+
+    /// `path`, below `prefix`, which has no realpath: none either when
+    /// `prefix` is not there at all; otherwise (a realpath that is not
+    /// UTF-8, a file, a link loop) the host answers for the whole path.
+    fn below_unresolved(&self, prefix: &str, path: &str) -> Option<String> {
+        match self.lstat(prefix) {
+            None => None,
+            Some(_) => self.host.canonicalize(path),
         }
     }
 }
@@ -121,7 +189,7 @@ impl Host for Memo<'_> {
             return known.clone();
         }
         let answer = match stepwise(path) {
-            Some((dir, name)) => self.resolve_in(dir, name),
+            Some(ends) => self.resolve(path, &ends),
             None => self.host.canonicalize(path),
         };
         self.canonical
@@ -207,15 +275,20 @@ mod tests {
             assert_eq!(memo.lstat(p), fake.lstat(p), "{p}");
         }
         assert_eq!(stepwise("/"), None);
-        assert_eq!(stepwise("/a"), Some(("/", "a")));
-        assert_eq!(stepwise("/a/b"), Some(("/a", "b")));
+        assert_eq!(stepwise("/a"), Some(vec![2]));
+        assert_eq!(stepwise("/a/bc"), Some(vec![2, 5]));
         assert_eq!(stepwise("a"), None);
         assert_eq!(stepwise("/a//b"), None);
         assert_eq!(stepwise("/a/b/"), None);
         assert_eq!(stepwise("/a/./b"), None);
+        assert_eq!(stepwise("/a/../b"), None);
         assert_eq!(
-            stepwise(&"/x".repeat(MAX_STEPS)),
-            Some((&*"/x".repeat(MAX_STEPS - 1), "x"))
+            stepwise(&"/x".repeat(MAX_STEPS)).map(|e| e.len()),
+            Some(MAX_STEPS)
+        );
+        assert_eq!(
+            stepwise(&format!("/{}", "x".repeat(MAX_STEPWISE_LEN))),
+            None
         );
         assert_eq!(stepwise(&"/x".repeat(MAX_STEPS + 1)), None);
     }
@@ -274,6 +347,69 @@ mod tests {
                 let p = if names.is_empty() { root.clone() } else { format!("{root}/{}", names.join("/")) };
                 proptest::prop_assert_eq!(memo.canonicalize(&p), host.canonicalize(&p), "{}", p);
             }
+        }
+    }
+
+    /// The cases a component-at-a-time realpath could get wrong, each
+    /// against the host's (glibc's): links counted over the whole path (40
+    /// at most), a realpath that is not UTF-8 on the way, a file used as a
+    /// directory, `/`, and a path that is too deep to step through.
+    #[test]
+    fn the_stepwise_realpath_agrees_with_the_host_on_hard_cases() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().expect("a temp dir");
+        let host = crate::facts::host::RealHost;
+        let t = host
+            .canonicalize(tmp.path().to_str().expect("a UTF-8 temp dir"))
+            .expect("the temp dir has a realpath");
+        let at = |p: &str| std::path::PathBuf::from(format!("{t}/{p}"));
+        // A link to its own directory: each use is one hop.
+        symlink(".", at("l")).unwrap();
+        // A chain of 39 links: using it is 39 hops.
+        std::fs::create_dir(at("d")).unwrap();
+        symlink("d", at("c0")).unwrap();
+        for i in 1..39 {
+            symlink(format!("c{}", i - 1), at(&format!("c{i}"))).unwrap();
+        }
+        // A directory whose name is not UTF-8, with a link out of it.
+        let odd = std::ffi::OsStr::from_bytes(b"caf\xe9");
+        let odd_dir = std::path::Path::new(&t).join(odd);
+        std::fs::create_dir(&odd_dir).unwrap();
+        std::fs::create_dir(at("out")).unwrap();
+        symlink(format!("{t}/out"), odd_dir.join("x")).unwrap();
+        symlink(&odd_dir, at("toodd")).unwrap();
+        std::fs::write(at("file"), b"x").unwrap();
+        let mut asked = vec![
+            format!("{t}{}", "/l".repeat(40)),
+            format!("{t}{}", "/l".repeat(41)),
+            format!("{t}{}/d", "/l".repeat(39)),
+            format!("{t}/c38"),
+            format!("{t}/c38/../c38"),
+            format!("{t}/c38/c38"),
+            format!("{t}/l/c38"),
+            format!("{t}/l/l/c38"),
+            format!("{t}/toodd"),
+            format!("{t}/toodd/x"),
+            format!("{t}/toodd/x/y"),
+            format!("{t}/file"),
+            format!("{t}/file/x"),
+            format!("{t}/absent/x"),
+            "/".to_string(),
+            format!("{t}{}", "/l".repeat(MAX_STEPS + 2)),
+        ];
+        asked.extend((0..3).map(|i| format!("{t}{}/d", "/c38".repeat(i))));
+        // Each asked alone, then all through one memo in turn.
+        for p in &asked {
+            assert_eq!(
+                Memo::new(&host).canonicalize(p),
+                host.canonicalize(p),
+                "{p} alone"
+            );
+        }
+        let memo = Memo::new(&host);
+        for p in &asked {
+            assert_eq!(memo.canonicalize(p), host.canonicalize(p), "{p}");
         }
     }
 }
