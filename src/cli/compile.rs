@@ -603,8 +603,8 @@ fn write_all_atomically(
 /// An output that is there already in `dir` (the output directory, opened
 /// without following a link, or why it could not be), compared with
 /// `bytes` without following a link (below it either): `Ok(None)` when it
-/// is not there, `Ok(Some(None))` when it holds `bytes`, else what it holds (never
-/// more than any seal holds).
+/// is not there, `Ok(Some(None))` when it holds `bytes`, else what it
+/// holds (never more than any seal holds).
 fn read_output(
     dir: &std::io::Result<crate::hostfs::Dir>,
     name: &str,

@@ -22,9 +22,11 @@ use super::Identity;
 
 /// The memo's tables: every root is looked up several times, by paths that
 /// share long prefixes. foldhash hashes them several times faster than
-/// std's SipHash (a tenth of the facts of 10,000 roots went to hashing),
-/// with a seed from the kernel's random source, so a spec cannot be written
-/// to collide in it.
+/// std's SipHash (a tenth of the facts of 10,000 roots went to hashing).
+/// Its seed comes from the kernel's random source, so whoever writes a
+/// spec does not know it; foldhash claims only minimal resistance to
+/// inputs made to collide, which a one-shot compile that never shows its
+/// hashes leaves little to aim at.
 type Table<V> = HashMap<String, V, foldhash::fast::SeedableRandomState>;
 
 fn hasher() -> foldhash::fast::SeedableRandomState {
