@@ -17,7 +17,7 @@
 // taken over from their raw numbers, `pre_exec` hooks, and libc calls rustix
 // does not wrap, such as `syscall`, `unshare`, `waitid`, `getrusage` and
 // `kill`), each allowed at its use and commented there; and `heap.rs`,
-// glibc's `mallopt` for a short command. The compiler's stages are safe
+// glibc's `mallopt` and a heap on huge pages for a short command. The compiler's stages are safe
 // code.
 #![deny(unsafe_code)]
 

@@ -96,6 +96,7 @@ fn compile(
     let display = spec_path.display().to_string();
     let src = match crate::hostfs::read_text(spec_path, crate::hostfs::MAX_SPEC) {
         Ok(s) => {
+            crate::heap::expect_a_compile_of(s.len());
             sink.src = s.clone();
             s
         }
