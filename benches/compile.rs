@@ -8,12 +8,6 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sealc::facts::{FakeHost, VarFlags};
 
-/// The binary's allocator (src/main.rs), so that this times what `sealc`
-/// runs.
-#[cfg(not(target_env = "musl"))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const PROBE_REP: &str = include_str!("../specs/probe-rep.toml");
 const PROBE_REP_FILE: &str = "specs/probe-rep.toml";
 

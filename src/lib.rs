@@ -16,8 +16,9 @@
 // `exec/idmap.rs`, `exec/inside.rs`, `exec/inside/landlock.rs`: descriptors
 // taken over from their raw numbers, `pre_exec` hooks, and libc calls rustix
 // does not wrap, such as `syscall`, `unshare`, `waitid`, `getrusage` and
-// `kill`), each allowed at its use and commented there. The compiler's
-// stages are safe code.
+// `kill`), each allowed at its use and commented there; and `heap.rs`,
+// glibc's `mallopt` and a heap on huge pages for a short command. The compiler's stages are safe
+// code.
 #![deny(unsafe_code)]
 
 pub mod absent;
@@ -36,6 +37,7 @@ pub mod exec;
 pub mod exit;
 pub mod facts;
 pub mod failure;
+pub mod heap;
 pub mod hostfs;
 pub mod ipc;
 pub mod ir;

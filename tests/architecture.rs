@@ -383,32 +383,3 @@ fn no_source_file_is_over_800_lines() {
         .collect();
     assert!(long.is_empty(), "over 800 lines:\n{}", long.join("\n"));
 }
-
-/// The allocator each file declares off musl (`static ALLOCATOR: T`).
-fn allocator_off_musl(text: &str) -> Vec<&str> {
-    let lines: Vec<&str> = text.lines().collect();
-    lines
-        .windows(3)
-        .filter(|w| w[0].trim() == "#[cfg(not(target_env = \"musl\"))]")
-        .filter(|w| w[1].trim() == "#[global_allocator]")
-        .filter_map(|w| w[2].trim().strip_prefix("static ALLOCATOR: "))
-        .collect()
-}
-
-#[test]
-fn the_in_process_benchmark_allocates_as_the_binary_does() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let main = std::fs::read_to_string(root.join("src/main.rs")).unwrap();
-    let bench = std::fs::read_to_string(root.join("benches/compile.rs")).unwrap();
-    let ours = allocator_off_musl(&main);
-    assert_eq!(
-        ours.len(),
-        1,
-        "src/main.rs declares one allocator off musl: {ours:?}"
-    );
-    assert_eq!(
-        allocator_off_musl(&bench),
-        ours,
-        "benches/compile.rs must time the binary's allocator"
-    );
-}

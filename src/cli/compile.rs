@@ -53,6 +53,7 @@ pub struct Args {
 }
 
 pub(super) fn run(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    crate::heap::tune_for_a_short_command();
     let mut sink = Sink {
         json: matches!(a.format, Format::Json),
         out,
@@ -95,6 +96,7 @@ fn compile(
     let display = spec_path.display().to_string();
     let src = match crate::hostfs::read_text(spec_path, crate::hostfs::MAX_SPEC) {
         Ok(s) => {
+            crate::heap::expect_a_compile_of(s.len());
             sink.src = s.clone();
             s
         }
