@@ -24,6 +24,10 @@
 //!
 //! Elsewhere (the static build's dlmalloc, macOS) this does nothing.
 
+/// How much the heap grows by past what an allocation needs.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TOP_PAD: libc::c_int = 4 << 20;
+
 /// Keep freed memory for reuse for the rest of this process (glibc only).
 pub fn tune_for_a_short_command() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -33,7 +37,6 @@ pub fn tune_for_a_short_command() {
         const MMAP_THRESHOLD: libc::c_int = 32 << 20;
         const TRIM_THRESHOLD: libc::c_int = 128 << 20;
         // The heap grows 4 MiB at a time, not a page at a time.
-        const TOP_PAD: libc::c_int = 4 << 20;
         for (param, value) in [
             (libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD),
             (libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD),
@@ -74,6 +77,12 @@ fn huge_heap(room: usize) {
     let Ok(pad) = libc::c_int::try_from(room) else {
         return;
     };
+    // Under a limit on data or address space the room would count against
+    // it untouched (and leave no room for a thread's stack): small pages.
+    let limited = |r| rustix::process::getrlimit(r).current.is_some();
+    if limited(rustix::process::Resource::Data) || limited(rustix::process::Resource::As) {
+        return;
+    }
     // SAFETY: as in `tune_for_a_short_command`: two integers; the heap
     // grows by `room` past what the next allocation that grows it needs.
     if unsafe { libc::mallopt(libc::M_TOP_PAD, pad) } == 0 {
@@ -83,15 +92,20 @@ fn huge_heap(room: usize) {
     let before = unsafe { libc::sbrk(0) } as usize;
     // SAFETY: malloc of a size; the result is checked for null, never
     // read or written, and freed once, below. Freed, it joins the heap's
-    // top (the trim threshold is above the pad), so the room stays
-    // reserved: the heap now ends about PROBE + room past where it was.
+    // top (the trim threshold is above it), so the room stays reserved:
+    // the heap now ends about PROBE + room past where it was.
     let probe = unsafe { libc::malloc(PROBE) };
+    // SAFETY: sbrk(0) only reads the current program break.
+    let end = unsafe { libc::sbrk(0) } as usize;
+    // From here the heap grows as before, 4 MiB past what an allocation
+    // needs: where the room was not given (an RLIMIT_DATA or RLIMIT_AS
+    // below it), what fits in the limit is still allocated.
+    // SAFETY: as above.
+    let _ = unsafe { libc::mallopt(libc::M_TOP_PAD, TOP_PAD) };
     if probe.is_null() {
         return;
     }
     let start = probe as usize;
-    // SAFETY: sbrk(0) only reads the current program break.
-    let end = unsafe { libc::sbrk(0) } as usize;
     // SAFETY: `probe` came from malloc above and is freed once.
     unsafe { libc::free(probe) };
     // The probe came from the heap only if the heap grew to hold it (where

@@ -12,13 +12,14 @@
 //! binds it all.
 //! [`cli`] is the only module that prints.
 // `unsafe` is denied everywhere but where a platform call needs it, in the
-// runtime only (`exec/bridge.rs`, `exec/wait.rs`, `exec/outcome.rs`,
-// `exec/idmap.rs`, `exec/inside.rs`, `exec/inside/landlock.rs`: descriptors
-// taken over from their raw numbers, `pre_exec` hooks, and libc calls rustix
-// does not wrap, such as `syscall`, `unshare`, `waitid`, `getrusage` and
+// runtime (`exec/bridge.rs`, `exec/wait.rs`, `exec/outcome.rs`,
+// `exec/idmap.rs`, `exec/mcp.rs`, `exec/probe.rs`, `exec/inside.rs`,
+// `exec/inside/landlock.rs`, `exec/inside/tree.rs`: descriptors taken over
+// from their raw numbers, `pre_exec` hooks, and libc calls rustix does not
+// wrap, such as `syscall`, `unshare`, `fork`, `waitid`, `getrusage` and
 // `kill`), each allowed at its use and commented there; and `heap.rs`,
-// glibc's `mallopt` and a heap on huge pages for a short command. The compiler's stages are safe
-// code.
+// glibc's `mallopt` and a heap on huge pages for a short command. The
+// compiler's stages are safe code.
 #![deny(unsafe_code)]
 
 pub mod absent;
@@ -111,7 +112,13 @@ pub fn compile_for(
         if ir.roots.len() < backend::PARALLEL_FROM {
             return (render_and_prove(&ir), lint::smells_of(&spec, src, &ir));
         }
-        let smells = s.spawn(|| lint::smells_of(&spec, src, &ir));
+        // Where no thread can be had (a limit on processes or memory),
+        // the smells are looked for on this one, after rendering.
+        let Ok(smells) =
+            std::thread::Builder::new().spawn_scoped(s, || lint::smells_of(&spec, src, &ir))
+        else {
+            return (render_and_prove(&ir), lint::smells_of(&spec, src, &ir));
+        };
         let files = render_and_prove(&ir);
         // A panic there is this compile's panic, as on one thread.
         let smells = smells

@@ -1229,3 +1229,62 @@ fn the_landlock_mode_refuses_what_it_cannot_keep() {
         text(&out)
     );
 }
+
+/// Where no thread can be had (a pod's pids limit: `clone3` refused with
+/// `EAGAIN`), a big compile looks for lint's smells on its one thread: the
+/// same files, the same findings, no panic. Outside the filter the same
+/// compile spawns the thread (so this case can fail).
+#[test]
+fn a_big_compile_without_a_second_thread_gives_the_same_seal() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    // Over the roots from which compile takes a second thread (512); one
+    // smell (a `pass` that looks like a secret) so the findings are not
+    // empty.
+    let roots: String = (0..600)
+        .map(|i| format!("  \"/nonexistent/sealc-threads/p{i:04}\",\n"))
+        .collect();
+    std::fs::write(
+        t.join("spec.toml"),
+        format!(
+            "version = 1\nname = \"threads\"\n\n[target]\nplatform = \"macos\"\n\n\
+             [filesystem]\ndeny_read = [\n{roots}]\n\n[network]\nmode = \"none\"\n\n\
+             [env]\npass = [\"AWS_SECRET_ACCESS_KEY\"]\n"
+        ),
+    )
+    .unwrap();
+    let compile = |out: &str, filters: Vec<BpfProgram>| {
+        let mut c = plain(&[
+            SEALC,
+            "compile",
+            "spec.toml",
+            "--out",
+            out,
+            "--format",
+            "json",
+        ]);
+        c.current_dir(&t);
+        let o = with_filters(c, filters).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        o
+    };
+    let threaded = compile("a", Vec::new());
+    let alone = compile("b", vec![filter(&[libc::SYS_clone3], false, libc::EAGAIN)]);
+    assert!(!text(&alone).contains("panicked"), "{}", text(&alone));
+    let json = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
+    let findings = |v: &serde_json::Value| v["diagnostics"].clone();
+    let (a, b) = (json(&threaded), json(&alone));
+    assert_eq!(findings(&a), findings(&b));
+    assert!(
+        findings(&a).to_string().contains("secret"),
+        "the smell is found: {}",
+        findings(&a)
+    );
+    for f in ["seal.sb", "seal.json", "env.json", "codex/config.toml"] {
+        assert_eq!(
+            std::fs::read(t.join("a").join(f)).unwrap(),
+            std::fs::read(t.join("b").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
