@@ -241,3 +241,50 @@ fn deep_nesting_is_refused_not_a_crash() {
         );
     }
 }
+
+/// Under a limit on data (`ulimit -d`, 48 MiB, twice what 10,000 roots
+/// take), a big compile still compiles, and to the same seal: what sealc
+/// reserves for speed (a heap on huge pages, a second thread) gives way to
+/// the limit rather than panicking or aborting.
+#[test]
+fn ten_thousand_roots_compile_the_same_under_a_data_limit() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let t = tmp.path();
+    std::fs::write(t.join("big.toml"), many_roots(10_000, false)).unwrap();
+    let compile = |out: &str, limit: Option<u64>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sealc"));
+        c.current_dir(t)
+            .args(["compile", "big.toml", "--out", out, "-q"])
+            .stdin(std::process::Stdio::null());
+        if let Some(bytes) = limit {
+            // SAFETY: between fork and exec the closure makes one system
+            // call (setrlimit) on a value made before the fork, and
+            // allocates nothing.
+            unsafe {
+                c.pre_exec(move || {
+                    let l = libc::rlimit {
+                        rlim_cur: bytes,
+                        rlim_max: bytes,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_DATA, &l) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let o = c.output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "limit {limit:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::read(t.join(out).join("seal.json")).unwrap()
+    };
+    let free = compile("free", None);
+    let limited = compile("limited", Some(48 << 20));
+    assert!(free == limited, "the record differs under the limit");
+}
