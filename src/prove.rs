@@ -57,13 +57,20 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
     };
     let seal = backend::seal_name(ir);
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
-    let judge: Box<Judge> = match ir.platform {
+    // The profile's text: the model read from it borrows it.
+    let text;
+    let judge: Box<Judge<'_>> = match ir.platform {
         spec::Platform::Linux if seal == backend::LANDLOCK => {
             let model = ruleset::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
             Box::new(move |a, t| judge_read_back(&model, a, t))
         }
         spec::Platform::Macos => {
-            let text = String::from_utf8_lossy(bytes);
+            // sealc's profiles are UTF-8: checked whole (a fast scan), and
+            // only a profile that is not is read with replacements.
+            text = match std::str::from_utf8(bytes) {
+                Ok(t) => std::borrow::Cow::Borrowed(t),
+                Err(_) => String::from_utf8_lossy(bytes),
+            };
             let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
             let model = sbpl::eval::Model::new(&parsed, &Default::default());
             Box::new(move |a, t| judge_sbpl(&model, a, t))
@@ -127,7 +134,7 @@ use sbpl::eval::Target;
 
 /// One assertion on one subject: `None` when it holds, else the message and
 /// the label naming the deciding rule.
-type Judge = dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)>;
+type Judge<'a> = dyn Fn(&ir::AssertIr, &Target) -> Option<(String, String)> + 'a;
 
 fn shown(t: &Target) -> String {
     match t {

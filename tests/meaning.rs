@@ -236,14 +236,21 @@ fn deny_default_starts_from_the_documented_base() {
 }
 
 /// Compile spec text for macOS on the demo host and read its profile back.
-fn evaluator(src: &str) -> sealc::sbpl::eval::Model {
+/// The model borrows the profile's text, which this test process keeps.
+fn evaluator(src: &str) -> sealc::sbpl::eval::Model<'static> {
     let c = sealc::compile("s.toml", src, &Vec::new(), &demo_host()).unwrap();
-    let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
-    let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+    let sb: &'static str = String::from_utf8(c.files["seal.sb"].clone())
+        .unwrap()
+        .leak();
+    let profile = sealc::sbpl::parse::parse(sb).unwrap();
     sealc::sbpl::eval::Model::new(&profile, &Default::default())
 }
 
-fn says(m: &sealc::sbpl::eval::Model, op: &str, path: &str) -> Option<sealc::sbpl::eval::Action> {
+fn says(
+    m: &sealc::sbpl::eval::Model<'_>,
+    op: &str,
+    path: &str,
+) -> Option<sealc::sbpl::eval::Action> {
     m.query(op, &sealc::sbpl::eval::Target::Path(path.into()))
         .action()
 }

@@ -248,7 +248,7 @@ fn draw(
 
 /// Both seals of a spec, read back.
 struct Seals {
-    mac: Sbpl,
+    mac: Sbpl<'static>,
     linux: Mounts,
 }
 
@@ -279,8 +279,12 @@ fn compile(d: &Drawn) -> Result<Option<Seals>, TestCaseError> {
             Err(e) => return Err(TestCaseError::fail(format!("{}\n{e:?}", d.src))),
         }
     }
-    let sb = String::from_utf8(out[0].files["seal.sb"].clone()).unwrap();
-    let profile = sealc::sbpl::parse::parse(&sb).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    // The model borrows the profile's text: kept for the test process (a
+    // few kilobytes a case).
+    let sb: &'static str = String::from_utf8(out[0].files["seal.sb"].clone())
+        .unwrap()
+        .leak();
+    let profile = sealc::sbpl::parse::parse(sb).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mac = Sbpl::new(&profile, &BTreeMap::new());
     let mut linux =
         Mounts::from_artifact(&out[1].files["seal.bwrap.json"]).map_err(TestCaseError::fail)?;

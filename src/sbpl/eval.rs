@@ -216,22 +216,24 @@ enum PathKind {
     Prefix,
 }
 
+/// A filter of a rule: its strings borrow the profile's text (`'a`) where
+/// no escape made them differ from it.
 #[derive(Clone, Debug)]
-enum Filter {
-    Path(PathKind, Vec<String>),
+enum Filter<'a> {
+    Path(PathKind, Vec<Cow<'a, str>>),
     Regex(Vec<Regex>),
     /// A name filter: literal or prefix patterns in one namespace.
-    Name(NameKind, PathKind, Vec<String>),
+    Name(NameKind, PathKind, Vec<Cow<'a, str>>),
     /// A name filter's regex form.
     NameRegex(NameKind, Vec<Regex>),
     Net {
         remote: bool,
-        proto: String,
-        addr: Option<String>,
+        proto: &'a str,
+        addr: Option<Cow<'a, str>>,
     },
-    Any(Vec<Filter>),
-    All(Vec<Filter>),
-    Not(Box<Filter>),
+    Any(Vec<Filter<'a>>),
+    All(Vec<Filter<'a>>),
+    Not(Box<Filter<'a>>),
     Opaque {
         what: String,
         line: usize,
@@ -246,7 +248,7 @@ enum Tri {
 
 type Match = Result<Tri, (String, usize)>;
 
-impl Filter {
+impl Filter<'_> {
     fn matches(&self, t: &Target) -> Match {
         Ok(match (self, t) {
             (Filter::Path(kind, pats), Target::Path(p)) => {
@@ -255,10 +257,10 @@ impl Filter {
                     PathKind::Subpath => {
                         pat == "/"
                             || p == pat
-                            || (p.starts_with(pat.as_str())
+                            || (p.starts_with(pat.as_ref())
                                 && p.as_bytes().get(pat.len()) == Some(&b'/'))
                     }
-                    PathKind::Prefix => p.starts_with(pat.as_str()),
+                    PathKind::Prefix => p.starts_with(pat.as_ref()),
                 });
                 if hit {
                     Tri::Yes
@@ -283,7 +285,7 @@ impl Filter {
             (Filter::Name(kind, how, pats), Target::Name { kind: asked, name }) => {
                 let hit = kind == asked
                     && pats.iter().any(|pat| match how {
-                        PathKind::Prefix => name.starts_with(pat.as_str()),
+                        PathKind::Prefix => name.starts_with(pat.as_ref()),
                         _ => name == pat,
                     });
                 if hit {
@@ -310,7 +312,7 @@ impl Filter {
                 let proto_ok = proto.starts_with("ip") || proto.starts_with("tcp");
                 let (h, p) = match addr {
                     None => ("*", "*"),
-                    Some(a) => a.rsplit_once(':').unwrap_or((a.as_str(), "*")),
+                    Some(a) => a.rsplit_once(':').unwrap_or((a.as_ref(), "*")),
                 };
                 if !*remote && (h != "*" || p != "*") {
                     return Err((
@@ -366,10 +368,10 @@ impl Filter {
 }
 
 #[derive(Clone, Debug)]
-struct Rule {
+struct Rule<'a> {
     action: Action,
-    ops: Vec<Cow<'static, str>>,
-    filter: Option<Filter>,
+    ops: Vec<&'a str>,
+    filter: Option<Filter<'a>>,
     /// Where the rule is in the profile's text: its text is printed only
     /// for the answers that name it.
     line: usize,
@@ -378,8 +380,8 @@ struct Rule {
 
 /// A profile, evaluated: its rules, and what could not be evaluated.
 #[derive(Clone, Debug, Default)]
-pub struct Model {
-    rules: Vec<Rule>,
+pub struct Model<'a> {
+    rules: Vec<Rule<'a>>,
     /// Top-level constructs not modelled (imports, unknown forms): they could
     /// add rules for any operation, so every answer is undetermined.
     blockers: Vec<(String, usize)>,
@@ -394,19 +396,20 @@ pub struct Model {
 }
 
 #[derive(Clone, Debug)]
-enum Value {
-    Str(String),
+enum Value<'a> {
+    Str(Cow<'a, str>),
     Bool(bool),
-    Filter(Filter),
+    Filter(Filter<'a>),
     Opaque(String, usize),
 }
 
-struct Env<'a> {
-    params: &'a BTreeMap<String, String>,
-    defines: BTreeMap<String, Value>,
+/// The params given, and what the profile has `define`d so far.
+struct Env<'p, 'a> {
+    params: &'p BTreeMap<String, String>,
+    defines: BTreeMap<&'a str, Value<'a>>,
 }
 
-fn text_of(e: &Expr) -> String {
+fn text_of(e: &Expr<'_>) -> String {
     let mut s = String::new();
     print_expr(e, &mut s);
     if s.len() > 120 {
@@ -417,11 +420,11 @@ fn text_of(e: &Expr) -> String {
     s
 }
 
-impl Model {
+impl<'a> Model<'a> {
     /// Evaluate a parsed profile with `-D` parameters.
-    pub fn new(profile: &Profile, params: &BTreeMap<String, String>) -> Model {
+    pub fn new(profile: &Profile<'a>, params: &BTreeMap<String, String>) -> Model<'a> {
         let mut m = Model {
-            source: profile.source.clone(),
+            source: Arc::from(profile.source),
             ..Model::default()
         };
         let mut env = Env {
@@ -435,7 +438,7 @@ impl Model {
             for o in &r.ops {
                 if o.ends_with('*')
                     && crate::ops::find(o).is_none()
-                    && !m.unknown_families.iter().any(|(u, _)| u == o.as_ref())
+                    && !m.unknown_families.iter().any(|(u, _)| u == o)
                 {
                     m.unknown_families.push((o.to_string(), r.line));
                 }
@@ -444,7 +447,7 @@ impl Model {
         m
     }
 
-    fn top(&mut self, e: &Expr, env: &mut Env<'_>) {
+    fn top(&mut self, e: &Expr<'a>, env: &mut Env<'_, 'a>) {
         let Some(items) = e.list() else {
             self.blockers.push((text_of(e), e.line));
             return;
@@ -460,12 +463,12 @@ impl Model {
             "define" | "define-once" => match items.get(1).map(|x| &x.node) {
                 Some(Node::Symbol(name)) => {
                     let v = items.get(2).map_or(Value::Bool(false), |x| eval(x, env));
-                    env.defines.insert(name.to_string(), v);
+                    env.defines.insert(name, v);
                 }
                 Some(Node::List { items: sig, .. }) => {
                     if let Some(name) = sig.first().and_then(Expr::symbol) {
                         env.defines.insert(
-                            name.to_string(),
+                            name,
                             Value::Opaque(format!("the function `{name}`"), e.line),
                         );
                     }
@@ -483,7 +486,7 @@ impl Model {
                     }
                     None => false,
                 };
-                let branch: Vec<&Expr> = match head {
+                let branch: Vec<&Expr<'a>> = match head {
                     "if" if truth => items.get(2).into_iter().collect(),
                     "if" => items.get(3).into_iter().collect(),
                     "when" if truth => items[2..].iter().collect(),
@@ -511,7 +514,7 @@ impl Model {
         }
     }
 
-    fn rule(&mut self, e: &Expr, items: &[Expr], env: &Env<'_>) {
+    fn rule(&mut self, e: &Expr<'a>, items: &[Expr<'a>], env: &Env<'_, 'a>) {
         let action = if items[0].symbol() == Some("allow") {
             Action::Allow
         } else {
@@ -520,15 +523,15 @@ impl Model {
         let mut ops = Vec::new();
         // Most rules have one filter: it is held as it is, and only a
         // second one makes a list (for `Any`).
-        let mut first: Option<Filter> = None;
-        let mut rest: Vec<Filter> = Vec::new();
-        let mut push = |f: Filter| match first {
+        let mut first: Option<Filter<'a>> = None;
+        let mut rest: Vec<Filter<'a>> = Vec::new();
+        let mut push = |f: Filter<'a>| match first {
             None => first = Some(f),
             Some(_) => rest.push(f),
         };
         for arg in &items[1..] {
             match &arg.node {
-                Node::Symbol(s) => match env.defines.get(s.as_ref()) {
+                Node::Symbol(s) => match env.defines.get(s) {
                     Some(Value::Filter(f)) => push(f.clone()),
                     Some(Value::Opaque(what, line)) => push(Filter::Opaque {
                         what: what.clone(),
@@ -539,8 +542,8 @@ impl Model {
                         line: arg.line,
                     }),
                     None => ops.push(match crate::ops::find(canonical_op(s)) {
-                        Some(o) => Cow::Borrowed(o.name),
-                        None => Cow::Owned(s.to_string()),
+                        Some(o) => o.name,
+                        None => s,
                     }),
                 },
                 Node::List { items: inner, .. }
@@ -647,7 +650,7 @@ impl Model {
 
     fn source_order(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
         for r in self.rules.iter().rev() {
-            if !r.ops.iter().any(|o| chain.contains(&o.as_ref())) {
+            if !r.ops.iter().any(|o| chain.contains(o)) {
                 continue;
             }
             match &r.filter {
@@ -666,8 +669,8 @@ impl Model {
     }
 }
 
-impl Model {
-    fn decision(&self, r: &Rule) -> Decision {
+impl Model<'_> {
+    fn decision(&self, r: &Rule<'_>) -> Decision {
         Decision {
             action: r.action,
             rule: Some(RuleRef {

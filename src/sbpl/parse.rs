@@ -6,9 +6,7 @@
 //! forms (comments, blank lines) is kept too, so sealc's own profiles round
 //! trip byte for byte.
 
-use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// How a quoted form was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,52 +28,54 @@ impl QuoteKind {
     }
 }
 
-/// One S-expression.
+/// One S-expression. Its atoms borrow the text read (`'a`): reading a
+/// profile allocates its lists, and a string only where an escape makes
+/// its value differ from what is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Node {
+pub enum Node<'a> {
     List {
-        items: Vec<Expr>,
-        tail: Option<Box<Expr>>,
+        items: Vec<Expr<'a>>,
+        tail: Option<Box<Expr<'a>>>,
     },
-    /// A symbol as written; the common ones are shared, not allocated.
-    Symbol(Cow<'static, str>),
+    /// A symbol as written.
+    Symbol(&'a str),
     /// A `"..."` string: the raw text between the quotes, and its value
     /// where an escape makes it differ (`None`: the value is `raw`).
     Str {
-        raw: String,
-        value: Option<String>,
+        raw: &'a str,
+        value: Option<Box<str>>,
     },
     /// A `#"..."` string: no escapes.
-    RawStr(String),
+    RawStr(&'a str),
     /// A number as written (`42`, `#x2a`, `#o52`) and its value.
     Int {
-        raw: String,
+        raw: &'a str,
         value: i64,
     },
     Bool(bool),
-    Char(String),
+    Char(&'a str),
     Quoted {
         kind: QuoteKind,
-        inner: Box<Expr>,
+        inner: Box<Expr<'a>>,
     },
 }
 
 /// An S-expression with its byte span and 1-based line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Expr {
-    pub node: Node,
+pub struct Expr<'a> {
+    pub node: Node<'a>,
     pub span: Range<usize>,
     pub line: usize,
 }
 
-impl Expr {
-    pub fn symbol(&self) -> Option<&str> {
-        match &self.node {
+impl<'a> Expr<'a> {
+    pub fn symbol(&self) -> Option<&'a str> {
+        match self.node {
             Node::Symbol(s) => Some(s),
             _ => None,
         }
     }
-    pub fn list(&self) -> Option<&[Expr]> {
+    pub fn list(&self) -> Option<&[Expr<'a>]> {
         match &self.node {
             Node::List { items, tail: None } => Some(items),
             _ => None,
@@ -96,84 +96,20 @@ impl Expr {
 
 /// A parsed profile: top-level forms and the text around them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Profile {
-    pub forms: Vec<Expr>,
+pub struct Profile<'a> {
+    pub forms: Vec<Expr<'a>>,
     /// The text read: each form's `span` indexes it.
-    pub source: Arc<str>,
+    pub source: &'a str,
 }
 
-impl Node {
+impl<'a> Node<'a> {
     /// A `"..."` string node from the raw text between its quotes.
-    pub fn string(raw: &str) -> Node {
+    pub fn string(raw: &'a str) -> Node<'a> {
         Node::Str {
-            raw: raw.to_string(),
-            value: raw.contains('\\').then(|| unescape(raw)),
+            raw,
+            value: raw.contains('\\').then(|| unescape(raw).into()),
         }
     }
-
-    /// A symbol node: the words SBPL profiles use most are shared.
-    pub fn symbol(word: &str) -> Node {
-        Node::Symbol(match common_symbol(word) {
-            Some(w) => Cow::Borrowed(w),
-            None => Cow::Owned(word.to_string()),
-        })
-    }
-}
-
-/// Heads, operations and filters that every profile repeats.
-fn common_symbol(word: &str) -> Option<&'static str> {
-    Some(match word {
-        "allow" => "allow",
-        "debug" => "debug",
-        "default" => "default",
-        "define" => "define",
-        "deny" => "deny",
-        "file-clone" => "file-clone",
-        "file-ioctl" => "file-ioctl",
-        "file-link" => "file-link",
-        "file-map-executable" => "file-map-executable",
-        "file-read*" => "file-read*",
-        "file-read-data" => "file-read-data",
-        "file-read-metadata" => "file-read-metadata",
-        "file-write*" => "file-write*",
-        "file-write-create" => "file-write-create",
-        "file-write-data" => "file-write-data",
-        "file-write-unlink" => "file-write-unlink",
-        "global-name" => "global-name",
-        "if" => "if",
-        "import" => "import",
-        "iokit-open" => "iokit-open",
-        "ipc-posix*" => "ipc-posix*",
-        "ipc-posix-shm*" => "ipc-posix-shm*",
-        "literal" => "literal",
-        "local" => "local",
-        "mach*" => "mach*",
-        "mach-lookup" => "mach-lookup",
-        "network*" => "network*",
-        "network-bind" => "network-bind",
-        "network-inbound" => "network-inbound",
-        "network-outbound" => "network-outbound",
-        "param" => "param",
-        "path" => "path",
-        "prefix" => "prefix",
-        "process*" => "process*",
-        "process-exec" => "process-exec",
-        "process-fork" => "process-fork",
-        "regex" => "regex",
-        "remote" => "remote",
-        "require-all" => "require-all",
-        "require-any" => "require-any",
-        "require-not" => "require-not",
-        "signal" => "signal",
-        "string-append" => "string-append",
-        "subpath" => "subpath",
-        "sysctl-read" => "sysctl-read",
-        "tcp" => "tcp",
-        "unix-socket" => "unix-socket",
-        "user-preference-read" => "user-preference-read",
-        "version" => "version",
-        _ => return None,
-    })
 }
 
 /// A syntax error, with its 1-based position.
@@ -199,7 +135,7 @@ impl std::fmt::Display for SyntaxError {
 /// A recursive-descent reader of exactly the language `grammar/sbpl.pest`
 /// defines (`tests/sbpl_grammar.rs` holds the two to the same answers on
 /// generated and fuzzed text): one pass over the bytes, no backtracking.
-pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
+pub fn parse(src: &str) -> Result<Profile<'_>, SyntaxError> {
     let mut r = Reader {
         src,
         b: src.as_bytes(),
@@ -215,10 +151,7 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         forms.push(r.datum()?);
         r.skip_ws()?;
     }
-    Ok(Profile {
-        forms,
-        source: Arc::from(src),
-    })
+    Ok(Profile { forms, source: src })
 }
 
 /// The deepest nesting read (lists and quotes): deeper input is refused
@@ -244,10 +177,10 @@ struct Reader<'a> {
     /// The items of the lists being read, innermost last: a list's items
     /// are moved out in one allocation of their exact number when it
     /// closes, not grown one push at a time.
-    items: Vec<Expr>,
+    items: Vec<Expr<'a>>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.at).copied()
     }
@@ -322,7 +255,7 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn datum(&mut self) -> Result<Expr, SyntaxError> {
+    fn datum(&mut self) -> Result<Expr<'a>, SyntaxError> {
         let (start, line) = (self.at, self.line);
         let node = match self.peek() {
             Some(b'(') => self.nested(|r| r.list())?,
@@ -341,8 +274,8 @@ impl Reader<'_> {
 
     fn nested(
         &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Node, SyntaxError>,
-    ) -> Result<Node, SyntaxError> {
+        f: impl FnOnce(&mut Self) -> Result<Node<'a>, SyntaxError>,
+    ) -> Result<Node<'a>, SyntaxError> {
         if self.depth == MAX_DEPTH {
             return Err(self.error(format!("lists and quotes nest deeper than {MAX_DEPTH}")));
         }
@@ -352,7 +285,7 @@ impl Reader<'_> {
         node
     }
 
-    fn list(&mut self) -> Result<Node, SyntaxError> {
+    fn list(&mut self) -> Result<Node<'a>, SyntaxError> {
         let (open, open_line, open_line_start) = (self.at, self.line, self.line_start);
         self.at += 1;
         let unclosed = |r: &Self| {
@@ -400,7 +333,7 @@ impl Reader<'_> {
         Ok(Node::List { items, tail })
     }
 
-    fn quoted(&mut self) -> Result<Node, SyntaxError> {
+    fn quoted(&mut self) -> Result<Node<'a>, SyntaxError> {
         let kind = match (self.peek(), self.peek2()) {
             (Some(b','), Some(b'@')) => QuoteKind::UnquoteSplicing,
             (Some(b','), _) => QuoteKind::Unquote,
@@ -419,7 +352,7 @@ impl Reader<'_> {
     }
 
     /// `"..."`: a backslash escapes the next character, whatever it is.
-    fn string(&mut self) -> Result<Node, SyntaxError> {
+    fn string(&mut self) -> Result<Node<'a>, SyntaxError> {
         let start = self.at + 1;
         let mut i = start;
         while let Some(&c) = self.b.get(i) {
@@ -437,7 +370,7 @@ impl Reader<'_> {
     }
 
     /// Everything else: a symbol, `#"..."`, `#t`/`#f`, a number, `#\c`.
-    fn atom(&mut self) -> Result<Node, SyntaxError> {
+    fn atom(&mut self) -> Result<Node<'a>, SyntaxError> {
         let start = self.at;
         // The run of non-delimiters from here: a symbol, number or boolean
         // is all of it, and must be.
@@ -459,7 +392,7 @@ impl Reader<'_> {
                     };
                     let raw = &self.src[start + 2..start + 2 + end];
                     self.advance_to(start + 2 + end + 1);
-                    return Ok(Node::RawStr(raw.to_string()));
+                    return Ok(Node::RawStr(raw));
                 }
                 Some(b'\\') => {
                     let Some(ch) = self.src[start + 2..].chars().next() else {
@@ -471,7 +404,7 @@ impl Reader<'_> {
                     }
                     let text = &self.src[start..end];
                     self.advance_to(end);
-                    return Ok(Node::Char(text.to_string()));
+                    return Ok(Node::Char(text));
                 }
                 _ => {}
             }
@@ -489,10 +422,7 @@ impl Reader<'_> {
                     }
                     let value = i64::from_str_radix(digits, radix)
                         .map_err(|_| self.error(format!("number `{word}` is out of range")))?;
-                    Node::Int {
-                        raw: word.to_string(),
-                        value,
-                    }
+                    Node::Int { raw: word, value }
                 }
             };
             self.at = word_end;
@@ -507,16 +437,13 @@ impl Reader<'_> {
                 .parse()
                 .map_err(|_| self.error(format!("number `{word}` is out of range")))?;
             self.at = word_end;
-            return Ok(Node::Int {
-                raw: word.to_string(),
-                value,
-            });
+            return Ok(Node::Int { raw: word, value });
         }
         if word == "." {
             return Err(self.error("a dot outside a list, or with no datum before it"));
         }
         self.at = word_end;
-        Ok(Node::symbol(word))
+        Ok(Node::Symbol(word))
     }
 }
 
@@ -570,7 +497,7 @@ pub fn unescape(raw: &str) -> String {
 }
 
 /// Print one expression in canonical form: single spaces, atoms as written.
-pub fn print_expr(e: &Expr, out: &mut String) {
+pub fn print_expr(e: &Expr<'_>, out: &mut String) {
     match &e.node {
         Node::List { items, tail } => {
             out.push('(');
@@ -614,7 +541,7 @@ pub fn print_expr(e: &Expr, out: &mut String) {
 }
 
 /// Print a profile: each form canonically, the text between forms as read.
-pub fn print(p: &Profile) -> String {
+pub fn print(p: &Profile<'_>) -> String {
     let mut out = String::new();
     let mut at = 0;
     for f in &p.forms {
@@ -630,17 +557,8 @@ pub fn print(p: &Profile) -> String {
 mod tests {
     use super::*;
 
-    fn one(src: &str) -> Node {
+    fn one(src: &str) -> Node<'_> {
         parse(src).unwrap().forms.remove(0).node
-    }
-
-    #[test]
-    fn common_symbols_are_shared() {
-        assert!(matches!(
-            Node::symbol("subpath"),
-            Node::Symbol(Cow::Borrowed(_))
-        ));
-        assert_eq!(Node::symbol("x-y"), Node::Symbol(Cow::Owned("x-y".into())));
     }
 
     #[test]
@@ -648,32 +566,29 @@ mod tests {
         assert_eq!(
             one("#x2a"),
             Node::Int {
-                raw: "#x2a".into(),
+                raw: "#x2a",
                 value: 42
             }
         );
         assert_eq!(
             one("#o0004"),
             Node::Int {
-                raw: "#o0004".into(),
+                raw: "#o0004",
                 value: 4
             }
         );
         assert_eq!(
             one("-7"),
             Node::Int {
-                raw: "-7".into(),
+                raw: "-7",
                 value: -7
             }
         );
         assert_eq!(one("#t"), Node::Bool(true));
-        assert_eq!(one("file-read*"), Node::Symbol("file-read*".into()));
-        assert_eq!(
-            one("%string-prefix?"),
-            Node::Symbol("%string-prefix?".into())
-        );
-        assert_eq!(one(r#"#"\.apple$""#), Node::RawStr(r"\.apple$".into()));
-        assert_eq!(one(r"#\/"), Node::Char(r"#\/".into()));
+        assert_eq!(one("file-read*"), Node::Symbol("file-read*"));
+        assert_eq!(one("%string-prefix?"), Node::Symbol("%string-prefix?"));
+        assert_eq!(one(r#"#"\.apple$""#), Node::RawStr(r"\.apple$"));
+        assert_eq!(one(r"#\/"), Node::Char(r"#\/"));
     }
 
     #[test]
@@ -686,7 +601,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (raw.as_str(), value.as_deref()),
+            (raw, value.as_deref()),
             (r"^com\.apple\.", Some("^com.apple."))
         );
     }
@@ -710,7 +625,8 @@ mod tests {
     fn an_unquoted_at_sign_symbol_prints_back_unambiguously() {
         // Found by the fuzzer: `, @` must not print as `,@`.
         let p = parse("7,\n@\n").unwrap();
-        let again = parse(&print(&p)).unwrap();
+        let printed = print(&p);
+        let again = parse(&printed).unwrap();
         assert_eq!(again.forms.len(), 2);
     }
 

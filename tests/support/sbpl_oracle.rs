@@ -13,7 +13,7 @@ use sealc::sbpl::parse::{unescape, Expr, Node, Profile, QuoteKind, SyntaxError};
 struct SbplParser;
 
 /// Read `src` with the grammar.
-pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
+pub fn parse(src: &str) -> Result<Profile<'_>, SyntaxError> {
     let mut pairs = SbplParser::parse(Rule::file, src).map_err(|e| {
         let (line, column) = match e.line_col {
             pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
@@ -56,17 +56,14 @@ pub fn parse(src: &str) -> Result<Profile, SyntaxError> {
         }
         forms.push(build(p, &lines)?);
     }
-    Ok(Profile {
-        forms,
-        source: src.into(),
-    })
+    Ok(Profile { forms, source: src })
 }
 
 fn is_comment(r: Rule) -> bool {
     matches!(r, Rule::line_comment | Rule::block_comment | Rule::shebang)
 }
 
-fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, SyntaxError> {
+fn build<'a>(p: pest::iterators::Pair<'a, Rule>, lines: &[usize]) -> Result<Expr<'a>, SyntaxError> {
     let span = p.as_span().start()..p.as_span().end();
     let line = lines.partition_point(|&s| s <= span.start);
     let column = span.start - lines[line - 1] + 1;
@@ -121,20 +118,20 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
             let raw = p
                 .into_inner()
                 .next()
-                .map(|i| i.as_str().to_string())
+                .map(|i| i.as_str())
                 .unwrap_or_default();
-            let value = raw.contains('\\').then(|| unescape(&raw));
+            let value = raw.contains('\\').then(|| unescape(raw).into());
             Node::Str { raw, value }
         }
         Rule::raw_string => Node::RawStr(
             p.into_inner()
                 .next()
-                .map(|i| i.as_str().to_string())
+                .map(|i| i.as_str())
                 .unwrap_or_default(),
         ),
         Rule::boolean => Node::Bool(p.as_str() == "#t"),
         Rule::number => {
-            let raw = p.as_str().to_string();
+            let raw = p.as_str();
             let value = if let Some(h) = raw.strip_prefix("#x") {
                 i64::from_str_radix(h, 16)
             } else if let Some(o) = raw.strip_prefix("#o") {
@@ -145,8 +142,8 @@ fn build(p: pest::iterators::Pair<'_, Rule>, lines: &[usize]) -> Result<Expr, Sy
             .map_err(|_| err(format!("number `{raw}` is out of range")))?;
             Node::Int { raw, value }
         }
-        Rule::char_lit => Node::Char(p.as_str().to_string()),
-        Rule::symbol => Node::Symbol(p.as_str().to_string().into()),
+        Rule::char_lit => Node::Char(p.as_str()),
+        Rule::symbol => Node::Symbol(p.as_str()),
         r => return Err(err(format!("unexpected {r:?}"))),
     };
     Ok(Expr { node, span, line })

@@ -4,7 +4,10 @@
 use super::*;
 
 /// Each pattern compiled, or the first that does not compile, as opaque.
-pub(super) fn regexes(patterns: Vec<String>, line: usize) -> Result<Vec<Regex>, Value> {
+pub(super) fn regexes<'a>(
+    patterns: Vec<Cow<'a, str>>,
+    line: usize,
+) -> Result<Vec<Regex>, Value<'a>> {
     patterns
         .into_iter()
         .map(|p| Regex::new(&p).map_err(|why| Value::Opaque(format!("regex {p:?}: {why}"), line)))
@@ -12,20 +15,23 @@ pub(super) fn regexes(patterns: Vec<String>, line: usize) -> Result<Vec<Regex>, 
 }
 
 /// Evaluate an expression to a value: strings, params, booleans, filters.
-pub(super) fn eval(e: &Expr, env: &Env<'_>) -> Value {
+pub(super) fn eval<'a>(e: &Expr<'a>, env: &Env<'_, 'a>) -> Value<'a> {
     let opaque = || Value::Opaque(text_of(e), e.line);
     match &e.node {
-        Node::Str { .. } => Value::Str(e.string().unwrap_or_default().to_string()),
-        Node::RawStr(s) => Value::Str(s.clone()),
+        Node::Str { raw, value: None } => Value::Str(Cow::Borrowed(raw)),
+        Node::Str {
+            value: Some(value), ..
+        } => Value::Str(Cow::Owned(value.to_string())),
+        Node::RawStr(s) => Value::Str(Cow::Borrowed(s)),
         Node::Bool(b) => Value::Bool(*b),
-        Node::Int { raw, .. } => Value::Str(raw.clone()),
-        Node::Symbol(s) => env.defines.get(s.as_ref()).cloned().unwrap_or_else(opaque),
+        Node::Int { raw, .. } => Value::Str(Cow::Borrowed(raw)),
+        Node::Symbol(s) => env.defines.get(s).cloned().unwrap_or_else(opaque),
         Node::List { items, tail: None } => {
             let Some(head) = items.first().and_then(Expr::symbol) else {
                 return opaque();
             };
             let args = &items[1..];
-            let strings = || -> Result<Vec<String>, Value> {
+            let strings = || -> Result<Vec<Cow<'a, str>>, Value<'a>> {
                 args.iter()
                     .map(|a| match eval(a, env) {
                         Value::Str(s) => Ok(s),
@@ -44,11 +50,11 @@ pub(super) fn eval(e: &Expr, env: &Env<'_>) -> Value {
                     Some(name) => env
                         .params
                         .get(name)
-                        .map_or(Value::Bool(false), |v| Value::Str(v.clone())),
+                        .map_or(Value::Bool(false), |v| Value::Str(Cow::Owned(v.clone()))),
                     None => opaque(),
                 },
                 "string-append" => match strings() {
-                    Ok(v) => Value::Str(v.concat()),
+                    Ok(v) => Value::Str(Cow::Owned(v.concat())),
                     Err(o) => o,
                 },
                 // A sandbox extension is a token a process is handed at run
@@ -67,7 +73,10 @@ pub(super) fn eval(e: &Expr, env: &Env<'_>) -> Value {
                             if !p.starts_with('/') {
                                 return opaque();
                             }
-                            lits.extend(crate::paths::ancestors_or_self(p).map(str::to_string));
+                            lits.extend(
+                                crate::paths::ancestors_or_self(p)
+                                    .map(|a| Cow::Owned(a.to_string())),
+                            );
                         }
                         Value::Filter(Filter::Path(PathKind::Literal, lits))
                     }
@@ -87,9 +96,9 @@ pub(super) fn eval(e: &Expr, env: &Env<'_>) -> Value {
                     [a] => match a.symbol() {
                         Some(t @ ("self" | "same-sandbox" | "others")) => {
                             // `same-sandbox` holds for the process itself.
-                            let mut v = vec![t.to_string()];
+                            let mut v = vec![Cow::Borrowed(t)];
                             if t == "same-sandbox" {
-                                v.push("self".to_string());
+                                v.push(Cow::Borrowed("self"));
                             }
                             Value::Filter(Filter::Name(
                                 NameKind::SignalTarget,
@@ -165,7 +174,7 @@ pub(super) fn eval(e: &Expr, env: &Env<'_>) -> Value {
                     };
                     Value::Filter(Filter::Net {
                         remote: head == "remote",
-                        proto: proto.to_string(),
+                        proto,
                         addr,
                     })
                 }

@@ -1,6 +1,6 @@
 use super::*;
 
-fn model(src: &str) -> Model {
+fn model(src: &str) -> Model<'_> {
     Model::new(&super::super::parse::parse(src).unwrap(), &BTreeMap::new())
 }
 
