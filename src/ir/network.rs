@@ -217,14 +217,12 @@ impl Lower<'_> {
         }
     }
 
-    pub(super) fn env(&mut self, spec: &Spec, net: &NetIr) -> EnvIr {
+    pub(super) fn env<'s>(&mut self, spec: &'s Spec, net: &NetIr) -> EnvIr {
         let e = &spec.env;
-        let mut lists: BTreeMap<String, Vec<(&'static str, Span)>> = BTreeMap::new();
-        let mut note = |name: &str, list: &'static str, span: Span| {
-            lists
-                .entry(name.to_string())
-                .or_default()
-                .push((list, span));
+        // Each name and where it is listed: names borrowed from the spec.
+        let mut lists: BTreeMap<&str, Vec<(&'static str, Span)>> = BTreeMap::new();
+        let mut note = |name: &'s str, list: &'static str, span: Span| {
+            lists.entry(name).or_default().push((list, span));
         };
         for p in &e.pass {
             note(&p.value, "pass", p.span.clone());
@@ -245,16 +243,17 @@ impl Lower<'_> {
             }
         }
         let loader_ok = e.allow_loader_vars.as_ref().is_some_and(|a| a.value);
-        let mut ok_names = BTreeSet::new();
-        for (name, places) in &lists {
-            let spanned: Vec<&(&str, Span)> = places.iter().filter(|(_, s)| s.end > 0).collect();
-            if let Some((_, span)) = spanned.first() {
+        let mut ok_names: BTreeSet<&str> = BTreeSet::new();
+        for (&name, places) in &lists {
+            // The places written in the spec (the proxy's own have no span).
+            let spanned = || places.iter().filter(|(_, s)| s.end > 0);
+            if let Some((_, span)) = spanned().next() {
                 if !check_env_name(name, span, &mut self.diags) {
                     continue;
                 }
             }
             if is_loader_var(name) && !loader_ok {
-                for (list, span) in &spanned {
+                for (list, span) in spanned() {
                     self.diags.push(
                         Diagnostic::error(
                             crate::diag::code::ENV_LOADER,
@@ -269,10 +268,11 @@ impl Lower<'_> {
                     );
                 }
             }
-            let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
-            if kinds.len() > 1 {
-                let (last_kind, last_span) = spanned
-                    .last()
+            // Most names are in one list: only one in two makes a set.
+            if places.iter().any(|(k, _)| *k != places[0].0) {
+                let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
+                let (last_kind, last_span) = spanned()
+                    .next_back()
                     .map(|(k, s)| (*k, s.clone()))
                     .unwrap_or(("", 0..0));
                 let others: Vec<&str> = kinds.iter().copied().filter(|k| *k != last_kind).collect();
@@ -287,11 +287,11 @@ impl Lower<'_> {
                 );
                 continue;
             }
-            ok_names.insert(name.clone());
+            ok_names.insert(name);
         }
         let mut vars = BTreeMap::new();
         for p in &e.pass {
-            if !ok_names.contains(&p.value) {
+            if !ok_names.contains(p.value.as_str()) {
                 continue;
             }
             match self.facts.env.get(&p.value) {
@@ -315,7 +315,7 @@ impl Lower<'_> {
             }
         }
         for (k, v) in &e.set {
-            if !ok_names.contains(k) {
+            if !ok_names.contains(k.as_str()) {
                 continue;
             }
             let Some(val) = self.subst(v) else { continue };
@@ -338,7 +338,7 @@ impl Lower<'_> {
         let mut secrets: BTreeSet<String> = e
             .secret
             .iter()
-            .filter(|s| ok_names.contains(&s.value))
+            .filter(|s| ok_names.contains(s.value.as_str()))
             .map(|s| s.value.clone())
             .collect();
         // A key sealc holds for the Codex provider never crosses (the
