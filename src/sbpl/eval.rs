@@ -177,18 +177,21 @@ fn parent_of(op: &str) -> Option<&'static str> {
     }
 }
 
-/// Operation aliases of the prelude.
-fn canonical_op(op: &str) -> &str {
-    match crate::ops::find(op).map(|o| o.seatbelt) {
-        Some(Seatbelt::Alias(to)) => to,
-        _ => op,
+/// The operation `op` names, through the prelude's aliases; `None` for
+/// one not in the table. One search of the table, and a second only for
+/// an alias.
+fn operation(op: &str) -> Option<&'static crate::ops::Operation> {
+    let o = crate::ops::find(op)?;
+    match o.seatbelt {
+        Seatbelt::Alias(to) => crate::ops::find(to),
+        _ => Some(o),
     }
 }
 
 /// The operation and its fallback chain, ending at `default`; `None` for an
 /// operation not modelled.
 pub fn chain(op: &str) -> Option<Vec<&'static str>> {
-    let op = crate::ops::find(canonical_op(op))?.name;
+    let op = operation(op)?.name;
     let mut cur = op;
     let mut out = vec![cur];
     while let Some(p) = parent_of(cur) {
@@ -238,6 +241,10 @@ enum Filter<'a> {
         what: String,
         line: usize,
     },
+    /// The filters of a rule on none of the operations a model was built
+    /// for ([`Model::for_operations`]): not evaluated, so a question that
+    /// reaches the rule is undetermined, never answered without it.
+    Unread,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -363,6 +370,12 @@ impl Filter<'_> {
                 Tri::No => Tri::Yes,
             },
             (Filter::Opaque { what, line }, _) => return Err((what.clone(), *line)),
+            (Filter::Unread, _) => {
+                return Err((
+                    "a rule whose filters were not read for this question".to_string(),
+                    0,
+                ))
+            }
         })
     }
 }
@@ -393,6 +406,9 @@ pub struct Model<'a> {
     /// know, each with the line of its first rule: an answer for an
     /// operation such a family may hold is undetermined.
     unknown_families: Vec<(String, usize)>,
+    /// The operations whose rules are evaluated (each with its fallback
+    /// parents); `None`: every rule's.
+    only: Option<Vec<&'static str>>,
 }
 
 #[derive(Clone, Debug)]
@@ -423,8 +439,34 @@ fn text_of(e: &Expr<'_>) -> String {
 impl<'a> Model<'a> {
     /// Evaluate a parsed profile with `-D` parameters.
     pub fn new(profile: &Profile<'a>, params: &BTreeMap<String, String>) -> Model<'a> {
+        Self::build(profile, params, None)
+    }
+
+    /// The model for questions on `ops` only: a rule on none of them, nor
+    /// of their fallback parents, keeps its operations but its filters are
+    /// not evaluated (the proof of a seal's assertions asks a few
+    /// operations of a profile of many rules). Such a rule cannot decide a
+    /// question on `ops`; one of another operation that reaches it is
+    /// undetermined.
+    pub fn for_operations(
+        profile: &Profile<'a>,
+        params: &BTreeMap<String, String>,
+        ops: &[&str],
+    ) -> Model<'a> {
+        let mut only: Vec<&'static str> = ops.iter().filter_map(|op| chain(op)).flatten().collect();
+        only.sort_unstable();
+        only.dedup();
+        Self::build(profile, params, Some(only))
+    }
+
+    fn build(
+        profile: &Profile<'a>,
+        params: &BTreeMap<String, String>,
+        only: Option<Vec<&'static str>>,
+    ) -> Model<'a> {
         let mut m = Model {
             source: Arc::from(profile.source),
+            only,
             ..Model::default()
         };
         let mut env = Env {
@@ -520,7 +562,28 @@ impl<'a> Model<'a> {
         } else {
             Action::Deny
         };
-        let mut ops = Vec::new();
+        // The operations: the symbols that name no `define`d value.
+        let ops: Vec<&'a str> = items[1..]
+            .iter()
+            .filter_map(|arg| match arg.node {
+                Node::Symbol(s) if !env.defines.contains_key(s) => {
+                    Some(operation(s).map_or(s, |o| o.name))
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(only) = &self.only {
+            if !ops.iter().any(|o| only.binary_search(o).is_ok()) {
+                self.rules.push(Rule {
+                    action,
+                    ops,
+                    filter: Some(Filter::Unread),
+                    line: e.line,
+                    span: e.span.clone(),
+                });
+                return;
+            }
+        }
         // Most rules have one filter: it is held as it is, and only a
         // second one makes a list (for `Any`).
         let mut first: Option<Filter<'a>> = None;
@@ -541,10 +604,7 @@ impl<'a> Model<'a> {
                         what: format!("`{s}` used as a filter"),
                         line: arg.line,
                     }),
-                    None => ops.push(match crate::ops::find(canonical_op(s)) {
-                        Some(o) => o.name,
-                        None => s,
-                    }),
+                    None => {} // an operation
                 },
                 Node::List { items: inner, .. }
                     if inner.first().and_then(Expr::symbol) == Some("with") => {}

@@ -261,3 +261,45 @@ fn later_families_extensions_ancestors_and_xpc_names() {
     assert_eq!(mach(NameKind::MachGlobal, "com.a"), Some(Action::Allow));
     assert_eq!(mach(NameKind::XpcService, "com.a"), Some(Action::Deny));
 }
+
+#[test]
+fn a_model_for_some_operations_answers_them_as_the_whole_model_does() {
+    let src = "(version 1)(allow default)\n\
+        (deny file-read* (subpath \"/a\"))\n\
+        (allow file-read-data (literal \"/a/ok\"))\n\
+        (deny file-write* (subpath \"/\"))\n\
+        (allow file-write-data (subpath \"/w\"))\n\
+        (deny mach-lookup (global-name \"com.apple.x\"))\n";
+    let profile = super::super::parse::parse(src).unwrap();
+    let whole = Model::new(&profile, &BTreeMap::new());
+    let some = Model::for_operations(&profile, &BTreeMap::new(), &["file-read-data"]);
+    for p in ["/a", "/a/ok", "/a/no", "/b"] {
+        for op in ["file-read-data", "file-read-metadata", "file-read*"] {
+            assert_eq!(
+                some.query(op, &path(p)),
+                whole.query(op, &path(p)),
+                "{op} {p}"
+            );
+        }
+    }
+    // The rules on other operations kept their operations, not their
+    // filters: a question that reaches one is undetermined, never answered
+    // as if the rule were not there.
+    assert_eq!(act(&whole, "file-write-data", "/a"), Some(Action::Deny));
+    assert!(matches!(
+        some.query("file-write-data", &path("/a")),
+        Verdict::Undetermined { .. }
+    ));
+    let named = Target::Name {
+        kind: NameKind::MachGlobal,
+        name: "com.apple.x".into(),
+    };
+    assert_eq!(
+        whole.query("mach-lookup", &named).action(),
+        Some(Action::Deny)
+    );
+    assert!(matches!(
+        some.query("mach-lookup", &named),
+        Verdict::Undetermined { .. }
+    ));
+}
