@@ -74,11 +74,17 @@ use record::Record;
 #[derive(Clone, Debug)]
 pub struct Compiled {
     pub ir: Ir,
-    pub facts: Facts,
     /// Every output file by relative path, the record (`seal.json`) included.
     pub files: BTreeMap<String, Vec<u8>>,
     pub record: Record,
     pub warnings: Diagnostics,
+}
+
+impl Compiled {
+    /// The host facts the seal was compiled with: the record's.
+    pub fn facts(&self) -> &Facts {
+        &self.record.facts
+    }
 }
 
 /// Compile spec text on a host: parse, resolve facts, lower, render, record.
@@ -145,7 +151,7 @@ pub fn compile_for(
         smells
             .0
             .into_iter()
-            .map(|d| recorded_now(d, &spec, &c.facts)),
+            .map(|d| recorded_now(d, &spec, c.facts())),
     );
     c.warnings = all.sorted();
     Ok(c)
@@ -240,11 +246,10 @@ fn seal(
     mut files: BTreeMap<String, Vec<u8>>,
 ) -> Compiled {
     let argv = backend::argv_prefix(&ir);
-    let (record, bytes) = Record::with_bytes(spec_file, src, &facts, &files, argv);
+    let (record, bytes) = Record::with_bytes(spec_file, src, facts, &files, argv);
     files.insert(record::FILE.to_string(), bytes.into_bytes());
     Compiled {
         ir,
-        facts,
         files,
         record,
         warnings,

@@ -87,7 +87,7 @@ impl Record {
         artifacts: &std::collections::BTreeMap<String, Vec<u8>>,
         argv_prefix: Vec<String>,
     ) -> Record {
-        Record::with_bytes(spec_file, spec_text, facts, artifacts, argv_prefix).0
+        Record::with_bytes(spec_file, spec_text, facts.clone(), artifacts, argv_prefix).0
     }
 
     /// Build a record and its canonical bytes, serializing it once: the
@@ -97,7 +97,7 @@ impl Record {
     pub fn with_bytes(
         spec_file: &str,
         spec_text: &str,
-        facts: &Facts,
+        facts: Facts,
         artifacts: &std::collections::BTreeMap<String, Vec<u8>>,
         argv_prefix: Vec<String>,
     ) -> (Record, String) {
@@ -109,7 +109,7 @@ impl Record {
                 text: spec_text.to_string(),
                 digest: sha256(spec_text.as_bytes()),
             },
-            facts: facts.clone(),
+            facts,
             artifacts: artifacts
                 .iter()
                 .map(|(f, b)| ArtifactRecord {
@@ -187,7 +187,7 @@ mod tests {
         let (r, bytes) = Record::with_bytes(
             "s.toml",
             "name = \"exec\"\n",
-            &facts,
+            facts,
             &files,
             vec!["a".into()],
         );

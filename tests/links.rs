@@ -41,7 +41,7 @@ fn decide(sb: &str, op: &str, path: &str) -> Action {
 fn an_absent_denied_root_through_a_link_is_denied_where_it_will_appear() {
     let c = sealc::compile("s.toml", SPEC, &VarFlags::new(), &host()).unwrap();
     assert_eq!(
-        c.facts
+        c.facts()
             .absent_denied
             .get("/tmp/c/link/secret")
             .map(String::as_str),
@@ -77,9 +77,9 @@ fn a_root_absent_without_a_link_on_the_way_records_nothing_extra() {
     let spec = SPEC.replace("/tmp/c/link/", "/private/tmp/c/real/");
     let c = sealc::compile("s.toml", &spec, &VarFlags::new(), &host()).unwrap();
     assert!(
-        c.facts.absent_denied.is_empty(),
+        c.facts().absent_denied.is_empty(),
         "{:?}",
-        c.facts.absent_denied
+        c.facts().absent_denied
     );
 }
 
@@ -440,7 +440,7 @@ proptest::proptest! {
         let Ok(c) = sealc::compile("s.toml", &spec, &VarFlags::new(), &host) else {
             return Ok(());
         };
-        let known = sealc::query::known_links(&c.facts, true);
+        let known = sealc::query::known_links(c.facts(), true);
         for (root, (_, _, _, flip)) in asked.iter().zip(&roots) {
             let spelled = if *flip {
                 match root.strip_prefix("/tmp/") {
@@ -494,14 +494,14 @@ allow_read = ["/tmp/d/l/secret/pub"]
 "#;
     let c = sealc::compile("s.toml", spec, &VarFlags::new(), &host).unwrap();
     assert_eq!(
-        c.facts
+        c.facts()
             .absent_denied
             .get("/tmp/d/l/secret")
             .map(String::as_str),
         Some("/private/tmp/d/gone/secret")
     );
     assert_eq!(
-        c.facts
+        c.facts()
             .absent_allowed
             .get("/tmp/d/l/secret/pub")
             .map(String::as_str),
@@ -552,7 +552,7 @@ allow_read = ["/tmp/c/link/pub"]
 "#;
     let c = sealc::compile("s.toml", spec, &VarFlags::new(), &host()).unwrap();
     assert_eq!(
-        c.facts
+        c.facts()
             .absent_allowed
             .get("/tmp/c/link/pub")
             .map(String::as_str),

@@ -421,8 +421,8 @@ fn a_linux_record_without_a_roots_kind_does_not_recompile() {
     let src = "version = 1\nname = \"k\"\n[target]\nplatform = \"linux\"\n[filesystem]\ndeny_read = [\"/d\"]\n";
     let host = sealc::facts::FakeHost::new().dir("/d");
     let c = sealc::compile("k.toml", src, &Vec::new(), &host).unwrap();
-    assert!(c.facts.kinds.contains_key("/d"));
-    let mut facts = c.facts.clone();
+    assert!(c.facts().kinds.contains_key("/d"));
+    let mut facts = c.facts().clone();
     facts.kinds.clear();
     let err = sealc::compile_with_facts("k.toml", src, facts).unwrap_err();
     assert!(

@@ -309,7 +309,7 @@ fn compile(
     // A secret-looking `pass` value is in these files: readable by their
     // owner only (the warning says so). Otherwise the seal is for reviewers
     // to read, as any file.
-    let private: Vec<&str> = if crate::recorded_secret_looking(&compiled.facts).is_empty() {
+    let private: Vec<&str> = if crate::recorded_secret_looking(compiled.facts()).is_empty() {
         Vec::new()
     } else {
         crate::PASS_VALUE_FILES.to_vec()

@@ -96,7 +96,7 @@ pub(super) fn load(path: &Path, artifacts: Option<&Path>) -> Result<Loaded, Diag
         .map(|c| format!("{}: {}", c.subject, visible(&c.detail)))
         .collect();
     Ok(Loaded {
-        policy: crate::describe::describe(&compiled.ir, &compiled.facts),
+        policy: crate::describe::describe(&compiled.ir, compiled.facts()),
         record,
         problems,
     })
