@@ -177,31 +177,56 @@ fn parent_of(op: &str) -> Option<&'static str> {
     }
 }
 
+/// An operation as the model holds it: its place in the operation table
+/// ([`DEFAULT`] for `default`, where every chain ends), so that a question
+/// compares numbers, not names.
+type OpId = usize;
+
+/// The place of `default`, which the table does not list.
+const DEFAULT: OpId = crate::ops::OPERATIONS.len();
+
+/// The place of the operation named `name`, as written.
+fn place(name: &str) -> Option<OpId> {
+    if name == "default" {
+        return Some(DEFAULT);
+    }
+    crate::ops::OPERATIONS.iter().position(|o| o.name == name)
+}
+
+/// The name of the operation at `id`.
+fn name_of(id: OpId) -> &'static str {
+    crate::ops::OPERATIONS.get(id).map_or("default", |o| o.name)
+}
+
 /// The operation `op` names, through the prelude's aliases; `None` for
 /// one not in the table. One search of the table, and a second only for
 /// an alias.
-fn operation(op: &str) -> Option<&'static crate::ops::Operation> {
-    let o = crate::ops::find(op)?;
-    match o.seatbelt {
-        Seatbelt::Alias(to) => crate::ops::find(to),
-        _ => Some(o),
+fn operation(op: &str) -> Option<OpId> {
+    let id = place(op)?;
+    match crate::ops::OPERATIONS.get(id).map(|o| o.seatbelt) {
+        Some(Seatbelt::Alias(to)) => place(to),
+        _ => Some(id),
     }
+}
+
+/// [`chain`], by place.
+fn chain_of(op: &str) -> Option<Vec<OpId>> {
+    let mut cur = operation(op)?;
+    let mut out = vec![cur];
+    while let Some(Seatbelt::Parent(p)) = crate::ops::OPERATIONS.get(cur).map(|o| o.seatbelt) {
+        cur = place(p)?;
+        out.push(cur);
+        if cur == DEFAULT {
+            break;
+        }
+    }
+    (out.len() > 1).then_some(out)
 }
 
 /// The operation and its fallback chain, ending at `default`; `None` for an
 /// operation not modelled.
 pub fn chain(op: &str) -> Option<Vec<&'static str>> {
-    let op = operation(op)?.name;
-    let mut cur = op;
-    let mut out = vec![cur];
-    while let Some(p) = parent_of(cur) {
-        out.push(p);
-        if p == "default" {
-            break;
-        }
-        cur = p;
-    }
-    (out.len() > 1).then_some(out)
+    Some(chain_of(op)?.into_iter().map(name_of).collect())
 }
 
 /// The modelled operations, with their parents (for cross-checks).
@@ -383,7 +408,9 @@ impl Filter<'_> {
 #[derive(Clone, Debug)]
 struct Rule<'a> {
     action: Action,
-    ops: Vec<&'a str>,
+    /// The operations the rule names: the table's by place, the others
+    /// (a later macOS's) by name.
+    ops: Vec<Result<OpId, &'a str>>,
     filter: Option<Filter<'a>>,
     /// Where the rule is in the profile's text: its text is printed only
     /// for the answers that name it.
@@ -408,7 +435,7 @@ pub struct Model<'a> {
     unknown_families: Vec<(String, usize)>,
     /// The operations whose rules are evaluated (each with its fallback
     /// parents); `None`: every rule's.
-    only: Option<Vec<&'static str>>,
+    only: Option<Vec<OpId>>,
 }
 
 #[derive(Clone, Debug)]
@@ -453,7 +480,7 @@ impl<'a> Model<'a> {
         params: &BTreeMap<String, String>,
         ops: &[&str],
     ) -> Model<'a> {
-        let mut only: Vec<&'static str> = ops.iter().filter_map(|op| chain(op)).flatten().collect();
+        let mut only: Vec<OpId> = ops.iter().filter_map(|op| chain_of(op)).flatten().collect();
         only.sort_unstable();
         only.dedup();
         Self::build(profile, params, Some(only))
@@ -462,7 +489,7 @@ impl<'a> Model<'a> {
     fn build(
         profile: &Profile<'a>,
         params: &BTreeMap<String, String>,
-        only: Option<Vec<&'static str>>,
+        only: Option<Vec<OpId>>,
     ) -> Model<'a> {
         let mut m = Model {
             source: Arc::from(profile.source),
@@ -477,11 +504,8 @@ impl<'a> Model<'a> {
             m.top(f, &mut env);
         }
         for r in &m.rules {
-            for o in &r.ops {
-                if o.ends_with('*')
-                    && crate::ops::find(o).is_none()
-                    && !m.unknown_families.iter().any(|(u, _)| u == o)
-                {
+            for o in r.ops.iter().filter_map(|o| o.err()) {
+                if o.ends_with('*') && !m.unknown_families.iter().any(|(u, _)| u == o) {
                     m.unknown_families.push((o.to_string(), r.line));
                 }
             }
@@ -563,17 +587,18 @@ impl<'a> Model<'a> {
             Action::Deny
         };
         // The operations: the symbols that name no `define`d value.
-        let ops: Vec<&'a str> = items[1..]
+        let ops: Vec<Result<OpId, &'a str>> = items[1..]
             .iter()
             .filter_map(|arg| match arg.node {
-                Node::Symbol(s) if !env.defines.contains_key(s) => {
-                    Some(operation(s).map_or(s, |o| o.name))
-                }
+                Node::Symbol(s) if !env.defines.contains_key(s) => Some(operation(s).ok_or(s)),
                 _ => None,
             })
             .collect();
         if let Some(only) = &self.only {
-            if !ops.iter().any(|o| only.binary_search(o).is_ok()) {
+            if !ops
+                .iter()
+                .any(|o| o.is_ok_and(|id| only.binary_search(&id).is_ok()))
+            {
                 self.rules.push(Rule {
                     action,
                     ops,
@@ -642,7 +667,7 @@ impl<'a> Model<'a> {
                 line: *line,
             };
         }
-        let Some(chain) = chain(op) else {
+        let Some(chain) = chain_of(op) else {
             return Verdict::Undetermined {
                 construct: format!("the operation `{op}` is not modelled"),
                 line: 0,
@@ -653,7 +678,7 @@ impl<'a> Model<'a> {
         // than answer as if the rule were not there.
         for (family, line) in &self.unknown_families {
             let stem = family.trim_end_matches('*');
-            if chain.iter().any(|c| c.starts_with(stem)) {
+            if chain.iter().any(|&c| name_of(c).starts_with(stem)) {
                 return Verdict::Undetermined {
                     construct: format!(
                         "`{family}` is not in the operation table (macOS 10.15's), and may hold `{op}`"
@@ -680,9 +705,9 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn filtered_first(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
-        for op in chain {
-            let own = self.rules.iter().filter(|r| r.ops.iter().any(|o| o == op));
+    fn filtered_first(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
+        for &op in chain {
+            let own = self.rules.iter().filter(|r| r.ops.contains(&Ok(op)));
             let mut fallback: Option<&Rule> = None;
             for r in own.clone().rev() {
                 match &r.filter {
@@ -708,9 +733,9 @@ impl<'a> Model<'a> {
         })
     }
 
-    fn source_order(&self, chain: &[&str], t: &Target) -> Result<Decision, (String, usize)> {
+    fn source_order(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
         for r in self.rules.iter().rev() {
-            if !r.ops.iter().any(|o| chain.contains(o)) {
+            if !r.ops.iter().any(|o| o.is_ok_and(|id| chain.contains(&id))) {
                 continue;
             }
             match &r.filter {
