@@ -226,11 +226,15 @@ impl<'a> Reader<'a> {
             .map(|i| from + i)
     }
 
+    /// The next `\n` at or after `from` (a word at a time: comments are
+    /// most of a sealc profile's bytes), or the end.
     fn line_end(&self, from: usize) -> usize {
-        self.b[from..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(self.b.len(), |i| from + i)
+        let at = match self.src.get(from..) {
+            Some(rest) => rest.find('\n'),
+            // Not a character's start (never, from a comment's `;`).
+            None => self.b[from..].iter().position(|&c| c == b'\n'),
+        };
+        at.map_or(self.b.len(), |i| from + i)
     }
 
     /// Whitespace and comments (`ws*`).
