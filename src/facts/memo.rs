@@ -83,23 +83,40 @@ const MAX_STEPWISE_LEN: usize = 4096;
 
 /// A path [`Memo`] resolves a component at a time: absolute, not `/`, no
 /// empty, `.` or `..` component, at most [`MAX_STEPS`] components and
-/// [`MAX_STEPWISE_LEN`] bytes. The byte offsets where its components end.
-fn stepwise(path: &str) -> Option<Vec<usize>> {
+/// [`MAX_STEPWISE_LEN`] bytes. The byte offsets where its components end,
+/// held on the stack (every path asked is split so).
+fn stepwise(path: &str) -> Option<Ends> {
     let rest = path.strip_prefix('/')?;
     if path.len() > MAX_STEPWISE_LEN {
         return None;
     }
-    let mut ends = Vec::new();
+    let mut ends = Ends {
+        at: [0; MAX_STEPS],
+        len: 0,
+    };
     let mut at = 1;
     for c in rest.split('/') {
-        if c.is_empty() || c == "." || c == ".." || ends.len() == MAX_STEPS {
+        if c.is_empty() || c == "." || c == ".." || ends.len == MAX_STEPS {
             return None;
         }
         at += c.len();
-        ends.push(at);
+        ends.at[ends.len] = at;
+        ends.len += 1;
         at += 1;
     }
     Some(ends)
+}
+
+/// The ends of a [`stepwise`] path's components.
+struct Ends {
+    at: [usize; MAX_STEPS],
+    len: usize,
+}
+
+impl Ends {
+    fn as_slice(&self) -> &[usize] {
+        &self.at[..self.len]
+    }
 }
 
 /// `name` in the directory whose realpath is `real_dir`.
@@ -191,7 +208,7 @@ impl Host for Memo<'_> {
             return known.clone();
         }
         let answer = match stepwise(path) {
-            Some(ends) => self.resolve(path, &ends),
+            Some(ends) => self.resolve(path, ends.as_slice()),
             None => self.host.canonicalize(path),
         };
         self.canonical
@@ -254,6 +271,11 @@ impl Host for Memo<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`stepwise`]'s ends, as a list.
+    fn ends(path: &str) -> Option<Vec<usize>> {
+        stepwise(path).map(|e| e.as_slice().to_vec())
+    }
     use crate::facts::host::FakeHost;
     use proptest::strategy::Strategy as _;
 
@@ -276,23 +298,20 @@ mod tests {
             assert_eq!(memo.canonicalize(p), fake.canonicalize(p), "{p} again");
             assert_eq!(memo.lstat(p), fake.lstat(p), "{p}");
         }
-        assert_eq!(stepwise("/"), None);
-        assert_eq!(stepwise("/a"), Some(vec![2]));
-        assert_eq!(stepwise("/a/bc"), Some(vec![2, 5]));
-        assert_eq!(stepwise("a"), None);
-        assert_eq!(stepwise("/a//b"), None);
-        assert_eq!(stepwise("/a/b/"), None);
-        assert_eq!(stepwise("/a/./b"), None);
-        assert_eq!(stepwise("/a/../b"), None);
+        assert_eq!(ends("/"), None);
+        assert_eq!(ends("/a"), Some(vec![2]));
+        assert_eq!(ends("/a/bc"), Some(vec![2, 5]));
+        assert_eq!(ends("a"), None);
+        assert_eq!(ends("/a//b"), None);
+        assert_eq!(ends("/a/b/"), None);
+        assert_eq!(ends("/a/./b"), None);
+        assert_eq!(ends("/a/../b"), None);
         assert_eq!(
-            stepwise(&"/x".repeat(MAX_STEPS)).map(|e| e.len()),
+            ends(&"/x".repeat(MAX_STEPS)).map(|e| e.len()),
             Some(MAX_STEPS)
         );
-        assert_eq!(
-            stepwise(&format!("/{}", "x".repeat(MAX_STEPWISE_LEN))),
-            None
-        );
-        assert_eq!(stepwise(&"/x".repeat(MAX_STEPS + 1)), None);
+        assert_eq!(ends(&format!("/{}", "x".repeat(MAX_STEPWISE_LEN))), None);
+        assert_eq!(ends(&"/x".repeat(MAX_STEPS + 1)), None);
     }
 
     /// What a tree entry is: a directory, a file, or a symlink to one of
