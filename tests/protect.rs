@@ -65,7 +65,7 @@ fn check(a: sealc::mounts::Answer, allowed: bool, why: &str) {
 #[test]
 fn facts_place_each_protected_path_or_its_stand_in() {
     let c = compile("linux", "");
-    let f = &c.facts();
+    let f = c.facts();
     assert_eq!(f.realpaths["/t/w/.git/hooks"], "/t/w/.git/hooks");
     assert_eq!(f.kinds["/t/w/.git/hooks"], PathKind::Dir);
     assert_eq!(f.kinds["/t/w/.git/config"], PathKind::File);

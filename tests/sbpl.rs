@@ -1,6 +1,7 @@
 //! The SBPL grammar and evaluator from the outside: construct fixtures,
 //! rejected inputs with their positions, round trips of sealc's own output,
 //! the operation table against the macOS 10.15 catalogue (`tests/data/sbpl/`), a no-panic property,
+//! the model a proof builds for its operations against the whole one,
 //! and `sealc explain`.
 
 mod common;
@@ -194,6 +195,89 @@ proptest! {
             prop_assert_eq!(again.forms.len(), p.forms.len());
             let m = sealc::sbpl::eval::Model::new(&p, &BTreeMap::new());
             let _ = m.query("file-read-data", &sealc::sbpl::eval::Target::Path("/a".into()));
+        }
+    }
+}
+
+/// Operations a generated rule names: the table's, an alias
+/// (`file-unlink`), `default`, a family a later macOS has and one name the
+/// table does not know.
+const RULE_OPS: &[&str] = &[
+    "default",
+    "file*",
+    "file-read*",
+    "file-read-data",
+    "file-read-metadata",
+    "file-write*",
+    "file-write-data",
+    "file-write-unlink",
+    "file-unlink",
+    "file-link",
+    "mach-lookup",
+    "network*",
+    "network-outbound",
+    "process-exec",
+    "ipc-posix-shm-read*",
+    "file-foo",
+];
+
+/// Filters: on paths, a `define`d one, a negation, one the model cannot
+/// read (a regex it does not support), on names and on the network.
+const RULE_FILTERS: &[&str] = &[
+    "(subpath \"/a\")",
+    "(literal \"/a/b\")",
+    "(prefix \"/a/b\")",
+    "(regex #\"^/a/[bc]\")",
+    "(regex #\"(?=x)\")",
+    "defined",
+    "(require-not (subpath \"/a\"))",
+    "(global-name \"com.x\")",
+    "(remote tcp \"localhost:80\")",
+];
+
+fn rule() -> impl Strategy<Value = String> {
+    (
+        any::<bool>(),
+        proptest::sample::subsequence(RULE_OPS.to_vec(), 1..3),
+        proptest::sample::subsequence(RULE_FILTERS.to_vec(), 0..3),
+    )
+        .prop_map(|(allow, ops, filters)| {
+            let action = if allow { "allow" } else { "deny" };
+            format!("({action} {} {})", ops.join(" "), filters.join(" "))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, .. ProptestConfig::default() })]
+
+    /// The proof of a seal's assertions builds the model for the
+    /// operations asserted only (`Model::for_operations`): on each of
+    /// them, every question gets the whole model's answer.
+    #[test]
+    fn the_model_for_some_operations_answers_them_as_the_whole_one(
+        rules in proptest::collection::vec(rule(), 0..12),
+        asked in proptest::sample::subsequence(RULE_OPS.to_vec(), 1..4),
+    ) {
+        use sealc::sbpl::eval::{Model, NameKind, Target};
+        let src = format!(
+            "(version 1)\n(define defined (subpath \"/b\"))\n{}\n",
+            rules.join("\n")
+        );
+        let profile = parse(&src).unwrap();
+        let whole = Model::new(&profile, &BTreeMap::new());
+        let some = Model::for_operations(&profile, &BTreeMap::new(), &asked);
+        let targets = [
+            Target::Path("/a".into()),
+            Target::Path("/a/b".into()),
+            Target::Path("/b/x".into()),
+            Target::Path("/c".into()),
+            Target::Name { kind: NameKind::MachGlobal, name: "com.x".into() },
+            Target::Remote { host: "localhost".into(), port: 80 },
+        ];
+        for op in &asked {
+            for t in &targets {
+                prop_assert_eq!(some.query(op, t), whole.query(op, t), "{} {:?}\n{}", op, t, src);
+            }
         }
     }
 }

@@ -209,7 +209,9 @@ fn operation(op: &str) -> Option<OpId> {
     }
 }
 
-/// [`chain`], by place.
+/// [`chain`], by place. Every parent is in the table or is `default`, and
+/// every alias leads to an operation of the table (`crate::ops`'s test of
+/// the table holds it closed), so a parent is always placed.
 fn chain_of(op: &str) -> Option<Vec<OpId>> {
     let mut cur = operation(op)?;
     let mut out = vec![cur];
