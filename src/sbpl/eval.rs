@@ -212,23 +212,46 @@ fn operation(op: &str) -> Option<OpId> {
 /// [`chain`], by place. Every parent is in the table or is `default`, and
 /// every alias leads to an operation of the table (`crate::ops`'s test of
 /// the table holds it closed), so a parent is always placed.
-fn chain_of(op: &str) -> Option<Vec<OpId>> {
+fn chain_of(op: &str) -> Option<Chain> {
     let mut cur = operation(op)?;
-    let mut out = vec![cur];
+    let mut out = Chain {
+        ids: [DEFAULT; MAX_CHAIN],
+        len: 1,
+    };
+    out.ids[0] = cur;
     while let Some(Seatbelt::Parent(p)) = crate::ops::OPERATIONS.get(cur).map(|o| o.seatbelt) {
         cur = place(p)?;
-        out.push(cur);
+        // Longer than any chain of the table (its test holds it so).
+        *out.ids.get_mut(out.len)? = cur;
+        out.len += 1;
         if cur == DEFAULT {
             break;
         }
     }
-    (out.len() > 1).then_some(out)
+    (out.len > 1).then_some(out)
+}
+
+/// The most operations in a chain, `default` included.
+const MAX_CHAIN: usize = 8;
+
+/// An operation's chain, held where it is asked (a question asks one).
+#[derive(Clone, Copy)]
+struct Chain {
+    ids: [OpId; MAX_CHAIN],
+    len: usize,
+}
+
+impl std::ops::Deref for Chain {
+    type Target = [OpId];
+    fn deref(&self) -> &[OpId] {
+        &self.ids[..self.len]
+    }
 }
 
 /// The operation and its fallback chain, ending at `default`; `None` for an
 /// operation not modelled.
 pub fn chain(op: &str) -> Option<Vec<&'static str>> {
-    Some(chain_of(op)?.into_iter().map(name_of).collect())
+    Some(chain_of(op)?.iter().map(|&id| name_of(id)).collect())
 }
 
 /// The modelled operations, with their parents (for cross-checks).
@@ -410,9 +433,9 @@ impl Filter<'_> {
 #[derive(Clone, Debug)]
 struct Rule<'a> {
     action: Action,
-    /// The operations the rule names: the table's by place, the others
-    /// (a later macOS's) by name.
-    ops: Vec<Result<OpId, &'a str>>,
+    /// The operations the rule names (in the model's `ops`): the table's
+    /// by place, the others (a later macOS's) by name.
+    ops: Range<usize>,
     filter: Option<Filter<'a>>,
     /// Where the rule is in the profile's text: its text is printed only
     /// for the answers that name it.
@@ -438,6 +461,8 @@ pub struct Model<'a> {
     /// The operations whose rules are evaluated (each with its fallback
     /// parents); `None`: every rule's.
     only: Option<Vec<OpId>>,
+    /// Every rule's operations, one rule after the other.
+    ops: Vec<Result<OpId, &'a str>>,
 }
 
 #[derive(Clone, Debug)]
@@ -482,7 +507,11 @@ impl<'a> Model<'a> {
         params: &BTreeMap<String, String>,
         ops: &[&str],
     ) -> Model<'a> {
-        let mut only: Vec<OpId> = ops.iter().filter_map(|op| chain_of(op)).flatten().collect();
+        let mut only: Vec<OpId> = ops
+            .iter()
+            .filter_map(|op| chain_of(op))
+            .flat_map(|c| c.ids.into_iter().take(c.len))
+            .collect();
         only.sort_unstable();
         only.dedup();
         Self::build(profile, params, Some(only))
@@ -506,7 +535,7 @@ impl<'a> Model<'a> {
             m.top(f, &mut env);
         }
         for r in &m.rules {
-            for o in r.ops.iter().filter_map(|o| o.err()) {
+            for o in m.ops[r.ops.clone()].iter().filter_map(|o| o.err()) {
                 if o.ends_with('*') && !m.unknown_families.iter().any(|(u, _)| u == o) {
                     m.unknown_families.push((o.to_string(), r.line));
                 }
@@ -589,15 +618,15 @@ impl<'a> Model<'a> {
             Action::Deny
         };
         // The operations: the symbols that name no `define`d value.
-        let ops: Vec<Result<OpId, &'a str>> = items[1..]
-            .iter()
-            .filter_map(|arg| match arg.node {
+        let start = self.ops.len();
+        self.ops
+            .extend(items[1..].iter().filter_map(|arg| match arg.node {
                 Node::Symbol(s) if !env.defines.contains_key(s) => Some(operation(s).ok_or(s)),
                 _ => None,
-            })
-            .collect();
+            }));
+        let ops = start..self.ops.len();
         if let Some(only) = &self.only {
-            if !ops
+            if !self.ops[ops.clone()]
                 .iter()
                 .any(|o| o.is_ok_and(|id| only.binary_search(&id).is_ok()))
             {
@@ -709,7 +738,10 @@ impl<'a> Model<'a> {
 
     fn filtered_first(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
         for &op in chain {
-            let own = self.rules.iter().filter(|r| r.ops.contains(&Ok(op)));
+            let own = self
+                .rules
+                .iter()
+                .filter(|r| self.ops[r.ops.clone()].contains(&Ok(op)));
             let mut fallback: Option<&Rule> = None;
             for r in own.clone().rev() {
                 match &r.filter {
@@ -737,7 +769,10 @@ impl<'a> Model<'a> {
 
     fn source_order(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
         for r in self.rules.iter().rev() {
-            if !r.ops.iter().any(|o| o.is_ok_and(|id| chain.contains(&id))) {
+            if !self.ops[r.ops.clone()]
+                .iter()
+                .any(|o| o.is_ok_and(|id| chain.contains(&id)))
+            {
                 continue;
             }
             match &r.filter {

@@ -31,6 +31,20 @@ fn fallback_chain() {
     assert!(chain("nvram-get").is_none());
 }
 
+/// A chain is held in a fixed array: every operation the table gives a
+/// parent (or an alias to one) has its whole chain, to `default`.
+#[test]
+fn every_chain_of_the_table_is_held_whole() {
+    use crate::ops::{Seatbelt, OPERATIONS};
+    for o in OPERATIONS {
+        if matches!(o.seatbelt, Seatbelt::Parent(_) | Seatbelt::Alias(_)) {
+            let c = chain(o.name).unwrap_or_else(|| panic!("no chain for `{}`", o.name));
+            assert_eq!(c.last(), Some(&"default"), "{}", o.name);
+            assert!(c.len() <= super::MAX_CHAIN);
+        }
+    }
+}
+
 #[test]
 fn filters() {
     let m = model(
