@@ -41,6 +41,8 @@ enum Action {
 enum Filter<'a> {
     Subpath(Cow<'a, str>),
     Literal(Cow<'a, str>),
+    /// `(global-name "...")`: a Mach service.
+    GlobalName(&'a str),
     /// Any other filter, already in SBPL syntax (built in this file from
     /// fixed text and numbers only).
     Raw(Cow<'a, str>),
@@ -57,6 +59,12 @@ enum Comment<'a> {
         /// The rule holds the spelling's macOS alias too (`/private/tmp/x`
         /// beside `/tmp/x`).
         alias: bool,
+    },
+    /// An IPC entry's rule: what it would open, and whether the spec
+    /// re-allows it (by its name).
+    Ipc {
+        allowed: Option<&'static str>,
+        opens: &'static str,
     },
 }
 
@@ -106,6 +114,22 @@ impl Comment<'_> {
                 }
                 out.push(')');
                 out.push_str(suffix);
+            }
+            Comment::Ipc {
+                allowed: Some(name),
+                opens,
+            } => {
+                out.push_str("ipc.allow \"");
+                crate::diag::push_visible(name, out);
+                out.push_str("\": re-allowed by the spec; it can ");
+                crate::diag::push_visible(opens, out);
+            }
+            Comment::Ipc {
+                allowed: None,
+                opens,
+            } => {
+                out.push_str("ipc: it would ");
+                crate::diag::push_visible(opens, out);
             }
         }
     }
@@ -261,6 +285,11 @@ fn emit(r: &Rule, out: &mut String) {
             Filter::Literal(p) => {
                 out.push_str(" (literal ");
                 push_lit(p, out);
+                out.push(')');
+            }
+            Filter::GlobalName(n) => {
+                out.push_str(" (global-name ");
+                push_lit(n, out);
                 out.push(')');
             }
             Filter::Raw(s) => {
@@ -429,7 +458,7 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
         match f {
             Filter::Subpath(p) => Some((0, p)),
             Filter::Literal(p) => Some((1, p)),
-            Filter::Raw(_) => None,
+            Filter::GlobalName(_) | Filter::Raw(_) => None,
         }
     }
     let ([f], [g]) = (&last.filters[..], &next.filters[..]) else {
@@ -456,7 +485,7 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
     } else {
         match &last.comment {
             Comment::Root { note, .. } => *note,
-            Comment::Text(_) => return false,
+            Comment::Text(_) | Comment::Ipc { .. } => return false,
         }
     };
     let (root, suffix) = (*a, *sa);

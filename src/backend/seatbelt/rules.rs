@@ -536,32 +536,20 @@ pub(super) fn ipc_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
         .iter()
         .map(|e| {
             let (ops, filters): (&'static [&'static str], _) = match &e.sealed {
-                Sealed::Service(n) => (
-                    &["mach-lookup"],
-                    vec![Filter::Raw(format!("(global-name {})", lit(n)).into())],
-                ),
+                Sealed::Service(n) => (&["mach-lookup"], vec![Filter::GlobalName(n)]),
                 Sealed::Operation(op) => (std::slice::from_ref(op), Vec::new()),
                 Sealed::Program(p) => (&["process-exec*"], vec![Filter::Literal((*p).into())]),
             };
             // Re-allowed by the spec: said, and allowed by its own rule
             // (the deny-default base allows none of these).
-            let (action, comment) = if ir.ipc_allowed.contains(e.name()) {
-                (
-                    Action::Allow,
-                    format!(
-                        "ipc.allow \"{}\": re-allowed by the spec; it can {}",
-                        e.name(),
-                        first_clause(e.opens)
-                    ),
-                )
-            } else {
-                (
-                    Action::Deny,
-                    format!("ipc: it would {}", first_clause(e.opens)),
-                )
+            let allowed = ir.ipc_allowed.contains(e.name());
+            let action = if allowed { Action::Allow } else { Action::Deny };
+            let comment = Comment::Ipc {
+                allowed: allowed.then(|| e.name()),
+                opens: first_clause(e.opens),
             };
             Rule {
-                comment: comment.into(),
+                comment,
                 action,
                 ops,
                 filters,
