@@ -4,7 +4,11 @@ use sha2::{Digest, Sha256};
 
 /// `sha256:` followed by the lowercase hex digest of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity("sha256:".len() + 2 * digest.len());
+    s.push_str("sha256:");
+    push_hex(&digest, &mut s);
+    s
 }
 
 /// The lowercase hex SHA-256 of everything `r` yields, read as a stream
@@ -26,11 +30,15 @@ pub fn sha256_hex_of(mut r: impl std::io::Read) -> std::io::Result<String> {
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
+    push_hex(bytes, &mut s);
+    s
+}
+
+fn push_hex(bytes: &[u8], s: &mut String) {
     for b in bytes {
         s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
         s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
     }
-    s
 }
 
 #[cfg(test)]

@@ -74,7 +74,13 @@ pub fn render_all(ir: &Ir) -> BTreeMap<String, Vec<u8>> {
 /// stands it is a weaker seal.
 pub fn argv_prefix(ir: &Ir) -> Vec<String> {
     let mut argv = vec![env::ENV_BIN.to_string(), "-i".to_string()];
-    argv.extend(ir.env.vars.iter().map(|(k, v)| format!("{k}={v}")));
+    argv.extend(ir.env.vars.iter().map(|(k, v)| {
+        let mut kv = String::with_capacity(k.len() + 1 + v.len());
+        kv.push_str(k);
+        kv.push('=');
+        kv.push_str(v);
+        kv
+    }));
     argv.extend(sandbox_argv(ir));
     argv
 }
