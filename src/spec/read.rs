@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use std::fmt::Display;
+
 use toml::de::{DeTable, DeValue};
 use toml::Spanned as TSpanned;
 
@@ -241,20 +243,22 @@ impl Cx {
         self.diags.push(d);
     }
 
-    fn type_error(&mut self, path: &str, v: &Val<'_>, expected: &str) {
+    /// `path` is said only here: callers pass it unformatted
+    /// (`format_args!`), so a value of the right type costs no text.
+    fn type_error(&mut self, path: impl Display, v: &Val<'_>, expected: &str) {
         let mut d = Diagnostic::error(
             crate::diag::code::SPEC_TYPE,
             format!("`{path}` must be {expected}, found {}", kind(v.get_ref())),
         )
         .at(v.span())
         .label(format!("expected {expected}"));
-        if let Some(e) = super::shape::example(path) {
+        if let Some(e) = super::shape::example(&path.to_string()) {
             d = d.help(format!("write it like `{e}`"));
         }
         self.push(d);
     }
 
-    fn string(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<String>> {
+    fn string(&mut self, path: impl Display, v: &Val<'_>) -> Option<Spanned<String>> {
         match v.get_ref() {
             DeValue::String(s) => Some(Spanned::new(s.to_string(), v.span())),
             _ => {
@@ -264,7 +268,7 @@ impl Cx {
         }
     }
 
-    fn integer(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<i64>> {
+    fn integer(&mut self, path: impl Display, v: &Val<'_>) -> Option<Spanned<i64>> {
         match v.get_ref() {
             DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
                 Ok(n) => Some(Spanned::new(n, v.span())),
@@ -286,7 +290,7 @@ impl Cx {
         }
     }
 
-    fn boolean(&mut self, path: &str, v: &Val<'_>) -> Option<Spanned<bool>> {
+    fn boolean(&mut self, path: impl Display, v: &Val<'_>) -> Option<Spanned<bool>> {
         match v.get_ref() {
             DeValue::Boolean(b) => Some(Spanned::new(*b, v.span())),
             _ => {
@@ -306,7 +310,12 @@ impl Cx {
         }
     }
 
-    fn array<'t, 'i>(&mut self, path: &str, v: &'t Val<'i>, expected: &str) -> Vec<&'t Val<'i>> {
+    fn array<'t, 'i>(
+        &mut self,
+        path: impl Display,
+        v: &'t Val<'i>,
+        expected: &str,
+    ) -> Vec<&'t Val<'i>> {
         match v.get_ref() {
             DeValue::Array(a) => a.iter().collect(),
             _ => {
@@ -316,18 +325,18 @@ impl Cx {
         }
     }
 
-    fn strings(&mut self, path: &str, v: Option<&Val<'_>>) -> Vec<Spanned<String>> {
+    fn strings(&mut self, path: impl Display, v: Option<&Val<'_>>) -> Vec<Spanned<String>> {
         let Some(v) = v else { return Vec::new() };
         let mut out = Vec::new();
         for (i, item) in self
-            .array(path, v, "an array of strings")
+            .array(&path, v, "an array of strings")
             .into_iter()
             .enumerate()
         {
             // The common case first, without building the item's path.
             match item.get_ref() {
                 DeValue::String(s) => out.push(Spanned::new(s.to_string(), item.span())),
-                _ => self.type_error(&format!("{path}[{i}]"), item, "a string"),
+                _ => self.type_error(format_args!("{path}[{i}]"), item, "a string"),
             }
         }
         out
@@ -337,7 +346,7 @@ impl Cx {
         let v = t.get(key)?;
         match v.get_ref() {
             DeValue::String(s) => Some(Spanned::new(s.to_string(), v.span())),
-            _ => self.string(&join(&t.path, key), v),
+            _ => self.string(join(&t.path, key), v),
         }
     }
 

@@ -57,7 +57,7 @@ impl Cx {
                 default: self.opt_string(&vt, "default"),
                 required: vt
                     .get("required")
-                    .and_then(|b| self.boolean(&format!("{path}.required"), b)),
+                    .and_then(|b| self.boolean(format_args!("{path}.required"), b)),
                 help: self.opt_string(&vt, "help"),
             };
             if let (Some(r), Some(d)) = (&decl.required, &decl.default) {
@@ -175,7 +175,7 @@ impl Cx {
             if let Some(st) = self.table("env.set", sv) {
                 for (k, val) in &st.entries {
                     let name = k.get_ref().to_string();
-                    if let Some(s) = self.string(&format!("env.set.{name}"), val) {
+                    if let Some(s) = self.string(format_args!("env.set.{name}"), val) {
                         set_keys.insert(name.clone(), k.span());
                         set.insert(name, s);
                     }
@@ -277,7 +277,7 @@ impl Cx {
         let mut get = |l: Limit| {
             let k = l.key();
             t.get(k)
-                .and_then(|v| self.integer(&format!("limits.{k}"), v))
+                .and_then(|v| self.integer(format_args!("limits.{k}"), v))
         };
         Limits {
             wall_seconds: get(Limit::WallSeconds),
@@ -363,7 +363,7 @@ impl Cx {
             };
             st.finish(self, &["seal", "binding", "command", "port", "starts"]);
             let need = |cx: &mut Self, key: &str, example: &str| match st.get(key) {
-                Some(v) => cx.string(&format!("{path}.{key}"), v),
+                Some(v) => cx.string(format_args!("{path}.{key}"), v),
                 None => {
                     st.missing(cx, key, example);
                     None
@@ -372,7 +372,7 @@ impl Cx {
             let seal = need(self, "seal", "\"/path/to/server/seal.json\"");
             let binding = need(self, "binding", "\"sha256:...\"");
             let command = match st.get("command") {
-                Some(c) => self.strings(&format!("{path}.command"), Some(c)),
+                Some(c) => self.strings(format_args!("{path}.command"), Some(c)),
                 None => {
                     st.missing(
                         self,
@@ -384,10 +384,10 @@ impl Cx {
             };
             let port = st
                 .get("port")
-                .and_then(|v| self.integer(&format!("{path}.port"), v));
+                .and_then(|v| self.integer(format_args!("{path}.port"), v));
             let starts = st
                 .get("starts")
-                .and_then(|v| self.integer(&format!("{path}.starts"), v));
+                .and_then(|v| self.integer(format_args!("{path}.starts"), v));
             let (Some(seal), Some(binding)) = (seal, binding) else {
                 continue;
             };
@@ -425,9 +425,9 @@ impl Cx {
                 span: item.span(),
                 allow: self.opt_string(&t, "allow"),
                 deny: self.opt_string(&t, "deny"),
-                paths: self.strings(&format!("{path}.paths"), t.get("paths")),
-                remote: self.strings(&format!("{path}.remote"), t.get("remote")),
-                names: self.strings(&format!("{path}.names"), t.get("names")),
+                paths: self.strings(format_args!("{path}.paths"), t.get("paths")),
+                remote: self.strings(format_args!("{path}.remote"), t.get("remote")),
+                names: self.strings(format_args!("{path}.names"), t.get("names")),
                 platform: self.opt_string(&t, "platform"),
             });
         }
