@@ -60,6 +60,12 @@ enum Comment<'a> {
         /// beside `/tmp/x`).
         alias: bool,
     },
+    /// `ancestors of <of> "<entry>"`: the metadata of a root's or a
+    /// launcher entry's ancestors.
+    Ancestors {
+        of: &'static str,
+        entry: &'a str,
+    },
     /// An IPC entry's rule: what it would open, and whether the spec
     /// re-allows it (by its name).
     Ipc {
@@ -114,6 +120,13 @@ impl Comment<'_> {
                 }
                 out.push(')');
                 out.push_str(suffix);
+            }
+            Comment::Ancestors { of, entry } => {
+                out.push_str("ancestors of ");
+                out.push_str(of);
+                out.push_str(" \"");
+                crate::diag::push_visible(entry, out);
+                out.push('"');
             }
             Comment::Ipc {
                 allowed: Some(name),
@@ -485,7 +498,7 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
     } else {
         match &last.comment {
             Comment::Root { note, .. } => *note,
-            Comment::Text(_) | Comment::Ipc { .. } => return false,
+            Comment::Text(_) | Comment::Ancestors { .. } | Comment::Ipc { .. } => return false,
         }
     };
     let (root, suffix) = (*a, *sa);

@@ -140,21 +140,28 @@ pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
             filters,
         });
     }
-    let mut reallowed: Vec<(String, &crate::ir::Spellings)> = Vec::new();
+    // The comment is written with the rule, and only if there is one.
+    let mut reallowed: Vec<(Comment, &crate::ir::Spellings)> = Vec::new();
     for root in &ir.roots {
         if matches!(
             root.kind,
             RootKind::AllowRead | RootKind::MetadataOnly | RootKind::Write | RootKind::WriteDevice
         ) {
             reallowed.push((
-                format!("ancestors of {} \"{}\"", root.kind.key(), root.origin),
+                Comment::Ancestors {
+                    of: root.kind.key(),
+                    entry: &root.origin,
+                },
                 &root.spellings,
             ));
         }
     }
     for e in ir.launcher.iter().filter(|e| e.reallow) {
         reallowed.push((
-            format!("ancestors of launcher chain entry \"{}\"", e.path),
+            Comment::Ancestors {
+                of: "launcher chain entry",
+                entry: &e.path,
+            },
             &e.spellings,
         ));
     }
@@ -170,7 +177,7 @@ pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
         if !filters.is_empty() {
             filters.sort();
             rules.push(Rule {
-                comment: comment.into(),
+                comment,
                 action: Action::Allow,
                 ops: &["file-read-metadata"],
                 filters,
