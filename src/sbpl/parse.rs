@@ -145,7 +145,9 @@ pub fn parse(src: &str) -> Result<Profile<'_>, SyntaxError> {
         depth: 0,
         items: Vec::new(),
     };
-    let mut forms = Vec::new();
+    // Room for a form every 128 bytes (sealc's profiles have one every 170,
+    // their comments included), so that the list is not copied as it grows.
+    let mut forms = Vec::with_capacity(src.len() / 128 + 8);
     r.skip_ws()?;
     while r.at < r.b.len() {
         forms.push(r.datum()?);
