@@ -149,3 +149,59 @@ fn a_toml_syntax_error_is_the_only_diagnostic() {
     assert!(broken >= 300, "only {broken} deletions broke the TOML");
     assert_goldens(failures);
 }
+
+/// A value of the wrong type is named by its whole key path, in every
+/// section whose reader builds the path only when it says it.
+#[test]
+fn a_wrong_type_is_named_by_its_key_path() {
+    let src = r#"version = 1
+name = "paths"
+[target]
+platform = "linux"
+[vars]
+run = { required = "yes" }
+[filesystem]
+write = ["/tmp/w", 3]
+[env]
+set = { HOME = 1 }
+[limits]
+wall_seconds = "ten"
+memory_mib = 99999999999999999999
+[codex.mcp_servers.docs]
+seal = 1
+binding = "sha256:00"
+command = [2]
+port = "p"
+starts = "s"
+[[assert]]
+deny = "file-read-data"
+paths = "/x"
+remote = [1]
+names = 5
+"#;
+    let Err(diags) = sealc::spec::parse(src) else {
+        panic!("the spec is refused")
+    };
+    let messages: Vec<&str> = diags.0.iter().map(|d| d.message.as_str()).collect();
+    for want in [
+        "`vars.run.required` must be a boolean, found a string",
+        "`filesystem.write[1]` must be a string, found an integer",
+        "`env.set.HOME` must be a string, found an integer",
+        "`limits.wall_seconds` must be an integer, found a string",
+        "`codex.mcp_servers.docs.seal` must be a string, found an integer",
+        "`codex.mcp_servers.docs.command[0]` must be a string, found an integer",
+        "`codex.mcp_servers.docs.port` must be an integer, found a string",
+        "`codex.mcp_servers.docs.starts` must be an integer, found a string",
+        "`assert[0].paths` must be an array of strings, found a string",
+        "`assert[0].remote[0]` must be a string, found an integer",
+        "`assert[0].names` must be an array of strings, found an integer",
+    ] {
+        assert!(messages.contains(&want), "no {want:?} in {messages:#?}");
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("`limits.memory_mib`")),
+        "{messages:#?}"
+    );
+}
