@@ -40,7 +40,7 @@ fn every_chain_of_the_table_is_held_whole() {
         if matches!(o.seatbelt, Seatbelt::Parent(_) | Seatbelt::Alias(_)) {
             let c = chain(o.name).unwrap_or_else(|| panic!("no chain for `{}`", o.name));
             assert_eq!(c.last(), Some(&"default"), "{}", o.name);
-            assert!(c.len() <= super::MAX_CHAIN);
+            assert!(c.len() <= super::table::MAX_CHAIN);
         }
     }
 }
