@@ -1,5 +1,6 @@
-//! Stage 4c, **render** the Codex config (`codex/config.toml`), generated with
-//! the `toml` crate, never derived from the operator's own file.
+//! Stage 4c, **render** the Codex config (`codex/config.toml`), written with
+//! `toml_writer` in the `toml` crate's layout ([`super::toml_doc`]), never
+//! derived from the operator's own file.
 //!
 //! The config is sealed: no approvals (`never`), Codex's own sandbox off
 //! (`danger-full-access`: the outer seal is the sandbox, and seatbelt does not
@@ -12,7 +13,7 @@
 //! removed (`docs/codex.md` has the table, `tests/codex_conformance.rs`
 //! checks it with the real binaries).
 
-use toml::{Table, Value};
+use super::toml_doc::{Doc, Item};
 
 use crate::ir::Ir;
 
@@ -66,128 +67,83 @@ pub fn features_off(versions: &[String]) -> Vec<&'static str> {
         .collect()
 }
 
-fn table(entries: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
-    Value::Table(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-    )
-}
-
-fn s(v: &str) -> Value {
-    Value::String(v.to_string())
-}
-
 /// Render `codex/config.toml`.
 pub fn render(ir: &Ir) -> Vec<u8> {
     let c = &ir.codex;
-    let mut t = Table::new();
-    t.insert("approval_policy".into(), s("never"));
+    let mut t = Doc::new();
+    t.set("approval_policy", "never");
     if c.profile {
         // Codex's own sandbox, with the seal's meaning as its profile.
         super::codex_profile::insert(ir, &mut t);
     } else {
-        t.insert("sandbox_mode".into(), s("danger-full-access"));
+        t.set("sandbox_mode", "danger-full-access");
     }
-    t.insert("web_search".into(), s("disabled"));
-    t.insert("check_for_update_on_startup".into(), Value::Boolean(false));
+    t.set("web_search", "disabled");
+    t.set("check_for_update_on_startup", false);
     // Codex's shell tool otherwise runs `bash -lc`: /etc/profile and
     // ~/.profile would rewrite the env allowlist (PATH first of all).
-    t.insert("allow_login_shell".into(), Value::Boolean(false));
+    t.set("allow_login_shell", false);
     if let Some(m) = &c.model {
-        t.insert("model".into(), s(m));
+        t.set("model", m.as_str());
     }
     if let Some(r) = &c.reasoning_effort {
-        t.insert("model_reasoning_effort".into(), s(r));
+        t.set("model_reasoning_effort", r.as_str());
     }
     if let Some(p) = &c.provider {
-        t.insert("model_provider".into(), s(PROVIDER_ID));
-        let mut info = Table::new();
-        info.insert("name".into(), s(PROVIDER_ID));
-        info.insert("wire_api".into(), s("responses"));
+        t.set("model_provider", PROVIDER_ID);
+        let info = t.table("model_providers").table(PROVIDER_ID);
+        info.set("name", PROVIDER_ID);
+        info.set("wire_api", "responses");
         match &p.held {
             // The key stays with sealc: Codex sends plain HTTP to the API's
             // host and port through sealc's proxy (the only way out of the
             // seal), which adds the key and speaks TLS to the API.
             Some(h) => {
-                let url = format!("http://{}:{}{}", h.host, h.port, h.path);
-                info.insert("base_url".into(), s(&url));
+                info.set(
+                    "base_url",
+                    format!("http://{}:{}{}", h.host, h.port, h.path),
+                );
             }
             None => {
-                info.insert("base_url".into(), s(&p.base_url));
+                info.set("base_url", p.base_url.as_str());
                 if let Some(k) = &p.env_key {
-                    info.insert("env_key".into(), s(k));
+                    info.set("env_key", k.as_str());
                 }
             }
         }
-        t.insert(
-            "model_providers".into(),
-            Value::Table(Table::from_iter([(
-                PROVIDER_ID.to_string(),
-                Value::Table(info),
-            )])),
-        );
     }
-    t.insert(
-        "analytics".into(),
-        table([("enabled", Value::Boolean(false))]),
-    );
-    t.insert(
-        "feedback".into(),
-        table([("enabled", Value::Boolean(false))]),
-    );
-    t.insert("history".into(), table([("persistence", s("none"))]));
-    t.insert(
-        "otel".into(),
-        table([
-            ("exporter", s("none")),
-            ("log_user_prompt", Value::Boolean(false)),
-            ("metrics_exporter", s("none")),
-            ("trace_exporter", s("none")),
-        ]),
-    );
-    let features: Table = features_off(&c.versions)
-        .into_iter()
-        .map(|f| (f.to_string(), Value::Boolean(false)))
-        .collect();
-    t.insert("features".into(), Value::Table(features));
-    t.insert(
-        "memories".into(),
-        table([
-            ("generate_memories", Value::Boolean(false)),
-            ("use_memories", Value::Boolean(false)),
-        ]),
-    );
+    t.table("analytics").set("enabled", false);
+    t.table("feedback").set("enabled", false);
+    t.table("history").set("persistence", "none");
+    t.table("otel")
+        .set("exporter", "none")
+        .set("log_user_prompt", false)
+        .set("metrics_exporter", "none")
+        .set("trace_exporter", "none");
+    let features = t.table("features");
+    for f in features_off(&c.versions) {
+        features.set(f, false);
+    }
+    t.table("memories")
+        .set("generate_memories", false)
+        .set("use_memories", false);
     // Bundled skills would be written into CODEX_HOME and listed to the model.
-    t.insert(
-        "skills".into(),
-        table([("bundled", table([("enabled", Value::Boolean(false))]))]),
-    );
+    t.table("skills").table("bundled").set("enabled", false);
     if !c.mcp.is_empty() {
         // Each server is the relay sealc binds into every Linux seal: it
         // connects to the server's loopback port, where `sealc exec` starts
         // the server under its own seal on the host side.
-        t.insert(
-            "mcp_servers".into(),
-            Value::Table(
-                c.mcp
-                    .iter()
-                    .map(|m| {
-                        let args = ["__mcp", "--port", &m.port.to_string()].map(s).to_vec();
-                        // `required`: Codex waits for the server and
-                        // fails when it cannot start under its seal, never
-                        // running on without it.
-                        let server = table([
-                            ("command", s(super::bwrap::INIT_PATH)),
-                            ("args", Value::Array(args)),
-                            ("required", Value::Boolean(true)),
-                        ]);
-                        (m.name.clone(), server)
-                    })
-                    .collect(),
-            ),
-        );
+        let servers = t.table("mcp_servers");
+        for m in &c.mcp {
+            let args = vec!["__mcp".into(), "--port".into(), m.port.to_string().into()];
+            // `required`: Codex waits for the server and fails when it
+            // cannot start under its seal, never running on without it.
+            servers
+                .table(m.name.as_str())
+                .set("command", super::bwrap::INIT_PATH)
+                .set("args", Item::Strs(args))
+                .set("required", true);
+        }
     }
     if !c.workspaces.is_empty() {
         let level = if c.trust_workspace {
@@ -195,33 +151,25 @@ pub fn render(ir: &Ir) -> Vec<u8> {
         } else {
             "untrusted"
         };
-        t.insert(
-            "projects".into(),
-            Value::Table(
-                c.workspaces
-                    .iter()
-                    .map(|w| (w.clone(), table([("trust_level", s(level))])))
-                    .collect(),
-            ),
-        );
+        let projects = t.table("projects");
+        for w in &c.workspaces {
+            projects.table(w.as_str()).set("trust_level", level);
+        }
     }
-    let set: Table = ir.env.vars.iter().map(|(k, v)| (k.clone(), s(v))).collect();
-    t.insert(
-        "shell_environment_policy".into(),
-        table([
-            ("inherit", s("none")),
-            ("ignore_default_excludes", Value::Boolean(false)),
-            ("set", Value::Table(set)),
-        ]),
-    );
-    // A table of strings and booleans always serializes: toml escapes every string.
-    let body = toml::to_string(&t).expect("a table of strings and booleans serializes");
+    let policy = t.table("shell_environment_policy");
+    policy
+        .set("inherit", "none")
+        .set("ignore_default_excludes", false);
+    let set = policy.table("set");
+    for (k, v) in &ir.env.vars {
+        set.set(k.as_str(), v.as_str());
+    }
     let mut out = format!(
         "# Codex config for seal `{}`, generated by sealc for Codex {}; do not edit.\n\n",
         crate::diag::visible(&ir.name),
         c.versions.join(", ")
     );
-    out.push_str(&body);
+    t.write_to(&mut out);
     out.into_bytes()
 }
 

@@ -9,6 +9,7 @@ pub mod codex_profile;
 pub mod env;
 pub mod landlock;
 pub mod seatbelt;
+pub mod toml_doc;
 
 use std::collections::BTreeMap;
 
