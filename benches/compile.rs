@@ -161,8 +161,9 @@ fn bench_evaluator(c: &mut Criterion) {
     let compiled = sealc::compile(PROBE_REP_FILE, PROBE_REP, &probe_flags(), &probe_host())
         .expect("probe-rep compiles on the fake host");
     let text = String::from_utf8(compiled.files["seal.sb"].clone()).expect("utf-8 profile");
+    let arena = sealc::sbpl::parse::Arena::new();
     let model = Model::new(
-        &sealc::sbpl::parse::parse(&text).expect("profile parses"),
+        &sealc::sbpl::parse::parse(&text, &arena).expect("profile parses"),
         &Default::default(),
     );
     // A mix of queries across the profile: denied, re-allowed, written, network.
@@ -211,7 +212,10 @@ fn bench_evaluator(c: &mut Criterion) {
     });
     group.finish();
     c.bench_function("parse probe-rep profile", |b| {
-        b.iter(|| sealc::sbpl::parse::parse(black_box(&text)))
+        b.iter(|| {
+            let arena = sealc::sbpl::parse::Arena::with_capacity(text.len() * 3);
+            sealc::sbpl::parse::parse(black_box(&text), &arena).map(|p| p.forms.len())
+        })
     });
 }
 

@@ -57,8 +57,10 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
     };
     let seal = backend::seal_name(ir);
     let bytes = files.get(seal).map(Vec::as_slice).unwrap_or_default();
-    // The profile's text: the model read from it borrows it.
+    // The profile's text and the arena its lists are read into: the model
+    // read from it borrows both.
     let text;
+    let arena;
     let judge: Box<Judge<'_>> = match ir.platform {
         spec::Platform::Linux if seal == backend::LANDLOCK => {
             let model = ruleset::Model::from_artifact(bytes).map_err(|e| unreadable(seal, e))?;
@@ -71,7 +73,11 @@ pub fn assertions(ir: &Ir, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Diag
                 Ok(t) => std::borrow::Cow::Borrowed(t),
                 Err(_) => String::from_utf8_lossy(bytes),
             };
-            let parsed = sbpl::parse::parse(&text).map_err(|e| unreadable(seal, e.to_string()))?;
+            // Room for the lists of one of sealc's profiles in one block
+            // (with their comments, they take about 2.5 bytes a byte read).
+            arena = sbpl::parse::Arena::with_capacity(text.len() * 3);
+            let parsed =
+                sbpl::parse::parse(&text, &arena).map_err(|e| unreadable(seal, e.to_string()))?;
             // Only the rules that can decide the operations asserted are
             // evaluated; the rest keep their operations, unread.
             let ops: Vec<&str> = ir.asserts.iter().map(|a| a.op.as_str()).collect();

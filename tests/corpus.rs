@@ -57,14 +57,15 @@ fn path(p: &str) -> Target {
 )]
 fn codex_seatbelt_policy_reads_and_answers() {
     let text = codex_policy();
-    let profile = sealc::sbpl::parse::parse(&text)
+    let arena = sealc::sbpl::parse::Arena::new();
+    let profile = sealc::sbpl::parse::parse(&text, &arena)
         .unwrap_or_else(|e| panic!("Codex {VERSION}'s policy does not read: {e:?}"));
     // The grammar reads the same tree from it (tests/sbpl_grammar.rs holds
     // the reader to the grammar on every profile in the repository).
-    let by_grammar = oracle::parse(&text)
+    let by_grammar = oracle::parse(&text, &arena)
         .unwrap_or_else(|e| panic!("the grammar does not read Codex {VERSION}'s policy: {e}"));
     assert!(
-        by_grammar == sealc::sbpl::parse::parse(&text).unwrap(),
+        by_grammar == profile,
         "the reader and the grammar read Codex {VERSION}'s policy differently"
     );
     let model = Model::new(&profile, &Default::default());
@@ -225,7 +226,8 @@ fn codex_seatbelt_policy_reads_and_answers() {
 )]
 fn every_operation_codex_names_is_answered_or_said_undetermined() {
     let text = codex_policy();
-    let profile = sealc::sbpl::parse::parse(&text).unwrap();
+    let arena = sealc::sbpl::parse::Arena::new();
+    let profile = sealc::sbpl::parse::parse(&text, &arena).unwrap();
     let model = Model::new(&profile, &Default::default());
     let mut ops: Vec<&str> = Vec::new();
     for line in text.lines() {

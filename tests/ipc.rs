@@ -74,7 +74,8 @@ fn every_profile_denies_each_sealed_entry_after_every_allow() {
 #[test]
 fn the_evaluator_reads_the_sealed_programs_as_denied() {
     for (spec, sb) in profiles() {
-        let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+        let arena = sealc::sbpl::parse::Arena::new();
+        let profile = sealc::sbpl::parse::parse(&sb, &arena).unwrap();
         let model = Model::new(&profile, &Default::default());
         for e in SEALED {
             let Sealed::Program(p) = e.sealed else {
@@ -109,7 +110,8 @@ fn name(kind: sealc::ops::NameKind, n: &str) -> Target {
 fn the_evaluator_answers_every_entry_as_the_table_says() {
     use sealc::ops::NameKind;
     for (spec, sb) in profiles() {
-        let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+        let arena = sealc::sbpl::parse::Arena::new();
+        let profile = sealc::sbpl::parse::parse(&sb, &arena).unwrap();
         let model = Model::new(&profile, &Default::default());
         for e in SEALED {
             let got = match e.sealed {
@@ -164,7 +166,11 @@ fn the_name_filters_match_in_their_own_namespace() {
 (allow user-preference-read (preference-domain "com.apple.Terminal"))
 (allow signal (target same-sandbox))
 "#;
-    let model = Model::new(&sealc::sbpl::parse::parse(sb).unwrap(), &Default::default());
+    let arena = sealc::sbpl::parse::Arena::new();
+    let model = Model::new(
+        &sealc::sbpl::parse::parse(sb, &arena).unwrap(),
+        &Default::default(),
+    );
     let cases: &[(&str, sealc::ops::NameKind, &str, Action)] = &[
         ("mach-lookup", MachGlobal, "com.a", Action::Allow),
         ("mach-lookup", MachGlobal, "com.b.x", Action::Allow),
@@ -262,8 +268,9 @@ fn a_reallowed_service_is_said_everywhere_and_fails_an_assertion() {
         ),
         "{sb}"
     );
+    let arena = sealc::sbpl::parse::Arena::new();
     let model = Model::new(
-        &sealc::sbpl::parse::parse(&sb).unwrap(),
+        &sealc::sbpl::parse::parse(&sb, &arena).unwrap(),
         &Default::default(),
     );
     let kc = name(sealc::ops::NameKind::MachGlobal, "com.apple.SecurityServer");
@@ -427,7 +434,8 @@ proptest::proptest! {
             return Ok(());
         };
         let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
-        let model = Model::new(&sealc::sbpl::parse::parse(&sb).unwrap(), &Default::default());
+        let arena = sealc::sbpl::parse::Arena::new();
+        let model = Model::new(&sealc::sbpl::parse::parse(&sb, &arena).unwrap(), &Default::default());
         for e in SEALED {
             let target = match e.sealed {
                 Sealed::Service(n) => ("mach-lookup", name(NameKind::MachGlobal, n)),

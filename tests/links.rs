@@ -30,7 +30,8 @@ metadata_only = ["/tmp/c/link/stat-only"]
 "#;
 
 fn decide(sb: &str, op: &str, path: &str) -> Action {
-    let profile = sealc::sbpl::parse::parse(sb).unwrap();
+    let arena = sealc::sbpl::parse::Arena::new();
+    let profile = sealc::sbpl::parse::parse(sb, &arena).unwrap();
     match Model::new(&profile, &Default::default()).query(op, &Target::Path(path.into())) {
         Verdict::Decided(d) => d.action,
         other => panic!("{op} {path}: {other:?}"),

@@ -236,13 +236,15 @@ fn deny_default_starts_from_the_documented_base() {
 }
 
 /// Compile spec text for macOS on the demo host and read its profile back.
-/// The model borrows the profile's text, which this test process keeps.
+/// The model borrows the profile's text and the arena its lists are read
+/// into, which this test process keeps.
 fn evaluator(src: &str) -> sealc::sbpl::eval::Model<'static> {
     let c = sealc::compile("s.toml", src, &Vec::new(), &demo_host()).unwrap();
     let sb: &'static str = String::from_utf8(c.files["seal.sb"].clone())
         .unwrap()
         .leak();
-    let profile = sealc::sbpl::parse::parse(sb).unwrap();
+    let arena = Box::leak(Box::new(sealc::sbpl::parse::Arena::new()));
+    let profile = sealc::sbpl::parse::parse(sb, arena).unwrap();
     sealc::sbpl::eval::Model::new(&profile, &Default::default())
 }
 

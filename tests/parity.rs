@@ -279,12 +279,14 @@ fn compile(d: &Drawn) -> Result<Option<Seals>, TestCaseError> {
             Err(e) => return Err(TestCaseError::fail(format!("{}\n{e:?}", d.src))),
         }
     }
-    // The model borrows the profile's text: kept for the test process (a
-    // few kilobytes a case).
+    // The model borrows the profile's text and the arena its lists are
+    // read into: both kept for the test process (a few kilobytes a case).
     let sb: &'static str = String::from_utf8(out[0].files["seal.sb"].clone())
         .unwrap()
         .leak();
-    let profile = sealc::sbpl::parse::parse(sb).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let arena = Box::leak(Box::new(sealc::sbpl::parse::Arena::new()));
+    let profile =
+        sealc::sbpl::parse::parse(sb, arena).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mac = Sbpl::new(&profile, &BTreeMap::new());
     let mut linux =
         Mounts::from_artifact(&out[1].files["seal.bwrap.json"]).map_err(TestCaseError::fail)?;

@@ -246,7 +246,8 @@ fn decided(m: &Sbpl, op: &str, p: &str) -> bool {
 fn the_sbpl_evaluator_denies_writes_names_and_links_of_protected_paths() {
     let c = compile("macos", "");
     let sb = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
-    let profile = sealc::sbpl::parse::parse(&sb).unwrap();
+    let arena = sealc::sbpl::parse::Arena::new();
+    let profile = sealc::sbpl::parse::parse(&sb, &arena).unwrap();
     let m = Sbpl::new(&profile, &BTreeMap::new());
     let denied = [
         ("file-write-data", "/t/w/.git/hooks/pre-commit.sample"),
@@ -451,7 +452,11 @@ fn the_codex_config_is_protected_and_the_codex_home_cannot_be_a_protected_path()
     );
     let mac = compile("macos", codex);
     let sb = String::from_utf8(mac.files["seal.sb"].clone()).unwrap();
-    let m = Sbpl::new(&sealc::sbpl::parse::parse(&sb).unwrap(), &BTreeMap::new());
+    let arena = sealc::sbpl::parse::Arena::new();
+    let m = Sbpl::new(
+        &sealc::sbpl::parse::parse(&sb, &arena).unwrap(),
+        &BTreeMap::new(),
+    );
     assert!(!decided(&m, "file-write-data", "/t/p/h/codex/config.toml"));
     assert!(!decided(&m, "file-write-unlink", "/t/p/h/codex"));
     assert!(decided(&m, "file-write-create", "/t/p/h/codex/sessions"));

@@ -122,7 +122,8 @@ proptest! {
             Err(d) => return Err(TestCaseError::fail(format!("{src}\n{d:?}"))),
         };
         let text = String::from_utf8(c.files["seal.sb"].clone()).unwrap();
-        let profile = sealc::sbpl::parse::parse(&text).unwrap();
+        let arena = sealc::sbpl::parse::Arena::new();
+        let profile = sealc::sbpl::parse::parse(&text, &arena).unwrap();
         prop_assert_eq!(sealc::sbpl::parse::print(&profile), text.clone(), "round trip");
         let m = Model::new(&profile, &BTreeMap::new());
 

@@ -25,7 +25,8 @@ fn sb_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn the_construct_fixture_parses_and_prints_back() {
     let src = std::fs::read_to_string(root().join("tests/sbpl/constructs.sb")).unwrap();
-    let p = parse(&src).unwrap();
+    let arena = sealc::sbpl::parse::Arena::new();
+    let p = parse(&src, &arena).unwrap();
     assert_eq!(p.forms.len(), 34);
     // Canonical text (single spaces) prints back byte for byte.
     assert_eq!(print(&p), src);
@@ -44,7 +45,8 @@ fn rejected_inputs_report_their_position() {
             .strip_prefix("; error: ")
             .unwrap()
             .to_string();
-        let e = parse(&src).expect_err(&f.display().to_string());
+        let arena = sealc::sbpl::parse::Arena::new();
+        let e = parse(&src, &arena).expect_err(&f.display().to_string());
         assert_eq!(format!("{}:{}", e.line, e.column), want, "{}", f.display());
     }
 }
@@ -55,7 +57,8 @@ fn every_profile_sealc_emits_round_trips() {
     for dir in std::fs::read_dir(root().join("tests/golden")).unwrap() {
         let sb = dir.unwrap().path().join("seal.sb");
         if let Ok(src) = std::fs::read_to_string(&sb) {
-            let p = parse(&src).unwrap();
+            let arena = sealc::sbpl::parse::Arena::new();
+            let p = parse(&src, &arena).unwrap();
             assert_eq!(print(&p), src, "{}", sb.display());
             n += 1;
         }
@@ -188,10 +191,12 @@ proptest! {
 
     #[test]
     fn the_parser_never_panics(src in "[()\";'`,@#|\\\\a-z0-9 \n.*/-]{0,64}") {
-        if let Ok(p) = parse(&src) {
+        let arena = sealc::sbpl::parse::Arena::new();
+        if let Ok(p) = parse(&src, &arena) {
             // What parses, prints to something that parses to the same forms.
             let printed = print(&p);
-            let again = parse(&printed).unwrap();
+            let arena = sealc::sbpl::parse::Arena::new();
+            let again = parse(&printed, &arena).unwrap();
             prop_assert_eq!(again.forms.len(), p.forms.len());
             let m = sealc::sbpl::eval::Model::new(&p, &BTreeMap::new());
             let _ = m.query("file-read-data", &sealc::sbpl::eval::Target::Path("/a".into()));
@@ -263,7 +268,8 @@ proptest! {
             "(version 1)\n(define defined (subpath \"/b\"))\n{}\n",
             rules.join("\n")
         );
-        let profile = parse(&src).unwrap();
+        let arena = sealc::sbpl::parse::Arena::new();
+        let profile = parse(&src, &arena).unwrap();
         let whole = Model::new(&profile, &BTreeMap::new());
         let some = Model::for_operations(&profile, &BTreeMap::new(), &asked);
         let targets = [

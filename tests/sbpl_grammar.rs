@@ -11,11 +11,12 @@ extern crate alloc;
 mod oracle;
 
 use proptest::prelude::*;
-use sealc::sbpl::parse::{parse, print};
+use sealc::sbpl::parse::{parse, print, Arena};
 
 /// Both readers on `src`: the same trees, or both refused.
 fn agree(src: &str) -> Result<(), String> {
-    match (parse(src), oracle::parse(src)) {
+    let (arena, oracle_arena) = (Arena::new(), Arena::new());
+    match (parse(src, &arena), oracle::parse(src, &oracle_arena)) {
         (Ok(a), Ok(b)) if a == b => Ok(()),
         (Ok(a), Ok(b)) => Err(format!(
             "different trees for {src:?}:\nreader:  {a:?}\ngrammar: {b:?}"
@@ -247,10 +248,12 @@ proptest! {
     fn well_formed_profiles_read_the_same_and_print_back(forms in prop::collection::vec(datum(), 0..8)) {
         let src = forms.join("\n");
         agree(&src).map_err(TestCaseError::fail)?;
-        let p = parse(&src).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let arena = sealc::sbpl::parse::Arena::new();
+        let p = parse(&src, &arena).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(p.forms.len(), forms.len());
         let printed = print(&p);
-        let again = parse(&printed).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let arena = sealc::sbpl::parse::Arena::new();
+        let again = parse(&printed, &arena).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(print(&again), printed);
     }
 }

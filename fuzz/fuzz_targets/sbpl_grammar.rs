@@ -19,7 +19,8 @@ fuzz_target!(|data: &[u8]| {
     if src.bytes().filter(|b| matches!(b, b'(' | b'\'' | b'`' | b',')).count() > 200 {
         return;
     }
-    match (sealc::sbpl::parse::parse(src), oracle::parse(src)) {
+    let (a, b) = (sealc::sbpl::parse::Arena::new(), sealc::sbpl::parse::Arena::new());
+    match (sealc::sbpl::parse::parse(src, &a), oracle::parse(src, &b)) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "different trees for {src:?}"),
         (Err(_), Err(_)) => {}
         (a, b) => panic!("{src:?}: the reader says {a:?}, the grammar {b:?}"),

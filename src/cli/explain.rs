@@ -641,7 +641,8 @@ fn explain(
         );
         return BAD_INPUT;
     }
-    let parsed = match crate::sbpl::parse::parse(&text) {
+    let arena = crate::sbpl::parse::Arena::new();
+    let parsed = match crate::sbpl::parse::parse(&text, &arena) {
         Ok(p) => p,
         Err(e) => {
             let _ = writeln!(

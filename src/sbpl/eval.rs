@@ -131,7 +131,7 @@ impl RuleRef {
     /// text (it parsed once, so it parses again).
     pub fn text(&self) -> String {
         let raw = self.source.get(self.span.clone()).unwrap_or_default();
-        match crate::sbpl::parse::parse(raw) {
+        match crate::sbpl::parse::parse(raw, &crate::sbpl::parse::Arena::new()) {
             Ok(p) if p.forms.len() == 1 => text_of(&p.forms[0]),
             _ => raw.chars().take(120).collect(),
         }

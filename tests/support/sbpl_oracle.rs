@@ -6,14 +6,14 @@
 
 use pest::Parser as _;
 use pest_derive::Parser;
-use sealc::sbpl::parse::{unescape, Expr, Node, Profile, QuoteKind, SyntaxError};
+use sealc::sbpl::parse::{unescape, Arena, Expr, Node, Profile, QuoteKind, SyntaxError};
 
 #[derive(Parser)]
 #[grammar = "../grammar/sbpl.pest"]
 struct SbplParser;
 
-/// Read `src` with the grammar.
-pub fn parse(src: &str) -> Result<Profile<'_>, SyntaxError> {
+/// Read `src` with the grammar, its lists kept in `arena`.
+pub fn parse<'a>(src: &'a str, arena: &'a Arena) -> Result<Profile<'a>, SyntaxError> {
     let mut pairs = SbplParser::parse(Rule::file, src).map_err(|e| {
         let (line, column) = match e.line_col {
             pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
@@ -54,7 +54,7 @@ pub fn parse(src: &str) -> Result<Profile<'_>, SyntaxError> {
         if p.as_rule() == Rule::EOI {
             break;
         }
-        forms.push(build(p, &lines)?);
+        forms.push(build(p, &lines, arena)?);
     }
     Ok(Profile { forms, source: src })
 }
@@ -63,7 +63,11 @@ fn is_comment(r: Rule) -> bool {
     matches!(r, Rule::line_comment | Rule::block_comment | Rule::shebang)
 }
 
-fn build<'a>(p: pest::iterators::Pair<'a, Rule>, lines: &[usize]) -> Result<Expr<'a>, SyntaxError> {
+fn build<'a>(
+    p: pest::iterators::Pair<'a, Rule>,
+    lines: &[usize],
+    arena: &'a Arena,
+) -> Result<Expr<'a>, SyntaxError> {
     let span = p.as_span().start()..p.as_span().end();
     let line = lines.partition_point(|&s| s <= span.start);
     let column = span.start - lines[line - 1] + 1;
@@ -85,12 +89,15 @@ fn build<'a>(p: pest::iterators::Pair<'a, Rule>, lines: &[usize]) -> Result<Expr
                     let t = inner
                         .next()
                         .ok_or_else(|| err("a dot with nothing after it".into()))?;
-                    tail = Some(Box::new(build(t, lines)?));
+                    tail = Some(&*arena.alloc(build(t, lines, arena)?));
                 } else {
-                    items.push(build(q, lines)?);
+                    items.push(build(q, lines, arena)?);
                 }
             }
-            Node::List { items, tail }
+            Node::List {
+                items: arena.alloc_slice_fill_iter(items),
+                tail,
+            }
         }
         Rule::quoted => {
             // A comment may stand between the mark and its datum (the
@@ -111,7 +118,7 @@ fn build<'a>(p: pest::iterators::Pair<'a, Rule>, lines: &[usize]) -> Result<Expr
                 .ok_or_else(|| err("a quote with nothing after it".into()))?;
             Node::Quoted {
                 kind,
-                inner: Box::new(build(d, lines)?),
+                inner: arena.alloc(build(d, lines, arena)?),
             }
         }
         Rule::string => {
@@ -120,7 +127,9 @@ fn build<'a>(p: pest::iterators::Pair<'a, Rule>, lines: &[usize]) -> Result<Expr
                 .next()
                 .map(|i| i.as_str())
                 .unwrap_or_default();
-            let value = raw.contains('\\').then(|| unescape(raw).into());
+            let value = raw
+                .contains('\\')
+                .then(|| &*arena.alloc_str(&unescape(raw)));
             Node::Str { raw, value }
         }
         Rule::raw_string => Node::RawStr(

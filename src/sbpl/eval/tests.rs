@@ -1,7 +1,14 @@
 use super::*;
 
+use super::super::parse::Arena;
+
+/// The model of `src`, its lists in an arena kept to the end of the run.
 fn model(src: &str) -> Model<'_> {
-    Model::new(&super::super::parse::parse(src).unwrap(), &BTreeMap::new())
+    let arena = Box::leak(Box::new(Arena::new()));
+    Model::new(
+        &super::super::parse::parse(src, arena).unwrap(),
+        &BTreeMap::new(),
+    )
 }
 
 fn path(p: &str) -> Target {
@@ -155,7 +162,8 @@ fn network_filters() {
 #[test]
 fn params_defines_and_conditionals() {
     let src = "(version 1)(deny default)\n(define home (param \"HOME\"))\n(define tree (subpath (string-append home \"/src\")))\n(when (param \"OPEN\") (allow file-read* tree))\n(if (param \"NOPE\") (allow file-read* (subpath \"/\")) (allow file-read-metadata (literal \"/\")))";
-    let profile = super::super::parse::parse(src).unwrap();
+    let arena = Arena::new();
+    let profile = super::super::parse::parse(src, &arena).unwrap();
     let params = BTreeMap::from([
         ("HOME".to_string(), "/u".to_string()),
         ("OPEN".to_string(), "1".to_string()),
@@ -284,7 +292,8 @@ fn a_model_for_some_operations_answers_them_as_the_whole_model_does() {
         (deny file-write* (subpath \"/\"))\n\
         (allow file-write-data (subpath \"/w\"))\n\
         (deny mach-lookup (global-name \"com.apple.x\"))\n";
-    let profile = super::super::parse::parse(src).unwrap();
+    let arena = Arena::new();
+    let profile = super::super::parse::parse(src, &arena).unwrap();
     let whole = Model::new(&profile, &BTreeMap::new());
     let some = Model::for_operations(&profile, &BTreeMap::new(), &["file-read-data"]);
     for p in ["/a", "/a/ok", "/a/no", "/b"] {
