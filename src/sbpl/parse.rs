@@ -108,18 +108,6 @@ pub struct Profile<'a> {
     pub source: &'a str,
 }
 
-impl<'a> Node<'a> {
-    /// A `"..."` string node from the raw text between its quotes.
-    pub fn string(raw: &'a str, arena: &'a Arena) -> Node<'a> {
-        Node::Str {
-            raw,
-            value: raw
-                .contains('\\')
-                .then(|| &*arena.alloc_str(&unescape(raw))),
-        }
-    }
-}
-
 /// A syntax error, with its 1-based position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyntaxError {
@@ -237,15 +225,11 @@ impl<'a> Reader<'a> {
             .map(|i| from + i)
     }
 
-    /// The next `\n` at or after `from` (a word at a time: comments are
-    /// most of a sealc profile's bytes), or the end.
+    /// The next `\n` at or after `from` (by `memchr`, many bytes at a
+    /// time: comments are most of a sealc profile's bytes), or the end.
     fn line_end(&self, from: usize) -> usize {
-        let at = match self.src.get(from..) {
-            Some(rest) => rest.find('\n'),
-            // Not a character's start (never, from a comment's `;`).
-            None => self.b[from..].iter().position(|&c| c == b'\n'),
-        };
-        at.map_or(self.b.len(), |i| from + i)
+        let rest = self.b.get(from..).unwrap_or_default();
+        memchr::memchr(b'\n', rest).map_or(self.b.len(), |i| from + i)
     }
 
     /// Whitespace and comments (`ws*`).
@@ -344,7 +328,10 @@ impl<'a> Reader<'a> {
             }
         }
         self.at += 1;
-        let items = self.arena.alloc_slice_fill_iter(self.items.drain(base..));
+        // Copied, then cut from the stack: an item owns nothing to drop
+        // (its lists are in the arena), and the copy is one pass.
+        let items = self.arena.alloc_slice_clone(&self.items[base..]);
+        self.items.truncate(base);
         Ok(Node::List { items, tail })
     }
 
@@ -368,18 +355,36 @@ impl<'a> Reader<'a> {
     }
 
     /// `"..."`: a backslash escapes the next character, whatever it is.
+    /// The string is searched for its quote, escapes and line ends only
+    /// (`memchr3`), and the lines it spans are counted on the way.
     fn string(&mut self) -> Result<Node<'a>, SyntaxError> {
         let start = self.at + 1;
         let mut i = start;
-        while let Some(&c) = self.b.get(i) {
-            match c {
+        let mut escaped = false;
+        // The lines it spans, taken on only once it closes: an unclosed
+        // string is reported where it opens.
+        let (mut line, mut line_start) = (self.line, self.line_start);
+        while let Some(found) = memchr::memchr3(b'"', b'\\', b'\n', &self.b[i..]) {
+            i += found;
+            match self.b[i] {
                 b'"' => {
                     let raw = &self.src[start..i];
-                    self.advance_to(i + 1);
-                    return Ok(Node::string(raw, self.arena));
+                    (self.at, self.line, self.line_start) = (i + 1, line, line_start);
+                    let value = escaped.then(|| &*self.arena.alloc_str(&unescape(raw)));
+                    return Ok(Node::Str { raw, value });
                 }
-                b'\\' => i += 1 + self.src[i + 1..].chars().next().map_or(0, char::len_utf8),
-                _ => i += 1,
+                b'\\' => {
+                    escaped = true;
+                    let next = self.src[i + 1..].chars().next();
+                    if next == Some('\n') {
+                        (line, line_start) = (line + 1, i + 2);
+                    }
+                    i += 1 + next.map_or(0, char::len_utf8);
+                }
+                _ => {
+                    (line, line_start) = (line + 1, i + 1);
+                    i += 1;
+                }
             }
         }
         Err(self.error("a string is not closed"))
