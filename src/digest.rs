@@ -4,7 +4,17 @@ use sha2::{Digest, Sha256};
 
 /// `sha256:` followed by the lowercase hex digest of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    sha256_of_parts(&[bytes])
+}
+
+/// `sha256:<hex>` of the bytes of `parts`, one after the other (as of
+/// their concatenation, which is not made).
+pub fn sha256_of_parts(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p);
+    }
+    let digest = h.finalize();
     let mut s = String::with_capacity("sha256:".len() + 2 * digest.len());
     s.push_str("sha256:");
     push_hex(&digest, &mut s);

@@ -122,16 +122,22 @@ impl Record {
             binding: String::new(),
         };
         // Serialize once with an empty binding, hash the form without the
-        // binding line, then fill the digest in.
+        // binding line (the text on either side of it), then fill the
+        // digest in.
         let with_empty = direct_canonical(&r);
         let empty_line = "\n  \"binding\": \"\",";
-        let without = with_empty.replacen(empty_line, "", 1);
-        r.binding = sha256(without.as_bytes());
-        let bytes = with_empty.replacen(
-            empty_line,
-            &format!("\n  \"binding\": \"{}\",", r.binding),
-            1,
-        );
+        let Some(at) = with_empty.find(empty_line) else {
+            // Never: the record's fields always have a `binding` line.
+            r.binding = sha256(with_empty.as_bytes());
+            return (r, with_empty);
+        };
+        let (before, after) = (&with_empty[..at], &with_empty[at + empty_line.len()..]);
+        r.binding = crate::digest::sha256_of_parts(&[before.as_bytes(), after.as_bytes()]);
+        let line = ["\n  \"binding\": \"", &r.binding, "\","];
+        let mut bytes = String::with_capacity(with_empty.len() + r.binding.len());
+        bytes.push_str(before);
+        line.iter().for_each(|p| bytes.push_str(p));
+        bytes.push_str(after);
         (r, bytes)
     }
 
