@@ -147,17 +147,21 @@ pub fn parse<'a>(src: &'a str, arena: &'a Arena) -> Result<Profile<'a>, SyntaxEr
         line: 1,
         line_start: 0,
         depth: 0,
-        items: Vec::new(),
+        // Room for a form every 128 bytes (sealc's profiles have one every
+        // 170, their comments included) and the lists open in one, so that
+        // the stack is not copied as it grows.
+        items: Vec::with_capacity(src.len() / 128 + 64),
     };
-    // Room for a form every 128 bytes (sealc's profiles have one every 170,
-    // their comments included), so that the list is not copied as it grows.
-    let mut forms = Vec::with_capacity(src.len() / 128 + 8);
     r.skip_ws()?;
     while r.at < r.b.len() {
-        forms.push(r.datum()?);
+        r.push_datum()?;
         r.skip_ws()?;
     }
-    Ok(Profile { forms, source: src })
+    // What is left on the stack is the top-level forms, in order.
+    Ok(Profile {
+        forms: r.items,
+        source: src,
+    })
 }
 
 /// The deepest nesting read (lists and quotes): deeper input is refused
@@ -181,8 +185,9 @@ struct Reader<'a> {
     line: usize,
     line_start: usize,
     depth: usize,
-    /// The items of the lists being read, innermost last: a list's items
-    /// are moved into the arena, their exact number, when it closes.
+    /// The data read and not yet placed, innermost list's last: a list's
+    /// items are moved into the arena, their exact number, when it closes;
+    /// the top-level forms stay.
     items: Vec<Expr<'a>>,
 }
 
@@ -261,7 +266,10 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn datum(&mut self) -> Result<Expr<'a>, SyntaxError> {
+    /// Read one datum onto `items`. It is built where it is kept: an
+    /// `Expr` returned up the recursion was copied in pieces the CPU could
+    /// not forward from the stores that made it.
+    fn push_datum(&mut self) -> Result<(), SyntaxError> {
         let (start, line) = (self.at, self.line);
         let node = match self.peek() {
             Some(b'(') => self.nested(|r| r.list())?,
@@ -271,11 +279,21 @@ impl<'a> Reader<'a> {
             Some(_) => self.atom()?,
             None => return Err(self.error("a datum was expected, the text ends")),
         };
-        Ok(Expr {
+        self.items.push(Expr {
             node,
             span: start..self.at,
             line,
-        })
+        });
+        Ok(())
+    }
+
+    /// Read one datum into the arena (a dotted tail, a quoted datum).
+    fn datum_in_arena(&mut self) -> Result<&'a Expr<'a>, SyntaxError> {
+        self.push_datum()?;
+        match self.items.pop() {
+            Some(e) => Ok(self.arena.alloc(e)),
+            None => Err(self.error("a datum was expected")),
+        }
     }
 
     fn nested(
@@ -319,7 +337,7 @@ impl<'a> Reader<'a> {
                     match self.peek() {
                         None => return Err(unclosed(self)),
                         Some(b')') => return Err(self.error("a dot with nothing after it")),
-                        Some(_) => tail = Some(&*self.arena.alloc(self.datum()?)),
+                        Some(_) => tail = Some(self.datum_in_arena()?),
                     }
                     self.skip_ws()?;
                     match self.peek() {
@@ -328,10 +346,7 @@ impl<'a> Reader<'a> {
                         Some(_) => return Err(self.error("more than one datum after a dot")),
                     }
                 }
-                Some(_) => {
-                    let item = self.datum()?;
-                    self.items.push(item);
-                }
+                Some(_) => self.push_datum()?,
             }
         }
         self.at += 1;
@@ -354,10 +369,9 @@ impl<'a> Reader<'a> {
         if self.peek().is_none() {
             return Err(self.error("a quote with nothing after it"));
         }
-        let inner = self.datum()?;
         Ok(Node::Quoted {
             kind,
-            inner: self.arena.alloc(inner),
+            inner: self.datum_in_arena()?,
         })
     }
 
