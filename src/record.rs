@@ -164,9 +164,15 @@ impl Record {
 /// sorted order): serde_json's pretty printer indents by two spaces and writes
 /// `[]` and `{}` for empty containers, as `canonical_json` does.
 fn direct_canonical(r: &Record) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-    s.push('\n');
-    s
+    // Room for the record in one block: the spec's text (escaped, so up to
+    // twice its size) and a few kilobytes of facts and digests.
+    let mut out = Vec::with_capacity(8192 + 2 * r.spec.text.len());
+    if serde_json::to_writer_pretty(&mut out, r).is_err() {
+        return "\n".to_string();
+    }
+    out.push(b'\n');
+    // serde_json writes UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 pub use crate::canonical::canonical_json;

@@ -63,8 +63,10 @@ impl<'a> Memo<'a> {
     pub fn new(host: &'a dyn Host) -> Self {
         Memo {
             host,
-            canonical: RefCell::new(Table::with_hasher(hasher())),
-            kinds: RefCell::new(Table::with_hasher(hasher())),
+            // Room for a spec of a few dozen roots and their ancestors
+            // without growing (a bigger one grows as it goes).
+            canonical: RefCell::new(Table::with_capacity_and_hasher(128, hasher())),
+            kinds: RefCell::new(Table::with_capacity_and_hasher(128, hasher())),
             write_reals: RefCell::default(),
         }
     }
