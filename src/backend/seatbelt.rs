@@ -415,9 +415,6 @@ fn depth(p: &str) -> usize {
 struct Sorted<'a>(Vec<(u32, u8, Rule<'a>)>);
 
 impl<'a> Sorted<'a> {
-    fn new() -> Self {
-        Sorted(Vec::new())
-    }
     fn with_capacity(n: usize) -> Self {
         Sorted(Vec::with_capacity(n))
     }

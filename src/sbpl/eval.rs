@@ -433,6 +433,9 @@ impl<'a> Model<'a> {
         let mut m = Model {
             source: Arc::from(profile.source),
             only,
+            // A rule a form, about (sealc's profiles have a few more forms
+            // than rules): the list is not copied as it grows.
+            rules: Vec::with_capacity(profile.forms.len()),
             ..Model::default()
         };
         let mut env = Env {

@@ -87,7 +87,7 @@ pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
             .flat_map(|r| r.spellings.iter()),
     );
     if !meta.is_empty() {
-        let mut s = Sorted::new();
+        let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
         for root in &ir.roots {
             let action = match root.kind {
                 RootKind::DenyRead => Action::Deny,
@@ -237,7 +237,7 @@ pub(super) fn user_denies(ir: &Ir, p: &str) -> bool {
 
 pub(super) fn write_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
     let ir = cx.ir;
-    let mut s = Sorted::new();
+    let mut s = Sorted::with_capacity(spelling_count(ir) + 16);
     s.push(
         "/",
         0,
