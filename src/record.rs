@@ -164,8 +164,9 @@ impl Record {
 /// sorted order): serde_json's pretty printer indents by two spaces and writes
 /// `[]` and `{}` for empty containers, as `canonical_json` does.
 fn direct_canonical(r: &Record) -> String {
-    // Room for the record in one block: the spec's text (escaped, so up to
-    // twice its size) and a few kilobytes of facts and digests.
+    // Room for the probe spec's record in one block: its text, escaped
+    // (a quote or a newline takes two bytes), and a few kilobytes of facts
+    // and digests; a bigger record grows as it is written.
     let mut out = Vec::with_capacity(8192 + 2 * r.spec.text.len());
     if serde_json::to_writer_pretty(&mut out, r).is_err() {
         return "\n".to_string();

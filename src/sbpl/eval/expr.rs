@@ -21,7 +21,7 @@ pub(super) fn eval<'a>(e: &Expr<'a>, env: &Env<'_, 'a>) -> Value<'a> {
         Node::Str { raw, value: None } => Value::Str(Cow::Borrowed(raw)),
         Node::Str {
             value: Some(value), ..
-        } => Value::Str(Cow::Owned(value.to_string())),
+        } => Value::Str(Cow::Borrowed(value)),
         Node::RawStr(s) => Value::Str(Cow::Borrowed(s)),
         Node::Bool(b) => Value::Bool(*b),
         Node::Int { raw, .. } => Value::Str(Cow::Borrowed(raw)),
