@@ -27,7 +27,12 @@ use super::Identity;
 /// spec does not know it; foldhash claims only minimal resistance to
 /// inputs made to collide, which a one-shot compile that never shows its
 /// hashes leaves little to aim at.
-type Table<V> = HashMap<String, V, foldhash::fast::SeedableRandomState>;
+/// Keys and realpaths are kept in the compile's arena (one block, not an
+/// allocation a path; 10,000 roots asked 30,000 of them).
+type Table<'a, V> = HashMap<&'a str, V, foldhash::fast::SeedableRandomState>;
+
+/// Where a [`Memo`] keeps the paths it remembers, for as long as it lives.
+pub type Arena = bumpalo::Bump;
 
 fn hasher() -> foldhash::fast::SeedableRandomState {
     static SEED: std::sync::OnceLock<foldhash::SharedSeed> = std::sync::OnceLock::new();
@@ -52,17 +57,19 @@ fn hasher() -> foldhash::fast::SeedableRandomState {
 /// realpath or a kind; every other read goes straight through.
 pub struct Memo<'a> {
     host: &'a dyn Host,
-    canonical: RefCell<Table<Option<String>>>,
-    kinds: RefCell<Table<Option<Kind>>>,
+    arena: &'a Arena,
+    canonical: RefCell<Table<'a, Option<&'a str>>>,
+    kinds: RefCell<Table<'a, Option<Kind>>>,
     /// The realpaths of the seal's write roots (where they are or will be
     /// made), once known: no program digest is kept in them.
     write_reals: RefCell<Vec<String>>,
 }
 
 impl<'a> Memo<'a> {
-    pub fn new(host: &'a dyn Host) -> Self {
+    pub fn new(host: &'a dyn Host, arena: &'a Arena) -> Self {
         Memo {
             host,
+            arena,
             // Room for a spec of a few dozen roots and their ancestors
             // without growing (a bigger one grows as it goes).
             canonical: RefCell::new(Table::with_capacity_and_hasher(128, hasher())),
@@ -121,31 +128,41 @@ impl Ends {
     }
 }
 
-/// `name` in the directory whose realpath is `real_dir`.
-fn joined(real_dir: &str, name: &str) -> String {
-    let mut p = String::with_capacity(real_dir.len() + 1 + name.len());
-    p.push_str(real_dir);
-    if real_dir != "/" {
-        p.push('/');
+impl<'a> Memo<'a> {
+    /// `name` in the directory whose realpath is `real_dir`, in the arena.
+    fn joined(&self, real_dir: &str, name: &str) -> &'a str {
+        let sep: &[u8] = if real_dir == "/" { b"" } else { b"/" };
+        let parts = [real_dir.as_bytes(), sep, name.as_bytes()];
+        let bytes = self
+            .arena
+            .alloc_slice_fill_copy(parts.iter().map(|p| p.len()).sum(), 0u8);
+        let mut at = 0;
+        for p in parts {
+            bytes[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        // Two strings joined by `/` are UTF-8; never the empty fallback.
+        std::str::from_utf8(bytes).unwrap_or_default()
     }
-    p.push_str(name);
-    p
-}
 
-impl Memo<'_> {
+    /// `s`, kept in the arena.
+    fn keep(&self, s: &str) -> &'a str {
+        self.arena.alloc_str(s)
+    }
+
     /// The realpath of `path` (a [`stepwise`] one ending at `ends`) made a
     /// component at a time: each prefix's realpath is its directory's and
     /// one `lstat` of its own, without the host realpath's `readlink` of
     /// every ancestor, asked again for every path below them. Only the
     /// prefixes that exist are remembered, and the first that does not.
-    fn resolve(&self, path: &str, ends: &[usize]) -> Option<String> {
+    fn resolve(&self, path: &str, ends: &[usize]) -> Option<&'a str> {
         let (&last, above) = ends.split_last()?;
         // Most paths asked share their directory with one asked before;
         // otherwise the walk starts at the top.
         let mut from = 0;
-        let mut real = String::from("/");
+        let mut real: &'a str = "/";
         if let Some(&end) = above.last() {
-            let known = self.canonical.borrow().get(&path[..end]).cloned();
+            let known = self.canonical.borrow().get(&path[..end]).copied();
             match known {
                 Some(Some(r)) => (from, real) = (above.len(), r),
                 Some(None) => return self.below_unresolved(&path[..end], path),
@@ -154,7 +171,7 @@ impl Memo<'_> {
         }
         for &end in &above[from..] {
             let prefix = &path[..end];
-            if let Some(known) = self.canonical.borrow().get(prefix).cloned() {
+            if let Some(known) = self.canonical.borrow().get(prefix).copied() {
                 match known {
                     Some(r) => {
                         real = r;
@@ -164,38 +181,46 @@ impl Memo<'_> {
                 }
             }
             let name = &path[path[..end].rfind('/').map_or(0, |i| i + 1)..end];
-            let step = self.step(&real, name, prefix);
-            self.canonical
-                .borrow_mut()
-                .insert(prefix.to_string(), step.clone());
+            let step = self.step(real, name, prefix);
+            self.canonical.borrow_mut().insert(self.keep(prefix), step);
             match step {
                 Some(r) => real = r,
                 None => return self.below_unresolved(prefix, path),
             }
         }
         let name = &path[path[..last].rfind('/').map_or(0, |i| i + 1)..last];
-        self.step(&real, name, path)
+        self.step(real, name, path)
     }
 
     /// One component: `name` in the directory whose realpath is
     /// `real_dir`, `asked` as written. A symlink is resolved by the host's
     /// realpath of `asked`, whole, so that it counts every link on the way
     /// (40 at most) as the host does.
-    fn step(&self, real_dir: &str, name: &str, asked: &str) -> Option<String> {
-        let candidate = joined(real_dir, name);
-        match self.lstat(&candidate)? {
-            Kind::Symlink => self.host.canonicalize(asked),
+    fn step(&self, real_dir: &str, name: &str, asked: &str) -> Option<&'a str> {
+        let candidate = self.joined(real_dir, name);
+        match self.kind_of(candidate)? {
+            Kind::Symlink => self.host.canonicalize(asked).map(|r| self.keep(&r)),
             Kind::File | Kind::Dir | Kind::Other => Some(candidate),
         }
+    }
+
+    /// [`Host::lstat`] of a path already in the arena.
+    fn kind_of(&self, path: &'a str) -> Option<Kind> {
+        if let Some(known) = self.kinds.borrow().get(path) {
+            return *known;
+        }
+        let answer = self.host.lstat(path);
+        self.kinds.borrow_mut().insert(path, answer);
+        answer
     }
 
     /// `path`, below `prefix`, which has no realpath: none either when
     /// `prefix` is not there at all; otherwise (a realpath that is not
     /// UTF-8, a file, a link loop) the host answers for the whole path.
-    fn below_unresolved(&self, prefix: &str, path: &str) -> Option<String> {
+    fn below_unresolved(&self, prefix: &str, path: &str) -> Option<&'a str> {
         match self.lstat(prefix) {
             None => None,
-            Some(_) => self.host.canonicalize(path),
+            Some(_) => self.host.canonicalize(path).map(|r| self.keep(&r)),
         }
     }
 }
@@ -207,25 +232,21 @@ impl Host for Memo<'_> {
 
     fn canonicalize(&self, path: &str) -> Option<String> {
         if let Some(known) = self.canonical.borrow().get(path) {
-            return known.clone();
+            return known.map(str::to_string);
         }
         let answer = match stepwise(path) {
             Some(ends) => self.resolve(path, ends.as_slice()),
-            None => self.host.canonicalize(path),
+            None => self.host.canonicalize(path).map(|r| self.keep(&r)),
         };
-        self.canonical
-            .borrow_mut()
-            .insert(path.to_string(), answer.clone());
-        answer
+        self.canonical.borrow_mut().insert(self.keep(path), answer);
+        answer.map(str::to_string)
     }
 
     fn lstat(&self, path: &str) -> Option<Kind> {
         if let Some(known) = self.kinds.borrow().get(path) {
             return *known;
         }
-        let answer = self.host.lstat(path);
-        self.kinds.borrow_mut().insert(path.to_string(), answer);
-        answer
+        self.kind_of(self.keep(path))
     }
 
     fn read_link(&self, path: &str) -> Option<String> {
@@ -284,7 +305,8 @@ mod tests {
     #[test]
     fn asks_once_and_agrees() {
         let fake = FakeHost::new().dir("/a/b").link("/l", "/a");
-        let memo = Memo::new(&fake);
+        let arena = Arena::new();
+        let memo = Memo::new(&fake, &arena);
         let deep = format!("/nope{}", "/x".repeat(50_000));
         for p in [
             "/l/b",
@@ -365,7 +387,8 @@ mod tests {
                 };
             }
             let host = crate::facts::host::RealHost;
-            let memo = Memo::new(&host);
+            let arena = Arena::new();
+            let memo = Memo::new(&host, &arena);
             for names in &asked {
                 let p = if names.is_empty() { root.clone() } else { format!("{root}/{}", names.join("/")) };
                 proptest::prop_assert_eq!(memo.canonicalize(&p), host.canonicalize(&p), "{}", p);
@@ -425,12 +448,13 @@ mod tests {
         // Each asked alone, then all through one memo in turn.
         for p in &asked {
             assert_eq!(
-                Memo::new(&host).canonicalize(p),
+                Memo::new(&host, &Arena::new()).canonicalize(p),
                 host.canonicalize(p),
                 "{p} alone"
             );
         }
-        let memo = Memo::new(&host);
+        let arena = Arena::new();
+        let memo = Memo::new(&host, &arena);
         for p in &asked {
             assert_eq!(memo.canonicalize(p), host.canonicalize(p), "{p}");
         }

@@ -235,7 +235,10 @@ pub fn gather_all(
     platform: Option<Platform>,
     host: &dyn Host,
 ) -> (Facts, Diagnostics) {
-    let memo = memo::Memo::new(host);
+    // Room for the probe spec's paths in one block (a bigger spec's
+    // arena grows as it goes).
+    let arena = memo::Arena::with_capacity(4096);
+    let memo = memo::Memo::new(host, &arena);
     let host: &dyn Host = &memo;
     let linux = platform.unwrap_or(spec.platform()) == Platform::Linux;
     let mut kinds = BTreeMap::new();
