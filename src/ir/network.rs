@@ -219,10 +219,13 @@ impl Lower<'_> {
 
     pub(super) fn env<'s>(&mut self, spec: &'s Spec, net: &NetIr) -> EnvIr {
         let e = &spec.env;
-        // Each name and where it is listed: names borrowed from the spec.
-        let mut lists: BTreeMap<&str, Vec<(&'static str, Span)>> = BTreeMap::new();
+        // Each name and where it is listed: names borrowed from the spec,
+        // in one list sorted by name (stably: a name's places stay in the
+        // order noted), not a list a name.
+        let mut listed: Vec<(&str, &'static str, Span)> =
+            Vec::with_capacity(e.pass.len() + e.set_keys.len() + e.secret.len() + PROXY_VARS.len());
         let mut note = |name: &'s str, list: &'static str, span: Span| {
-            lists.entry(name).or_default().push((list, span));
+            listed.push((name, list, span));
         };
         for p in &e.pass {
             note(&p.value, "pass", p.span.clone());
@@ -243,17 +246,19 @@ impl Lower<'_> {
             }
         }
         let loader_ok = e.allow_loader_vars.as_ref().is_some_and(|a| a.value);
+        listed.sort_by_key(|(name, _, _)| *name);
         let mut ok_names: BTreeSet<&str> = BTreeSet::new();
-        for (&name, places) in &lists {
+        for places in listed.chunk_by(|a, b| a.0 == b.0) {
+            let name = places[0].0;
             // The places written in the spec (the proxy's own have no span).
-            let spanned = || places.iter().filter(|(_, s)| s.end > 0);
-            if let Some((_, span)) = spanned().next() {
+            let spanned = || places.iter().filter(|(_, _, s)| s.end > 0);
+            if let Some((_, _, span)) = spanned().next() {
                 if !check_env_name(name, span, &mut self.diags) {
                     continue;
                 }
             }
             if is_loader_var(name) && !loader_ok {
-                for (list, span) in spanned() {
+                for (_, list, span) in spanned() {
                     self.diags.push(
                         Diagnostic::error(
                             crate::diag::code::ENV_LOADER,
@@ -269,11 +274,11 @@ impl Lower<'_> {
                 }
             }
             // Most names are in one list: only one in two makes a set.
-            if places.iter().any(|(k, _)| *k != places[0].0) {
-                let kinds: BTreeSet<&str> = places.iter().map(|(k, _)| *k).collect();
+            if places.iter().any(|(_, k, _)| *k != places[0].1) {
+                let kinds: BTreeSet<&str> = places.iter().map(|(_, k, _)| *k).collect();
                 let (last_kind, last_span) = spanned()
                     .next_back()
-                    .map(|(k, s)| (*k, s.clone()))
+                    .map(|(_, k, s)| (*k, s.clone()))
                     .unwrap_or(("", 0..0));
                 let others: Vec<&str> = kinds.iter().copied().filter(|k| *k != last_kind).collect();
                 self.diags.push(
