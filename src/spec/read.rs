@@ -327,12 +327,12 @@ impl Cx {
 
     fn strings(&mut self, path: impl Display, v: Option<&Val<'_>>) -> Vec<Spanned<String>> {
         let Some(v) = v else { return Vec::new() };
-        let mut out = Vec::new();
-        for (i, item) in self
-            .array(&path, v, "an array of strings")
-            .into_iter()
-            .enumerate()
-        {
+        let DeValue::Array(items) = v.get_ref() else {
+            self.type_error(path, v, "an array of strings");
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
             // The common case first, without building the item's path.
             match item.get_ref() {
                 DeValue::String(s) => out.push(Spanned::new(s.to_string(), item.span())),
