@@ -157,7 +157,7 @@ struct Cx {
 
 /// Reads one table: remembers the keys it was asked for and reports the rest.
 struct Table<'t, 'i> {
-    path: String,
+    path: &'t str,
     span: Span,
     entries: Vec<(&'t TSpanned<Cow<'i, str>>, &'t Val<'i>)>,
 }
@@ -183,7 +183,7 @@ fn kind(v: &DeValue<'_>) -> &'static str {
 }
 
 impl<'t, 'i> Table<'t, 'i> {
-    fn new(t: &'t DeTable<'i>, path: String, span: Span) -> Self {
+    fn new(t: &'t DeTable<'i>, path: &'t str, span: Span) -> Self {
         Table {
             path,
             span,
@@ -300,9 +300,9 @@ impl Cx {
         }
     }
 
-    fn table<'t, 'i>(&mut self, path: &str, v: &'t Val<'i>) -> Option<Table<'t, 'i>> {
+    fn table<'t, 'i>(&mut self, path: &'t str, v: &'t Val<'i>) -> Option<Table<'t, 'i>> {
         match v.get_ref() {
-            DeValue::Table(t) => Some(Table::new(t, path.to_string(), v.span())),
+            DeValue::Table(t) => Some(Table::new(t, path, v.span())),
             _ => {
                 self.type_error(path, v, "a table");
                 None
@@ -346,7 +346,7 @@ impl Cx {
         let v = t.get(key)?;
         match v.get_ref() {
             DeValue::String(s) => Some(Spanned::new(s.to_string(), v.span())),
-            _ => self.string(join(&t.path, key), v),
+            _ => self.string(join(t.path, key), v),
         }
     }
 
@@ -356,7 +356,7 @@ impl Cx {
         key: &str,
         choices: &[(&str, T)],
     ) -> Option<Spanned<T>> {
-        let path = join(&t.path, key);
+        let path = join(t.path, key);
         let s = self.string(&path, t.get(key)?)?;
         if let Some((_, v)) = choices.iter().find(|(n, _)| *n == s.value) {
             return Some(Spanned::new(*v, s.span));
@@ -378,7 +378,7 @@ impl Cx {
     }
 
     fn spec(&mut self, doc: &DeTable<'_>, span: Span) -> Option<Spec> {
-        let t = Table::new(doc, String::new(), span.clone());
+        let t = Table::new(doc, "", span.clone());
         t.finish(
             self,
             &[
