@@ -27,8 +27,9 @@ use super::Identity;
 /// spec does not know it; foldhash claims only minimal resistance to
 /// inputs made to collide, which a one-shot compile that never shows its
 /// hashes leaves little to aim at.
-/// Keys and realpaths are kept in the compile's arena (one block, not an
-/// allocation a path; 10,000 roots asked 30,000 of them).
+/// Keys and realpaths are kept in the compile's arena (a few blocks, each
+/// twice the last, not an allocation a path; 10,000 roots asked 30,000 of
+/// them).
 type Table<'a, V> = HashMap<&'a str, V, foldhash::fast::SeedableRandomState>;
 
 /// Where a [`Memo`] keeps the paths it remembers, for as long as it lives.
@@ -131,8 +132,8 @@ impl Ends {
 impl<'a> Memo<'a> {
     /// `name` in the directory whose realpath is `real_dir`, in the arena.
     fn joined(&self, real_dir: &str, name: &str) -> &'a str {
-        let sep: &[u8] = if real_dir == "/" { b"" } else { b"/" };
-        let parts = [real_dir.as_bytes(), sep, name.as_bytes()];
+        let sep = if real_dir == "/" { "" } else { "/" };
+        let parts = [real_dir.as_bytes(), sep.as_bytes(), name.as_bytes()];
         let bytes = self
             .arena
             .alloc_slice_fill_copy(parts.iter().map(|p| p.len()).sum(), 0u8);
@@ -141,8 +142,13 @@ impl<'a> Memo<'a> {
             bytes[at..at + p.len()].copy_from_slice(p);
             at += p.len();
         }
-        // Two strings joined by `/` are UTF-8; never the empty fallback.
-        std::str::from_utf8(bytes).unwrap_or_default()
+        match std::str::from_utf8(bytes) {
+            Ok(joined) => joined,
+            // Never: two strings joined by `/` are UTF-8. Were they not,
+            // the same path, made on the heap and kept (never an empty one,
+            // which would read as absent).
+            Err(_) => self.keep(&[real_dir, sep, name].concat()),
+        }
     }
 
     /// `s`, kept in the arena.
