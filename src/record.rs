@@ -133,10 +133,11 @@ impl Record {
         };
         let (before, after) = (&with_empty[..at], &with_empty[at + empty_line.len()..]);
         r.binding = crate::digest::sha256_of_parts(&[before.as_bytes(), after.as_bytes()]);
-        let line = ["\n  \"binding\": \"", &r.binding, "\","];
         let mut bytes = String::with_capacity(with_empty.len() + r.binding.len());
         bytes.push_str(before);
-        line.iter().for_each(|p| bytes.push_str(p));
+        bytes.push_str("\n  \"binding\": \"");
+        bytes.push_str(&r.binding);
+        bytes.push_str("\",");
         bytes.push_str(after);
         (r, bytes)
     }

@@ -133,22 +133,14 @@ impl<'a> Memo<'a> {
     /// `name` in the directory whose realpath is `real_dir`, in the arena.
     fn joined(&self, real_dir: &str, name: &str) -> &'a str {
         let sep = if real_dir == "/" { "" } else { "/" };
-        let parts = [real_dir.as_bytes(), sep.as_bytes(), name.as_bytes()];
-        let bytes = self
-            .arena
-            .alloc_slice_fill_copy(parts.iter().map(|p| p.len()).sum(), 0u8);
-        let mut at = 0;
-        for p in parts {
-            bytes[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
-        match std::str::from_utf8(bytes) {
-            Ok(joined) => joined,
-            // Never: two strings joined by `/` are UTF-8. Were they not,
-            // the same path, made on the heap and kept (never an empty one,
-            // which would read as absent).
-            Err(_) => self.keep(&[real_dir, sep, name].concat()),
-        }
+        let mut p = bumpalo::collections::String::with_capacity_in(
+            real_dir.len() + sep.len() + name.len(),
+            self.arena,
+        );
+        p.push_str(real_dir);
+        p.push_str(sep);
+        p.push_str(name);
+        p.into_bump_str()
     }
 
     /// `s`, kept in the arena.
