@@ -5,7 +5,7 @@
 //! part of the interface: harnesses match on it, so codes are never reused.
 
 use std::borrow::Cow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::ops::Range;
 
 pub mod code;
@@ -264,23 +264,32 @@ pub fn lowercase_first(s: &str) -> String {
 /// control characters made visible so a message never spans lines it should not.
 /// Long values are shortened in the middle.
 pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_quote(s, &mut out);
+    out
+}
+
+/// [`quote`], appended to `out`.
+pub fn push_quote(s: &str, out: &mut String) {
     if s.len() <= 100 && is_plain(s) {
         // Printable ASCII, short: as it is (the common case, kept cheap for
         // a spec with ten thousand roots).
-        let mut out = String::with_capacity(s.len() + 2);
         out.push('`');
         out.push_str(s);
         out.push('`');
-        return out;
+        return;
     }
     let v = visible(s);
     let chars: Vec<char> = v.chars().collect();
     if chars.len() > 100 {
         let head: String = chars[..60].iter().collect();
         let tail: String = chars[chars.len() - 20..].iter().collect();
-        return format!("`{head}…{tail}` ({} bytes)", s.len());
+        let _ = write!(out, "`{head}…{tail}` ({} bytes)", s.len());
+        return;
     }
-    format!("`{v}`")
+    out.push('`');
+    out.push_str(&v);
+    out.push('`');
 }
 
 /// Control characters escaped so the text stays on one line.
@@ -308,9 +317,10 @@ pub fn push_visible(s: &str, out: &mut String) {
     }
 }
 
-/// Printable ASCII only: nothing [`visible`] would escape.
+/// Printable ASCII only: nothing [`visible`] would escape. Every byte
+/// looked at without a branch, which the compiler does many at a time.
 fn is_plain(s: &str) -> bool {
-    s.bytes().all(|b| (0x20..0x7f).contains(&b))
+    s.bytes().fold(true, |ok, b| ok & (0x20..0x7f).contains(&b))
 }
 
 /// A character that reorders the text around it (the bidi embeddings,

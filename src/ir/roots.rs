@@ -513,12 +513,16 @@ impl Lower<'_> {
                     Platform::Linux => "absent when compiled: nothing is mounted for it, and `sealc exec` refuses to start once it exists",
                     Platform::Macos => "absent when compiled: its rules apply by path if it appears",
                 };
+                // Put together by hand: 10,000 absent roots are 10,000 of
+                // these.
+                let mut message = String::with_capacity(r.path.len() + 40);
+                message.push('`');
+                message.push_str(r.kind.key());
+                message.push_str("` root ");
+                crate::diag::push_quote(&r.path, &mut message);
+                message.push_str(" does not exist here");
                 (
-                    format!(
-                        "`{}` root {} does not exist here",
-                        r.kind.key(),
-                        quote(&r.path)
-                    ),
+                    message,
                     label,
                     "correct the path, or make it before compiling if it should exist",
                 )
