@@ -6,6 +6,7 @@
 //! the host again. Secrets are never read here: a secret's value crosses only
 //! at run time.
 
+mod appear;
 mod chain;
 mod digests;
 mod host;
@@ -18,6 +19,7 @@ pub use self::script::npm_codex_package;
 mod vars;
 mod walk;
 
+pub use self::appear::{would_appear, would_be};
 use self::chain::{builders, linked_roots, no_bwrap, parent, walk_chain};
 use self::protect::{count, denied_in_write_roots, protected, unwalked, LISTED};
 pub use self::protect::{is_protect_name, protected_paths, ProtectedPath};
@@ -495,103 +497,6 @@ fn root_path_ref<'a>(
 ) -> Option<Cow<'a, str>> {
     let path = interpolated(root, src, vars).ok()?;
     (path.starts_with('/') && !path.contains('\0')).then_some(path)
-}
-
-/// The longest path [`would_appear`] resolves: the kernel refuses longer
-/// ones (`ENAMETOOLONG`; `PATH_MAX` is 1,024 on macOS and 4,096 on Linux).
-const MAX_RESOLVED: usize = 4096;
-
-/// Where an absent path would be once it appears, as the kernel will
-/// resolve it then: every symlink on the way followed, a dangling one
-/// included (its target may appear too), and a final one; a component that
-/// does not exist, and all after it, taken as names. `None` when a file is
-/// on the way (nothing can appear below it), for a loop of links, and for a
-/// path too long to resolve.
-pub fn would_appear(path: &str, host: &dyn Host) -> Option<String> {
-    if path.len() > MAX_RESOLVED || !path.starts_with('/') {
-        return None;
-    }
-    // The components still to walk, last first: the path's own borrowed
-    // (10,000 absent roots are walked here), a link target's copied.
-    let mut pending: Vec<std::borrow::Cow<'_, str>> = path
-        .split('/')
-        .filter(|c| !c.is_empty())
-        .rev()
-        .map(std::borrow::Cow::Borrowed)
-        .collect();
-    let mut cur = String::with_capacity(path.len() + 16);
-    let mut absent = false;
-    let mut hops = 0;
-    while let Some(c) = pending.pop() {
-        match c.as_ref() {
-            "." => continue,
-            ".." => {
-                cur.truncate(cur.rfind('/').unwrap_or(0));
-                continue;
-            }
-            _ => {}
-        }
-        let before = cur.len();
-        cur.push('/');
-        cur.push_str(&c);
-        if absent {
-            continue;
-        }
-        match host.lstat(&cur) {
-            None => absent = true,
-            Some(Kind::Dir) => {}
-            Some(Kind::Symlink) => {
-                hops += 1;
-                if hops > 40 {
-                    return None;
-                }
-                let to = host.read_link(&cur)?;
-                cur.truncate(if to.starts_with('/') { 0 } else { before });
-                pending.extend(
-                    to.split('/')
-                        .filter(|c| !c.is_empty())
-                        .rev()
-                        .map(|c| std::borrow::Cow::Owned(c.to_string())),
-                );
-                if cur.len() + pending.iter().map(|c| c.len() + 1).sum::<usize>() > MAX_RESOLVED {
-                    return None;
-                }
-            }
-            Some(Kind::File | Kind::Other) if !pending.is_empty() => return None,
-            Some(_) => {}
-        }
-    }
-    Some(if cur.is_empty() { "/".to_string() } else { cur })
-}
-
-/// Where an absent path would be made: the realpath of its nearest
-/// existing ancestor, then the rest of the path as written. `None` when
-/// that ancestor is not a directory (nothing can be made under it).
-pub fn would_be(path: &str, host: &dyn Host) -> Option<String> {
-    let path = normalize(path);
-    let mut cut = path.len();
-    loop {
-        let above = match path[..cut].rfind('/') {
-            Some(0) | None => "/",
-            Some(i) => &path[..i],
-        };
-        let rest = &path[above.len().max(1)..];
-        if let Some(real) = host.canonicalize(above) {
-            if host.lstat(&real) != Some(Kind::Dir) {
-                return None;
-            }
-            let joined = if real == "/" {
-                rest.to_string()
-            } else {
-                format!("{real}{rest}")
-            };
-            return Some(normalize(&joined));
-        }
-        if above == "/" {
-            return None;
-        }
-        cut = above.len();
-    }
 }
 
 /// Where a path really is: its directory's realpath and its own name (a
