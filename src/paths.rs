@@ -221,6 +221,88 @@ pub fn ancestors_or_self(p: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// `p` itself and those of its ancestors (`/` among them) whose length is
+/// one of `lens` (sorted, each once), shortest first: at most as many steps
+/// as `p` has bytes, and as few as there are lengths, where a walk of every
+/// ancestor takes one a `/` (the few write roots a big spec has are looked
+/// for among the ancestors of each of its 10,000 roots).
+pub fn ancestors_of_lengths<'p>(p: &'p str, lens: &'p [usize]) -> impl Iterator<Item = &'p str> {
+    let bytes = p.as_bytes();
+    lens.iter()
+        .take_while(move |&&n| n <= bytes.len())
+        .filter(move |&&n| {
+            n == bytes.len() || (n > 0 && bytes[n] == b'/') || (n == 1 && bytes[0] == b'/')
+        })
+        .map(move |&n| &p[..n])
+}
+
+/// The lengths given, each once and in order: marked in a bitmap and read
+/// back, in one pass over them and one over the bitmap (20,000 spellings
+/// have a few lengths).
+pub fn lengths(lens: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut bits: Vec<u64> = Vec::new();
+    for n in lens {
+        if bits.len() <= n / 64 {
+            bits.resize(n / 64 + 1, 0);
+        }
+        bits[n / 64] |= 1 << (n % 64);
+    }
+    let mut out = Vec::new();
+    for (i, &w) in bits.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            out.push(i * 64 + w.trailing_zeros() as usize);
+            w &= w - 1;
+        }
+    }
+    out
+}
+
+/// Paths, each with a value (the first given for it), that answers "which
+/// of them is the deepest to hold this path strictly" looking up only those
+/// of its ancestors as long as one of them, deepest first: kept as
+/// [`PathSet`] keeps them, under a hash of their bytes.
+#[derive(Clone, Debug)]
+pub struct PathMap<'a, V> {
+    /// (hash, path, value), sorted by hash then path, one entry a path.
+    sorted: Vec<(u64, &'a str, V)>,
+    lens: Vec<usize>,
+}
+
+impl<'a, V: Copy> PathMap<'a, V> {
+    pub fn new(entries: impl IntoIterator<Item = (&'a str, V)>) -> Self {
+        let mut sorted: Vec<(u64, &str, V)> = entries
+            .into_iter()
+            .map(|(p, v)| (path_hash(p), p, v))
+            .collect();
+        // Stable, so that of the entries of one path the first stays first.
+        sorted.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        sorted.dedup_by(|later, first| (later.0, later.1) == (first.0, first.1));
+        let lens = lengths(sorted.iter().map(|e| e.1.len()));
+        PathMap { sorted, lens }
+    }
+
+    /// The value of `p`, if it is one of the paths.
+    pub fn get(&self, p: &str) -> Option<V> {
+        let h = path_hash(p);
+        self.sorted
+            .binary_search_by(|e| (e.0, e.1).cmp(&(h, p)))
+            .ok()
+            .map(|i| self.sorted[i].2)
+    }
+
+    /// The value of the deepest of the paths that holds `p` and is not `p`.
+    pub fn nearest_strictly_enclosing(&self, p: &str) -> Option<V> {
+        let bytes = p.as_bytes();
+        let shorter = self.lens.partition_point(|&n| n < bytes.len());
+        self.lens[..shorter]
+            .iter()
+            .rev()
+            .filter(|&&n| n > 0 && (bytes[n] == b'/' || (n == 1 && bytes[0] == b'/')))
+            .find_map(|&n| self.get(&p[..n]))
+    }
+}
+
 /// A set of absolute paths that answers "is this path inside one of them" in
 /// one pass over the path: each path is kept under a hash of its bytes, and
 /// only the ancestors of a length some path has are hashed and looked up, so
@@ -268,9 +350,7 @@ impl<'a> PathSet<'a> {
             .collect();
         sorted.sort_unstable();
         sorted.dedup();
-        let mut lens: Vec<usize> = sorted.iter().map(|(_, p)| p.len()).collect();
-        lens.sort_unstable();
-        lens.dedup();
+        let lens = lengths(sorted.iter().map(|(_, p)| p.len()));
         PathSet { sorted, all, lens }
     }
 
@@ -288,23 +368,7 @@ impl<'a> PathSet<'a> {
         if self.sorted.is_empty() {
             return false;
         }
-        let bytes = p.as_bytes();
-        // Each length a path of the set has, up to `p`'s own: `p[..n]` is
-        // `p` itself, or an ancestor of it when a `/` follows (never `/`
-        // itself, nor the empty prefix before a relative path's first
-        // byte). At most as many steps as `p` has bytes.
-        for &n in &self.lens {
-            if n > bytes.len() {
-                break;
-            }
-            if n == bytes.len() || (n > 0 && bytes[n] == b'/') {
-                let a = &p[..n];
-                if self.holds(path_hash(a), a) {
-                    return true;
-                }
-            }
-        }
-        false
+        ancestors_of_lengths(p, &self.lens).any(|a| self.holds(path_hash(a), a))
     }
 
     /// `p` lies strictly inside one of the paths.
@@ -380,6 +444,50 @@ mod tests {
                 prop_assert_eq!(ps.covers(p), walk, "{} in {:?}", p, set);
                 let strictly = set.iter().any(|r| r != p && is_within(p, r));
                 prop_assert_eq!(ps.covers_strictly(p), strictly, "{} strictly in {:?}", p, set);
+            }
+        });
+    }
+
+    #[test]
+    fn ancestors_of_lengths_are_the_ancestors_of_those_lengths() {
+        use proptest::prelude::*;
+        let piece = prop::sample::select(vec!["/", "a", "bc", "//"]);
+        proptest!(|(parts in prop::collection::vec(piece, 0..8), lens in prop::collection::btree_set(0usize..12, 0..8))| {
+            let p: String = parts.concat();
+            let lens: Vec<usize> = lens.into_iter().collect();
+            let mut want: Vec<&str> = ancestors_or_self(&p)
+                .filter(|a| lens.contains(&a.len()))
+                .collect();
+            want.reverse();
+            let got: Vec<&str> = ancestors_of_lengths(&p, &lens).collect();
+            prop_assert_eq!(got, want, "{:?} {:?}", p, lens);
+        });
+    }
+
+    #[test]
+    fn lengths_are_each_length_once_in_order() {
+        use proptest::prelude::*;
+        proptest!(|(lens in prop::collection::vec(0usize..300, 0..40))| {
+            let want: Vec<usize> = lens.iter().copied().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            prop_assert_eq!(lengths(lens), want);
+        });
+    }
+
+    #[test]
+    fn path_map_finds_the_deepest_enclosing_as_a_walk_would() {
+        use proptest::prelude::*;
+        let path = prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", ""]), 0..5)
+            .prop_map(|segs| format!("/{}", segs.join("/")));
+        proptest!(|(set in prop::collection::vec(path.clone(), 0..12), probes in prop::collection::vec(path, 1..12))| {
+            let map = PathMap::new(set.iter().enumerate().map(|(i, p)| (p.as_str(), i)));
+            for p in &probes {
+                // The old walk: each ancestor, deepest first, the first
+                // entry of that path.
+                let walk = ancestors_or_self(p)
+                    .filter(|a| *a != p.as_str())
+                    .find_map(|a| set.iter().position(|s| s == a));
+                prop_assert_eq!(map.nearest_strictly_enclosing(p), walk, "{} in {:?}", p, set);
+                prop_assert_eq!(map.get(p), set.iter().position(|s| s == p), "{} in {:?}", p, set);
             }
         });
     }
