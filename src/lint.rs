@@ -5,7 +5,7 @@
 //! symbolic var values (`/${name}` for any var whose value needs the host),
 //! and warnings that help people write good seals.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
@@ -14,7 +14,7 @@ use toml::de::{DeTable, DeValue};
 use crate::diag::{quote, Diagnostic, Diagnostics, Span};
 use crate::facts::{FakeHost, VarFlags};
 use crate::ir::{Ir, PathSet, RootKind};
-use crate::paths::path_hash;
+use crate::paths::PathMap;
 use crate::spec::{references, Base, Spanned, Spec};
 
 pub use crate::spec::SPEC_SCHEMA;
@@ -174,12 +174,12 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     }
     // Keyed by the path's hash first, so that 10,000 roots that share a
     // long prefix are not compared byte by byte.
-    let mut by_path: BTreeMap<(u64, &str), &crate::ir::Root> = BTreeMap::new();
-    for r in ir.roots.iter().filter(|r| r.kind != RootKind::WriteDevice) {
-        by_path
-            .entry((path_hash(&r.path), r.path.as_str()))
-            .or_insert(r);
-    }
+    let by_path = PathMap::new(
+        ir.roots
+            .iter()
+            .filter(|r| r.kind != RootKind::WriteDevice)
+            .map(|r| (r.path.as_str(), r)),
+    );
     for root in &ir.roots {
         if root.kind == RootKind::AllowRead
             && ir.base == Base::AllowDefault
@@ -197,7 +197,7 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
         }
         // Redundant: the nearest root that contains this one is of the same list.
         if root.kind != RootKind::WriteDevice {
-            if let Some(parent) = nearest_enclosing(&by_path, &root.path) {
+            if let Some(parent) = by_path.nearest_strictly_enclosing(&root.path) {
                 if parent.kind == root.kind {
                     out.push(
                         Diagnostic::advice(
@@ -401,29 +401,6 @@ fn codex_layers(spec: &Spec, out: &mut Diagnostics) {
             .help("name the write root Codex works in: `workspace = \"${run}/ws\"`"),
         );
     }
-}
-
-/// The nearest root strictly containing `path`, by looking up each of its
-/// ancestors among the roots (by path, the first root of a path kept):
-/// O(depth · log n), where comparing with every root was O(n) a root.
-fn nearest_enclosing<'a>(
-    by_path: &BTreeMap<(u64, &str), &'a crate::ir::Root>,
-    path: &str,
-) -> Option<&'a crate::ir::Root> {
-    let mut end = path.len();
-    while let Some(i) = path[..end].rfind('/') {
-        let parent = if i == 0 { "/" } else { &path[..i] };
-        if parent != path {
-            if let Some(r) = by_path.get(&(path_hash(parent), parent)) {
-                return Some(r);
-            }
-        }
-        if i == 0 {
-            break;
-        }
-        end = i;
-    }
-    None
 }
 
 /// Every string of the spec that may hold `${var}` references.

@@ -456,8 +456,9 @@ impl Lower<'_> {
     /// Say which roots did not exist when compiled, and what that means.
     pub(super) fn absent(&mut self, roots: &[Root], platform: Platform) {
         // The write root a path lies in, as written or where it is (the
-        // first by path when several hold it): each of the path's
-        // ancestors looked up, not every write root compared.
+        // first by path when several hold it): those of the path's
+        // ancestors as long as a write root looked up, not every write
+        // root compared.
         let mut writes: BTreeMap<&str, &str> = BTreeMap::new();
         for w in roots.iter().filter(|w| w.kind == RootKind::Write) {
             for at in std::iter::once(w.path.as_str()).chain(w.real.as_deref()) {
@@ -465,8 +466,9 @@ impl Lower<'_> {
                 *first = (*first).min(w.path.as_str());
             }
         }
+        let lens = crate::paths::lengths(writes.keys().map(|k| k.len()));
         let write_holding = |p: &str| {
-            ancestors_or_self(p)
+            ancestors_of_lengths(p, &lens)
                 .filter_map(|a| writes.get(a).copied())
                 .min()
                 .map(str::to_string)
