@@ -174,8 +174,13 @@ struct Rule<'a> {
     comment: Comment<'a>,
     action: Action,
     ops: &'static [&'static str],
-    filters: Vec<Filter<'a>>,
+    filters: Filters<'a>,
 }
+
+/// A rule's filters: most rules have one, or two once a macOS alias is
+/// merged in, held in the rule itself (a big profile has 70,000 rules,
+/// each an allocation of its own when they were a `Vec`).
+type Filters<'a> = smallvec::SmallVec<[Filter<'a>; 2]>;
 
 /// The system base of `deny-default`: what a command-line program needs to
 /// start on macOS. Read-only; writes stay an allow-list.
@@ -519,10 +524,8 @@ fn merge_alias<'a>(last: &mut Rule<'a>, next: &Rule<'a>) -> bool {
 
 /// A rule's one filter, with room for its macOS alias's (merged in by
 /// [`Sorted::push`]) without growing.
-fn one_filter(filter: Filter<'_>) -> Vec<Filter<'_>> {
-    let mut v = Vec::with_capacity(2);
-    v.push(filter);
-    v
+fn one_filter(filter: Filter<'_>) -> Filters<'_> {
+    smallvec::smallvec![filter]
 }
 
 fn rule<'a>(

@@ -3,6 +3,7 @@
 //! deny-default base.
 
 use super::*;
+use smallvec::smallvec;
 
 pub(super) fn read_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
     let ir = cx.ir;
@@ -137,7 +138,7 @@ pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                 .into(),
             action: Action::Allow,
             ops: &["file-read-metadata"],
-            filters,
+            filters: filters.into(),
         });
     }
     // The comment is written with the rule, and only if there is one.
@@ -180,7 +181,7 @@ pub(super) fn metadata_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                 comment,
                 action: Action::Allow,
                 ops: &["file-read-metadata"],
-                filters,
+                filters: filters.into(),
             });
         }
     }
@@ -484,7 +485,7 @@ pub(super) fn network_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
         .into(),
         action: Action::Deny,
         ops: &["network*"],
-        filters: vec![
+        filters: smallvec![
             Filter::Raw("(remote ip \"*:*\")".into()),
             Filter::Raw("(local ip \"*:*\")".into()),
             Filter::Subpath("/".into()),
@@ -497,7 +498,7 @@ pub(super) fn network_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
             comment: "network.mode = \"open\" under the deny-default base: IP traffic in and out and unix sockets, which `(deny default)` would refuse".into(),
             action: Action::Allow,
             ops: &["network*"],
-            filters: vec![
+            filters: smallvec![
                 Filter::Raw("(remote ip \"*:*\")".into()),
                 Filter::Raw("(local ip \"*:*\")".into()),
                 Filter::Subpath("/".into()),
@@ -522,7 +523,7 @@ pub(super) fn network_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                     comment: comment.into(),
                     action: Action::Allow,
                     ops: &["network-outbound"],
-                    filters: vec![Filter::Raw(Cow::Owned(format!(
+                    filters: smallvec![Filter::Raw(Cow::Owned(format!(
                         "(remote tcp \"localhost:{}\")",
                         p.port
                     )))],
@@ -559,7 +560,7 @@ pub(super) fn ipc_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
                 comment,
                 action,
                 ops,
-                filters,
+                filters: filters.into(),
             }
         })
         .collect()
@@ -602,25 +603,25 @@ pub(super) fn base_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
             comment: "deny-default base: run programs from the system, the launcher chain, and allowed roots".into(),
             action: Action::Allow,
             ops: &["process-exec*"],
-            filters: exec_filters,
+            filters: exec_filters.into(),
         },
         Rule {
             comment: "deny-default base: fork takes no filter and no other rule names process*, so this cannot conflict".into(),
             action: Action::Allow,
             ops: &["process-fork"],
-            filters: Vec::new(),
+            filters: Filters::new(),
         },
         Rule {
             comment: "deny-default base: signals within this sandbox only".into(),
             action: Action::Allow,
             ops: &["signal"],
-            filters: vec![Filter::Raw("(target same-sandbox)".into())],
+            filters: smallvec![Filter::Raw("(target same-sandbox)".into())],
         },
         Rule {
             comment: "deny-default base: hardware and kernel facts programs read at start".into(),
             action: Action::Allow,
             ops: &["sysctl-read"],
-            filters: vec![
+            filters: smallvec![
                 Filter::Raw("(sysctl-name-prefix \"hw.\")".into()),
                 Filter::Raw("(sysctl-name-prefix \"kern.\")".into()),
                 Filter::Raw("(sysctl-name-prefix \"machdep.cpu.\")".into()),
@@ -639,7 +640,7 @@ pub(super) fn base_rules<'a>(cx: &Cx<'a>) -> Vec<Rule<'a>> {
             comment: "deny-default base: the notification center's shared memory".into(),
             action: Action::Allow,
             ops: &["ipc-posix-shm-read-data"],
-            filters: vec![Filter::Raw("(ipc-posix-name \"apple.shm.notification_center\")".into())],
+            filters: smallvec![Filter::Raw("(ipc-posix-name \"apple.shm.notification_center\")".into())],
         },
     ]
 }
