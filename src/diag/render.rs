@@ -44,12 +44,7 @@ const BLOCK: usize = 4096;
 impl<'a> Lines<'a> {
     pub fn new(src: &'a str) -> Self {
         let mut starts = vec![0];
-        starts.extend(
-            src.bytes()
-                .enumerate()
-                .filter(|(_, b)| *b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
+        starts.extend(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1));
         let mut chars_before_block = Vec::with_capacity(src.len() / BLOCK + 1);
         let mut n = 0;
         for block in src.as_bytes().chunks(BLOCK) {

@@ -25,7 +25,8 @@ pub use spellings::Spellings;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::paths::{
-    ancestors_or_self, check_path, is_within, macos_aliases, PathProblem, PathSet, MAX_LITERAL,
+    ancestors_of_lengths, ancestors_or_self, check_path, is_within, macos_aliases, PathProblem,
+    PathSet, MAX_LITERAL,
 };
 
 use crate::diag::{quote, visible, Diagnostic, Diagnostics, Span};
