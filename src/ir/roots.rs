@@ -590,7 +590,7 @@ impl Lower<'_> {
                     .map(move |sp| (crate::paths::path_hash(sp), sp.as_str(), i))
             })
             .collect();
-        pairs.sort_unstable();
+        crate::paths::sort_by_hash(&mut pairs, |e| e.0, |e| (e.1, e.2));
         let mut by_spelling: Vec<(&str, Vec<usize>)> = Vec::new();
         for group in pairs.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
             if group.len() > 1 {
