@@ -278,7 +278,13 @@ impl NameKind {
 
 /// The operation named `name`.
 pub fn find(name: &str) -> Option<&'static Operation> {
-    OPERATIONS.iter().find(|o| o.name == name)
+    place(name).map(|i| &OPERATIONS[i])
+}
+
+/// The place of the operation `name` in [`OPERATIONS`]: a binary search,
+/// the table being sorted by name (its test holds it so).
+pub fn place(name: &str) -> Option<usize> {
+    OPERATIONS.binary_search_by(|o| o.name.cmp(name)).ok()
 }
 
 /// Every name, sorted.
@@ -303,6 +309,13 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(names, sorted);
+        // The binary search finds each where it is, and nothing else.
+        for (i, o) in OPERATIONS.iter().enumerate() {
+            assert_eq!(place(o.name), Some(i), "{}", o.name);
+        }
+        for absent in ["", "default", "file-read", "zzz", "file-read-data "] {
+            assert_eq!(place(absent), None, "{absent}");
+        }
         for o in OPERATIONS {
             match o.seatbelt {
                 Parent(p) => assert!(p == "default" || find(p).is_some(), "{}", o.name),

@@ -32,7 +32,8 @@ metadata_only = ["/tmp/c/link/stat-only"]
 fn decide(sb: &str, op: &str, path: &str) -> Action {
     let arena = sealc::sbpl::parse::Arena::new();
     let profile = sealc::sbpl::parse::parse(sb, &arena).unwrap();
-    match Model::new(&profile, &Default::default()).query(op, &Target::Path(path.into())) {
+    let verdict = Model::new(&profile, &Default::default()).query(op, &Target::Path(path.into()));
+    match verdict {
         Verdict::Decided(d) => d.action,
         other => panic!("{op} {path}: {other:?}"),
     }

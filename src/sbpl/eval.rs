@@ -23,7 +23,6 @@ use self::table::{chain_of, name_of, operation, OpId};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 use super::parse::{print_expr, Expr, Node, Profile};
 use super::regex::Regex;
@@ -120,13 +119,14 @@ const NAME_REGEX_FILTERS: &[(&str, NameKind)] = &[
 /// printed only when asked ([`RuleRef::text`]): most answers (a proved
 /// assertion) never show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleRef {
+pub struct RuleRef<'a> {
     pub line: usize,
     span: Range<usize>,
-    source: Arc<str>,
+    /// The profile's text, borrowed as the model borrows it.
+    source: &'a str,
 }
 
-impl RuleRef {
+impl RuleRef<'_> {
     /// The rule as [`text_of`] prints it: read again from the profile's
     /// text (it parsed once, so it parses again).
     pub fn text(&self) -> String {
@@ -141,19 +141,19 @@ impl RuleRef {
 /// One reading's answer: the action and the rule that decided it (`None`:
 /// no rule matched and no default is written, which seatbelt treats as allow).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decision {
+pub struct Decision<'a> {
     pub action: Action,
-    pub rule: Option<RuleRef>,
+    pub rule: Option<RuleRef<'a>>,
 }
 
 /// The evaluator's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Verdict<'a> {
     /// Both readings agree (`rule` is the filtered-first reading's).
-    Decided(Decision),
+    Decided(Decision<'a>),
     Ambiguous {
-        filtered_first: Decision,
-        source_order: Decision,
+        filtered_first: Decision<'a>,
+        source_order: Decision<'a>,
     },
     Undetermined {
         construct: String,
@@ -161,7 +161,7 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl Verdict<'_> {
     pub fn action(&self) -> Option<Action> {
         match self {
             Verdict::Decided(d) => Some(d.action),
@@ -177,14 +177,18 @@ enum PathKind {
     Prefix,
 }
 
+/// A filter's strings, held in the filter where it has one (almost every
+/// filter of sealc's profiles does): not an allocation a filter.
+type Pats<'a> = smallvec::SmallVec<[Cow<'a, str>; 1]>;
+
 /// A filter of a rule: its strings borrow the profile's text (`'a`) where
 /// no escape made them differ from it.
 #[derive(Clone, Debug)]
 enum Filter<'a> {
-    Path(PathKind, Vec<Cow<'a, str>>),
+    Path(PathKind, Pats<'a>),
     Regex(Vec<Regex>),
     /// A name filter: literal or prefix patterns in one namespace.
-    Name(NameKind, PathKind, Vec<Cow<'a, str>>),
+    Name(NameKind, PathKind, Pats<'a>),
     /// A name filter's regex form.
     NameRegex(NameKind, Vec<Regex>),
     Net {
@@ -361,7 +365,7 @@ pub struct Model<'a> {
     /// `(version N)` seen.
     pub version: Option<i64>,
     /// The profile's text, for the rules' text.
-    source: Arc<str>,
+    source: &'a str,
     /// Families (`x*`) the rules name that the operation table does not
     /// know, each with the line of its first rule: an answer for an
     /// operation such a family may hold is undetermined.
@@ -431,7 +435,7 @@ impl<'a> Model<'a> {
         only: Option<Vec<OpId>>,
     ) -> Model<'a> {
         let mut m = Model {
-            source: Arc::from(profile.source),
+            source: profile.source,
             only,
             // A rule a form, about (sealc's profiles have a few more forms
             // than rules): the list is not copied as it grows.
@@ -602,7 +606,7 @@ impl<'a> Model<'a> {
     }
 
     /// Decide `op` on `target` under both readings.
-    pub fn query(&self, op: &str, target: &Target) -> Verdict {
+    pub fn query(&self, op: &str, target: &Target) -> Verdict<'a> {
         if let Some((what, line)) = self.blockers.first() {
             return Verdict::Undetermined {
                 construct: what.clone(),
@@ -647,7 +651,7 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn filtered_first(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
+    fn filtered_first(&self, chain: &[OpId], t: &Target) -> Result<Decision<'a>, (String, usize)> {
         for &op in chain {
             let own = self
                 .rules
@@ -678,7 +682,7 @@ impl<'a> Model<'a> {
         })
     }
 
-    fn source_order(&self, chain: &[OpId], t: &Target) -> Result<Decision, (String, usize)> {
+    fn source_order(&self, chain: &[OpId], t: &Target) -> Result<Decision<'a>, (String, usize)> {
         for r in self.rules.iter().rev() {
             if !self.ops[r.ops.clone()]
                 .iter()
@@ -702,14 +706,14 @@ impl<'a> Model<'a> {
     }
 }
 
-impl Model<'_> {
-    fn decision(&self, r: &Rule<'_>) -> Decision {
+impl<'a> Model<'a> {
+    fn decision(&self, r: &Rule<'_>) -> Decision<'a> {
         Decision {
             action: r.action,
             rule: Some(RuleRef {
                 line: r.line,
                 span: r.span.clone(),
-                source: self.source.clone(),
+                source: self.source,
             }),
         }
     }

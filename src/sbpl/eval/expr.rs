@@ -4,10 +4,7 @@
 use super::*;
 
 /// Each pattern compiled, or the first that does not compile, as opaque.
-pub(super) fn regexes<'a>(
-    patterns: Vec<Cow<'a, str>>,
-    line: usize,
-) -> Result<Vec<Regex>, Value<'a>> {
+pub(super) fn regexes<'a>(patterns: Pats<'a>, line: usize) -> Result<Vec<Regex>, Value<'a>> {
     patterns
         .into_iter()
         .map(|p| Regex::new(&p).map_err(|why| Value::Opaque(format!("regex {p:?}: {why}"), line)))
@@ -31,7 +28,7 @@ pub(super) fn eval<'a>(e: &Expr<'a>, env: &Env<'_, 'a>) -> Value<'a> {
                 return opaque();
             };
             let args = &items[1..];
-            let strings = || -> Result<Vec<Cow<'a, str>>, Value<'a>> {
+            let strings = || -> Result<Pats<'a>, Value<'a>> {
                 args.iter()
                     .map(|a| match eval(a, env) {
                         Value::Str(s) => Ok(s),
@@ -68,7 +65,7 @@ pub(super) fn eval<'a>(e: &Expr<'a>, env: &Env<'_, 'a>) -> Value<'a> {
                 // The path and each of its ancestors, by literal path.
                 "path-ancestors" => match strings() {
                     Ok(v) if !v.is_empty() => {
-                        let mut lits = Vec::new();
+                        let mut lits = Pats::new();
                         for p in &v {
                             if !p.starts_with('/') {
                                 return opaque();
@@ -96,7 +93,7 @@ pub(super) fn eval<'a>(e: &Expr<'a>, env: &Env<'_, 'a>) -> Value<'a> {
                     [a] => match a.symbol() {
                         Some(t @ ("self" | "same-sandbox" | "others")) => {
                             // `same-sandbox` holds for the process itself.
-                            let mut v = vec![Cow::Borrowed(t)];
+                            let mut v = Pats::from_buf([Cow::Borrowed(t)]);
                             if t == "same-sandbox" {
                                 v.push(Cow::Borrowed("self"));
                             }

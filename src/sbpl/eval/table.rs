@@ -26,7 +26,7 @@ fn place(name: &str) -> Option<OpId> {
     if name == "default" {
         return Some(DEFAULT);
     }
-    crate::ops::OPERATIONS.iter().position(|o| o.name == name)
+    crate::ops::place(name)
 }
 
 /// The name of the operation at `id`.
