@@ -116,14 +116,14 @@ pub fn compile_for(
     // thread while this one renders: the same findings, in the same order.
     let (files, smells) = std::thread::scope(|s| {
         if ir.roots.len() < backend::PARALLEL_FROM {
-            return (render_and_prove(&ir), lint::smells_of(&spec, src, &ir));
+            return (render_and_prove(&ir), lint::smells_of(&spec, &ir));
         }
         // Where no thread can be had (a limit on processes or memory),
         // the smells are looked for on this one, after rendering.
         let Ok(smells) =
-            std::thread::Builder::new().spawn_scoped(s, || lint::smells_of(&spec, src, &ir))
+            std::thread::Builder::new().spawn_scoped(s, || lint::smells_of(&spec, &ir))
         else {
-            return (render_and_prove(&ir), lint::smells_of(&spec, src, &ir));
+            return (render_and_prove(&ir), lint::smells_of(&spec, &ir));
         };
         let files = render_and_prove(&ir);
         // A panic there is this compile's panic, as on one thread.

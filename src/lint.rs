@@ -15,7 +15,7 @@ use crate::diag::{quote, Diagnostic, Diagnostics, Span};
 use crate::facts::{FakeHost, VarFlags};
 use crate::ir::{Ir, PathSet, RootKind};
 use crate::paths::PathMap;
-use crate::spec::{references, Base, Spanned, Spec};
+use crate::spec::{Base, Spanned, Spec};
 
 pub use crate::spec::SPEC_SCHEMA;
 
@@ -103,7 +103,7 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir
     match crate::ir::lower_symbolic(spec, src, &facts) {
         Ok((ir, warnings)) => {
             out.extend(warnings);
-            smells(spec, src, &ir, out);
+            smells(spec, &ir, out);
             git_unprotected(&ir, out);
             Some(ir)
         }
@@ -116,14 +116,14 @@ fn compiler_findings(spec: &Spec, src: &str, out: &mut Diagnostics) -> Option<Ir
 
 /// The warnings and advice of [`lint`] that are about a seal rather than
 /// its text, for the IR `sealc compile` lowered: compile reports them too.
-pub fn smells_of(spec: &Spec, src: &str, ir: &Ir) -> Diagnostics {
+pub fn smells_of(spec: &Spec, ir: &Ir) -> Diagnostics {
     let mut out = Diagnostics::default();
-    smells(spec, src, ir, &mut out);
+    smells(spec, ir, &mut out);
     out
 }
 
 /// Warnings that help people write good seals.
-fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
+fn smells(spec: &Spec, ir: &Ir, out: &mut Diagnostics) {
     let spellings = |kinds: &[RootKind]| -> Vec<&String> {
         ir.roots
             .iter()
@@ -243,14 +243,14 @@ fn smells(spec: &Spec, src: &str, ir: &Ir, out: &mut Diagnostics) {
     }
 
     // Vars declared but never used.
-    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut used: BTreeSet<&str> = BTreeSet::new();
     for s in spec_strings(spec) {
-        if let Ok(refs) = references(s, src) {
-            used.extend(refs.into_iter().map(|r| r.name));
+        if let Some(names) = crate::spec::reference_names(&s.value) {
+            used.extend(names);
         }
     }
     for (name, decl) in &spec.vars {
-        if !used.contains(name) {
+        if !used.contains(name.as_str()) {
             out.push(
                 Diagnostic::warning(
                     crate::diag::code::LINT_UNUSED_VAR,

@@ -279,7 +279,7 @@ fn a_reallowed_service_is_said_everywhere_and_fails_an_assertion() {
     let pb = name(sealc::ops::NameKind::MachGlobal, "com.apple.pasteboard.1");
     assert_eq!(decide(&model, "mach-lookup", pb), Action::Deny);
     // Lint names what it opens.
-    let lint = sealc::lint::smells_of(&sealc::spec::parse(&with).unwrap(), &with, &c.ir);
+    let lint = sealc::lint::smells_of(&sealc::spec::parse(&with).unwrap(), &c.ir);
     let w = lint
         .0
         .iter()

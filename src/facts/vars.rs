@@ -56,9 +56,11 @@ pub(super) fn path_vars(spec: &Spec) -> BTreeSet<&str> {
         .keys()
         .map(String::as_str)
         .filter(|name| {
-            let head = format!("${{{name}}}");
+            // `${name}` at the start, then the end or a `/`.
             strings.iter().any(|s| {
-                s.strip_prefix(head.as_str())
+                s.strip_prefix("${")
+                    .and_then(|r| r.strip_prefix(*name))
+                    .and_then(|r| r.strip_prefix('}'))
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             })
         })

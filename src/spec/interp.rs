@@ -57,7 +57,7 @@ fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagn
         }
         if bytes[i] == b'$' && v[i..].starts_with("${") {
             out.push(Piece::Text(&v[text_start..i]));
-            let Some(end) = v[i + 2..].find('}') else {
+            let Some(end) = memchr::memchr(b'}', &bytes[i + 2..]) else {
                 return Err(Diagnostic::error(
                     crate::diag::code::SPEC_INTERPOLATION,
                     "unterminated `${` reference",
@@ -93,7 +93,7 @@ fn pieces<'a>(s: &'a Spanned<String>, src: &str) -> Result<Vec<Piece<'a>>, Diagn
 
 /// The `${var}` references of a spec string.
 pub fn references(s: &Spanned<String>, src: &str) -> Result<Vec<Reference>, Diagnostic> {
-    if !s.value.contains('$') {
+    if memchr::memchr(b'$', s.value.as_bytes()).is_none() {
         return Ok(Vec::new());
     }
     Ok(pieces(s, src)?
@@ -103,6 +103,35 @@ pub fn references(s: &Spanned<String>, src: &str) -> Result<Vec<Reference>, Diag
             Piece::Text(_) => None,
         })
         .collect())
+}
+
+/// The names of the `${var}` references of a spec string value, as
+/// [`references`] reads them but without their spans or a copy of each
+/// name: `None` where [`references`] reports an error (an unterminated
+/// reference, a name that is not a var name).
+pub fn reference_names(v: &str) -> Option<smallvec::SmallVec<[&str; 4]>> {
+    let mut out = smallvec::SmallVec::new();
+    let mut rest = v;
+    while let Some(i) = memchr::memchr(b'$', rest.as_bytes()) {
+        let after = &rest[i + 1..];
+        if let Some(literal) = after.strip_prefix("${") {
+            // `$${`: a literal `${`, read on from after it.
+            rest = literal;
+            continue;
+        }
+        let Some(reference) = after.strip_prefix('{') else {
+            rest = after;
+            continue;
+        };
+        let end = memchr::memchr(b'}', reference.as_bytes())?;
+        let name = &reference[..end];
+        if !super::read::is_var_name(name) {
+            return None;
+        }
+        out.push(name);
+        rest = &reference[end + 1..];
+    }
+    Some(out)
 }
 
 /// Replace every `${var}` with its value. A reference to a var without a
@@ -121,7 +150,7 @@ pub fn interpolate(
 fn interpolated_plainly(v: &str, vars: &BTreeMap<String, String>) -> Option<String> {
     let mut out = String::with_capacity(v.len() + 32);
     let mut rest = v;
-    while let Some(i) = rest.find('$') {
+    while let Some(i) = memchr::memchr(b'$', rest.as_bytes()) {
         out.push_str(&rest[..i]);
         let after = &rest[i + 1..];
         if after.starts_with("${") {
@@ -133,7 +162,7 @@ fn interpolated_plainly(v: &str, vars: &BTreeMap<String, String>) -> Option<Stri
             rest = after;
             continue;
         };
-        let end = reference.find('}')?;
+        let end = memchr::memchr(b'}', reference.as_bytes())?;
         let name = &reference[..end];
         if !super::read::is_var_name(name) {
             return None;
@@ -152,7 +181,7 @@ pub fn interpolated<'a>(
     src: &str,
     vars: &BTreeMap<String, String>,
 ) -> Result<std::borrow::Cow<'a, str>, Diagnostic> {
-    if !s.value.contains('$') {
+    if memchr::memchr(b'$', s.value.as_bytes()).is_none() {
         return Ok(std::borrow::Cow::Borrowed(&s.value));
     }
     match interpolated_plainly(&s.value, vars) {
@@ -262,6 +291,27 @@ mod tests {
                     proptest::prop_assert!(slow.is_err() || escaped);
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The names read without spans are the names of the references,
+        /// and refused where the references are.
+        #[test]
+        fn the_names_are_the_references_names(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "${a}", "${b_1}", "$${a}", "$", "$$", "/x", "{", "}", "${", "${1}", "é", "}$",
+            ]),
+            0..8,
+        )) {
+            let v = parts.concat();
+            let src = format!("x = \"{v}\"");
+            let s = sp(&src);
+            let slow = references(&s, &src)
+                .ok()
+                .map(|r| r.into_iter().map(|r| r.name).collect::<Vec<_>>());
+            let fast = reference_names(&v).map(|n| n.iter().map(|n| n.to_string()).collect());
+            proptest::prop_assert_eq!(fast, slow);
         }
     }
 

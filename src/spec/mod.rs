@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use interp::{interpolate, interpolated, references, Reference};
+pub use interp::{interpolate, interpolated, reference_names, references, Reference};
 pub use mcp::McpServer;
 pub(crate) use read::is_var_name;
 

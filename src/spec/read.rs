@@ -159,8 +159,13 @@ struct Cx {
 struct Table<'t, 'i> {
     path: &'t str,
     span: Span,
-    entries: Vec<(&'t TSpanned<Cow<'i, str>>, &'t Val<'i>)>,
+    /// Held in place up to a table of 16 keys (every table of the shipped
+    /// specs): not an allocation a table.
+    entries: smallvec::SmallVec<[Entry<'t, 'i>; 16]>,
 }
+
+/// A key of a table and its value.
+type Entry<'t, 'i> = (&'t TSpanned<Cow<'i, str>>, &'t Val<'i>);
 
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
@@ -356,8 +361,16 @@ impl Cx {
         key: &str,
         choices: &[(&str, T)],
     ) -> Option<Spanned<T>> {
+        let v = t.get(key)?;
+        // The common case, a string that is one of the choices, without
+        // copying the string or building the key's path.
+        if let DeValue::String(given) = v.get_ref() {
+            if let Some((_, c)) = choices.iter().find(|(n, _)| *n == given.as_ref()) {
+                return Some(Spanned::new(*c, v.span()));
+            }
+        }
         let path = join(t.path, key);
-        let s = self.string(&path, t.get(key)?)?;
+        let s = self.string(&path, v)?;
         if let Some((_, v)) = choices.iter().find(|(n, _)| *n == s.value) {
             return Some(Spanned::new(*v, s.span));
         }
