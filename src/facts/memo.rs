@@ -105,7 +105,7 @@ fn stepwise(path: &str) -> Option<Ends> {
         len: 0,
     };
     let mut at = 1;
-    for c in rest.split('/') {
+    for c in crate::paths::split_slash(rest) {
         if c.is_empty() || c == "." || c == ".." || ends.len == MAX_STEPS {
             return None;
         }
