@@ -281,10 +281,11 @@ pub fn find(name: &str) -> Option<&'static Operation> {
     place(name).map(|i| &OPERATIONS[i])
 }
 
-/// The place of the operation `name` in [`OPERATIONS`]: a binary search,
-/// the table being sorted by name (its test holds it so).
+/// The place of the operation `name` in [`OPERATIONS`]. A scan: names
+/// of another length are passed over without reading them, which costs
+/// less than a binary search's comparisons of bytes (measured).
 pub fn place(name: &str) -> Option<usize> {
-    OPERATIONS.binary_search_by(|o| o.name.cmp(name)).ok()
+    OPERATIONS.iter().position(|o| o.name == name)
 }
 
 /// Every name, sorted.
@@ -309,7 +310,7 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(names, sorted);
-        // The binary search finds each where it is, and nothing else.
+        // Each is found where it is, and nothing else is found.
         for (i, o) in OPERATIONS.iter().enumerate() {
             assert_eq!(place(o.name), Some(i), "{}", o.name);
         }

@@ -250,43 +250,38 @@ pub fn gather_all(
 
     let mut realpaths = BTreeMap::new();
     let codex_denied = spec.codex_denied();
-    let mut paths = RootPaths {
-        src,
-        vars: &vars,
-        known: BTreeMap::new(),
-    };
     for root in spec.filesystem.all_roots().chain(&codex_denied) {
-        let Some(path) = paths.get(root) else {
+        let Some(path) = root_path_ref(root, src, &vars) else {
             continue;
         };
-        if let Some(real) = host.canonicalize(path) {
+        if let Some(real) = host.canonicalize(&path) {
             if linux {
                 kinds.insert(real.clone(), path_kind(&real, host));
             }
-            realpaths.insert(path.to_string(), real);
+            realpaths.insert(path.into_owned(), real);
         }
     }
     // Write roots that do not exist yet: where `sealc exec` will make them.
     let mut absent_writes = BTreeMap::new();
     for w in &spec.filesystem.write {
-        let Some(path) = paths.get(w) else {
+        let Some(path) = root_path(w, src, &vars) else {
             continue;
         };
-        if realpaths.contains_key(path) {
+        if realpaths.contains_key(&path) {
             continue;
         }
-        if let Some(at) = would_be(path, host) {
+        if let Some(at) = would_be(&path, host) {
             // A symlink on the way that leads nowhere yet (or the root
             // itself one): the kernel would follow it where the root is
             // made, so neither the record nor the profile could say where
             // the agent writes.
-            if let Some(elsewhere) = would_appear(path, host).filter(|e| *e != at) {
+            if let Some(elsewhere) = would_appear(&path, host).filter(|e| *e != at) {
                 diags.push(
                     Diagnostic::error(
                         crate::diag::code::ROOT_DANGLING_LINK,
                         format!(
                             "write root {} does not exist, and a symlink on the way leads to {}, which does not exist either",
-                            quote(path),
+                            quote(&path),
                             quote(&elsewhere)
                         ),
                     )
@@ -296,17 +291,18 @@ pub fn gather_all(
                 );
                 continue;
             }
-            absent_writes.insert(path.to_string(), at);
+            absent_writes.insert(path, at);
         }
     }
     // No program digest is kept where the agent writes.
-    let mut write_reals = Vec::with_capacity(spec.filesystem.write.len());
-    for w in &spec.filesystem.write {
-        if let Some(p) = paths.get(w) {
-            write_reals.extend(realpaths.get(p).or_else(|| absent_writes.get(p)).cloned());
-        }
-    }
-    memo.set_write_roots(write_reals);
+    memo.set_write_roots(
+        spec.filesystem
+            .write
+            .iter()
+            .filter_map(|w| root_path(w, src, &vars))
+            .filter_map(|p| realpaths.get(&p).or_else(|| absent_writes.get(&p)).cloned())
+            .collect(),
+    );
     // Denied and stat-only roots that do not exist yet, through a link:
     // where seatbelt will look for them once they appear.
     // Re-allowed roots likewise, so the re-allow is where seatbelt looks.
@@ -322,17 +318,17 @@ pub fn gather_all(
             .map(|r| (r, true))
             .chain(fs.allow_read.iter().map(|r| (r, false)))
         {
-            let Some(path) = paths.get(root) else {
+            let Some(path) = root_path_ref(root, src, &vars) else {
                 continue;
             };
-            if realpaths.contains_key(path) {
+            if realpaths.contains_key(path.as_ref()) {
                 continue;
             }
             // What it walks to is normal: equal to the path, the path is too.
-            if let Some(at) =
-                would_appear(path, host).filter(|at| *at != path && *at != normalize(path))
+            if let Some(at) = would_appear(&path, host)
+                .filter(|at| *at != path.as_ref() && *at != normalize(&path))
             {
-                let path = path.to_string();
+                let path = path.into_owned();
                 if denied {
                     absent_denied.insert(path, at);
                 } else {
@@ -491,26 +487,6 @@ fn path_kind(real: &str, host: &dyn Host) -> PathKind {
 /// asked about (the IR reports the others, with their spans).
 fn root_path(root: &Spanned<String>, src: &str, vars: &BTreeMap<String, String>) -> Option<String> {
     root_path_ref(root, src, vars).map(Cow::into_owned)
-}
-
-/// Each root's path, interpolated once: [`gather_all`] asks for a root's
-/// path in several passes. Keyed by the string as written, which is all
-/// the path depends on once the vars are resolved.
-struct RootPaths<'s> {
-    src: &'s str,
-    vars: &'s BTreeMap<String, String>,
-    known: BTreeMap<&'s str, Option<Cow<'s, str>>>,
-}
-
-impl<'s> RootPaths<'s> {
-    /// [`root_path_ref`] of `root`.
-    fn get(&mut self, root: &'s Spanned<String>) -> Option<&str> {
-        let RootPaths { src, vars, known } = self;
-        known
-            .entry(root.value.as_str())
-            .or_insert_with(|| root_path_ref(root, src, vars))
-            .as_deref()
-    }
 }
 
 /// [`root_path`], borrowed from the spec when it names no var.
